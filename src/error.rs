@@ -1,0 +1,194 @@
+//! The one public error type.
+//!
+//! [`Error`] is for the host: a bad configuration, a source that cannot load, a provider that keeps failing.
+//! Failures the model should read (a bad argument, a non-zero exit, a declined gate) are never errors; they are
+//! [`ToolOutput`](crate::tool::ToolOutput) values.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A `Result` whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, broadly, so a host can branch without matching message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The configuration is invalid: a bad key, value, type or combination.
+    Config,
+    /// The wrapped application could not be introspected (start failure, exit status, garbage, limits).
+    Introspection,
+    /// The tool set could not be built: an invalid rule, a name collision, no tools left.
+    Selection,
+    /// A tool source other than introspection failed to load.
+    Source,
+    /// An I/O failure outside a tool call, such as reading the configuration file.
+    Io,
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ErrorKind::Config => "configuration error",
+            ErrorKind::Introspection => "introspection error",
+            ErrorKind::Selection => "tool selection error",
+            ErrorKind::Source => "tool source error",
+            ErrorKind::Io => "I/O error",
+        })
+    }
+}
+
+/// Where in a configuration file an error was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file, when the configuration came from one.
+    pub file: Option<PathBuf>,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{}:{}:{}", file.display(), self.line, self.column),
+            None => write!(f, "line {} column {}", self.line, self.column),
+        }
+    }
+}
+
+/// The error type of this crate.
+///
+/// The message names the culprit (file and line/column, key path, tool, binary or pattern); [`Error::kind`] says
+/// which family it belongs to, and [`Error::key`] / [`Error::location`] expose the structured parts for tools.
+///
+/// ```
+/// use fisk_ai::{Config, ErrorKind};
+///
+/// let err = Config::from_yaml_str("identitty: x\n").unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Config);
+/// assert!(err.to_string().contains("identitty"));
+/// ```
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    key: Option<String>,
+    location: Option<Location>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Error {
+    /// A new error of `kind` with a complete, human-readable `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), key: None, location: None, source: None }
+    }
+
+    /// A configuration error.
+    pub fn config(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Config, message)
+    }
+
+    /// A configuration error about `key` (a dotted key path such as `llm.budget.max_tokens`).
+    pub fn config_key(key: impl Into<String>, message: impl Into<String>) -> Self {
+        let key = key.into();
+        let message = message.into();
+        Error { key: Some(key), ..Self::config(message) }
+    }
+
+    /// An introspection error.
+    pub fn introspection(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Introspection, message)
+    }
+
+    /// A selection error.
+    pub fn selection(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Selection, message)
+    }
+
+    /// Attach the underlying cause.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// Attach a location in a configuration file.
+    pub fn with_location(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    /// Attach the file the error was found in, keeping any line and column already known.
+    pub fn in_file(mut self, file: &Path) -> Self {
+        match &mut self.location {
+            Some(loc) => loc.file = Some(file.to_path_buf()),
+            None => {
+                // No line is known: name the file in the message itself.
+                self.message = format!("{}: {}", file.display(), self.message);
+            }
+        }
+        self
+    }
+
+    /// The family of this error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The key path the error is about, when it is about one.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// Where in the configuration file the error was found, when known.
+    pub fn location(&self) -> Option<&Location> {
+        self.location.as_ref()
+    }
+
+    /// Whether this is a configuration error.
+    pub fn is_config(&self) -> bool {
+        self.kind == ErrorKind::Config
+    }
+
+    /// Whether this is an introspection error.
+    pub fn is_introspection(&self) -> bool {
+        self.kind == ErrorKind::Introspection
+    }
+
+    /// Whether this is a selection error.
+    pub fn is_selection(&self) -> bool {
+        self.kind == ErrorKind::Selection
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(loc) => write!(f, "{loc}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(key) = &self.key {
+            d.field("key", key);
+        }
+        if let Some(loc) = &self.location {
+            d.field("location", loc);
+        }
+        if let Some(src) = &self.source {
+            d.field("source", src);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

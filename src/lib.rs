@@ -1,0 +1,19 @@
+//! fisk-ai: turn a fisk-built command-line application into a safe, tightly scoped set of LLM tools.
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod config;
+pub mod error;
+pub mod select;
+pub mod source;
+pub mod tool;
+pub mod warning;
+
+pub use config::Config;
+pub use error::{Error, ErrorKind, Result};
+pub use select::{Selection, Toolset};
+pub use source::ToolSource;
+pub use source::fisk::FiskApp;
+pub use tool::{CallContext, Tool, ToolOutput, ToolSpec};
+pub use warning::Warning;

@@ -1,0 +1,203 @@
+//! The deny-then-select pipeline (SPEC section 4) and its output, the [`Toolset`].
+//!
+//! 1. Every tool tagged `ai:deny` is removed, always and first; no rule can bring it back (SEL-2).
+//! 2. Names are checked: a built-in or custom tool may not take a command's name (SEL-14), custom tools may not
+//!    collide with anything (OVR-8), and a name no model can address is skipped with a warning.
+//! 3. `include`, when it has entries, keeps only matching tools (SEL-3).
+//! 4. `exclude`, when it has entries, removes matching tools (SEL-4).
+//!
+//! The same [`Toolset`] feeds the agent loop, the MCP server and A2A, so selection, naming, schemas and gating
+//! never drift between them.
+
+mod rule;
+mod toolset;
+
+pub use rule::Rule;
+pub use toolset::{SelectedTool, Toolset};
+
+use crate::config::Config;
+use crate::tool::{Tool, ToolKind, tags};
+use crate::warning::Warning;
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The selection rules of one configuration: include, exclude and the confirmation tags.
+///
+/// ```
+/// use fisk_ai::select::{Rule, Selection};
+///
+/// let selection = Selection::new()
+///     .with_include(Rule::new(["^cow"], [] as [&str; 0]).unwrap())
+///     .with_exclude(Rule::new(["^cow_think"], [] as [&str; 0]).unwrap())
+///     .with_confirm_tags(["impact:rw"]);
+/// # let _ = selection;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    include: Option<Rule>,
+    exclude: Option<Rule>,
+    confirm_tags: Vec<String>,
+}
+
+/// Whether `name` can be addressed by a model or MCP client: `^[a-zA-Z0-9_-]{1,128}$`.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Selection {
+    /// No rules and no confirmation tags: only `ai:deny` is stripped and `ai:confirm` gates.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The top-level `include`, `exclude` and `harness.confirm_tags` of a configuration. An invalid pattern is an
+    /// error naming it (SEL-6).
+    pub fn from_config(config: &Config) -> Result<Self> {
+        let include = config.include.as_ref().map(|f| Rule::from_filter("include", f)).transpose()?;
+        let exclude = config.exclude.as_ref().map(|f| Rule::from_filter("exclude", f)).transpose()?;
+        Ok(Selection { include, exclude, confirm_tags: Vec::new() }
+            .with_confirm_tags(config.harness.confirm_tags.iter().cloned()))
+    }
+
+    /// Keep only tools matching `rule` (ignored when the rule is empty, SEL-3).
+    pub fn with_include(mut self, rule: Rule) -> Self {
+        self.include = Some(rule);
+        self
+    }
+
+    /// Remove tools matching `rule` (ignored when empty, SEL-4).
+    pub fn with_exclude(mut self, rule: Rule) -> Self {
+        self.exclude = Some(rule);
+        self
+    }
+
+    /// Gate command tools carrying any of these tags, besides `ai:confirm` (GATE-1). Normalized: trimmed, empties
+    /// dropped, duplicates removed (CFG-11).
+    pub fn with_confirm_tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.confirm_tags.clear();
+        for t in tags {
+            let t: String = t.into();
+            let t = t.trim();
+            if !t.is_empty() && !self.confirm_tags.iter().any(|c| c == t) {
+                self.confirm_tags.push(t.to_owned());
+            }
+        }
+        self
+    }
+
+    /// The trigger tag that gates `tool`, if any (GATE-1..3).
+    fn gate_for(&self, tool: &dyn Tool) -> Option<String> {
+        let spec = tool.spec();
+        if spec.kind() != ToolKind::Command {
+            return spec.confirm().then(|| tags::CONFIRM.to_owned());
+        }
+        if spec.tags().contains(tags::CONFIRM) || spec.confirm() {
+            return Some(tags::CONFIRM.to_owned());
+        }
+        spec.tags().iter().find(|t| self.confirm_tags.iter().any(|c| c == t)).map(str::to_owned)
+    }
+
+    /// Run the pipeline over every candidate (SEL-1), returning the ordered, uniquely named tool set.
+    ///
+    /// Fails on a name collision (SEL-14, OVR-8). Never fails for being empty: a run checks that with
+    /// [`Toolset::ensure_not_empty`] (SEL-13), while `info` shows the empty set.
+    pub fn apply(&self, candidates: Vec<Arc<dyn Tool>>) -> Result<Toolset> {
+        let mut warnings = Vec::new();
+
+        // Step 1, always first: strip ai:deny.
+        let mut kept: Vec<Arc<dyn Tool>> = candidates.into_iter().filter(|t| !t.spec().tags().contains(tags::DENY)).collect();
+
+        // Step 2: names.
+        let mut seen: HashMap<&str, ToolKind> = HashMap::with_capacity(kept.len());
+        let mut invalid = Vec::new();
+        for (i, t) in kept.iter().enumerate() {
+            let spec = t.spec();
+            let (name, kind) = (spec.name(), spec.kind());
+            if !is_valid_tool_name(name) {
+                warnings.push(Warning::InvalidToolName { name: name.to_owned(), command: spec.display_path() });
+                invalid.push(i);
+                continue;
+            }
+            if let Some(prev) = seen.insert(name, kind) {
+                return Err(collision(name, prev, kind));
+            }
+        }
+        for i in invalid.into_iter().rev() {
+            kept.remove(i);
+        }
+
+        // GATE-4: confirm tags matching no loaded (deny-stripped) command.
+        for tag in &self.confirm_tags {
+            let used = kept.iter().any(|t| t.spec().kind() == ToolKind::Command && t.spec().tags().contains(tag));
+            if !used {
+                warnings.push(Warning::UnmatchedConfirmTag { tag: tag.clone() });
+            }
+        }
+
+        // Steps 3 and 4.
+        if let Some(rule) = self.include.as_ref().filter(|r| !r.is_empty()) {
+            kept.retain(|t| rule.matches(t.spec()));
+        }
+        if let Some(rule) = self.exclude.as_ref().filter(|r| !r.is_empty()) {
+            kept.retain(|t| !rule.matches(t.spec()));
+        }
+
+        // SEL-12 order: commands (walk order), imported (source order), custom (by name), built-ins (list order).
+        let rank = |k: ToolKind| match k {
+            ToolKind::Command => 0,
+            ToolKind::Imported => 1,
+            ToolKind::Custom => 2,
+            _ => 3,
+        };
+        kept.sort_by(|a, b| {
+            let (a, b) = (a.spec(), b.spec());
+            rank(a.kind()).cmp(&rank(b.kind())).then_with(|| {
+                if a.kind() == ToolKind::Custom && b.kind() == ToolKind::Custom {
+                    a.name().cmp(b.name())
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+        });
+
+        let entries = kept
+            .into_iter()
+            .map(|tool| {
+                let gate = self.gate_for(tool.as_ref());
+                SelectedTool::new(tool, gate)
+            })
+            .collect();
+        Ok(Toolset::new(entries, warnings))
+    }
+}
+
+fn collision(name: &str, a: ToolKind, b: ToolKind) -> Error {
+    use ToolKind::*;
+    let msg = match (a, b) {
+        (Command, Command) => format!(
+            "two commands both become the tool \"{name}\"; tag one of them ai:deny or rename it in the application"
+        ),
+        (Command, other) | (other, Command) => format!(
+            "the {} tool \"{name}\" has the same name as a command of the application; rename the command, tag it \
+             ai:deny, or disable the {}",
+            kind_word(other),
+            kind_word(other)
+        ),
+        (x, y) => format!("two tools are named \"{name}\" (a {} and a {})", kind_word(x), kind_word(y)),
+    };
+    Error::selection(msg)
+}
+
+fn kind_word(k: ToolKind) -> &'static str {
+    match k {
+        ToolKind::Command => "command",
+        ToolKind::Builtin => "built-in",
+        ToolKind::Imported => "imported",
+        ToolKind::Custom => "custom",
+    }
+}

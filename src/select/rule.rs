@@ -1,0 +1,70 @@
+use crate::config::Filter;
+use crate::tool::ToolSpec;
+use crate::{Error, Result};
+use regex::Regex;
+
+/// One `include` or `exclude` rule: name patterns and exact tags (SEL-5..9).
+///
+/// A tool matches when any pattern matches its final name anywhere (unanchored search, SEL-6) or any tag entry
+/// equals one of its tags; the entry `""` matches a tool with no tags (SEL-7).
+///
+/// ```
+/// use fisk_ai::select::Rule;
+///
+/// let rule = Rule::new(["^auth_user"], ["scope:system", ""]).unwrap();
+/// assert!(!rule.is_empty());
+/// assert!(Rule::new(["("], [] as [&str; 0]).unwrap_err().to_string().contains("\"(\""));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Rule {
+    tools: Vec<Regex>,
+    tags: Vec<String>,
+}
+
+impl Rule {
+    /// A rule from name patterns and tags. An invalid pattern is an error naming it.
+    pub fn new<P, T>(patterns: P, tags: T) -> Result<Self>
+    where
+        P: IntoIterator,
+        P::Item: AsRef<str>,
+        T: IntoIterator,
+        T::Item: Into<String>,
+    {
+        Self::build("rule", patterns, tags)
+    }
+
+    pub(crate) fn from_filter(key: &str, filter: &Filter) -> Result<Self> {
+        Self::build(key, &filter.tools, filter.tags.iter().cloned())
+    }
+
+    fn build<P, T>(key: &str, patterns: P, tags: T) -> Result<Self>
+    where
+        P: IntoIterator,
+        P::Item: AsRef<str>,
+        T: IntoIterator,
+        T::Item: Into<String>,
+    {
+        let tools = patterns
+            .into_iter()
+            .map(|p| {
+                let p = p.as_ref();
+                Regex::new(p).map_err(|e| {
+                    Error::config_key(format!("{key}.tools"), format!("{key}.tools: invalid pattern \"{p}\": {e}"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Rule { tools, tags: tags.into_iter().map(Into::into).collect() })
+    }
+
+    /// Whether the rule has no entries (and is then ignored).
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.tags.is_empty()
+    }
+
+    /// Whether `spec` matches.
+    pub fn matches(&self, spec: &ToolSpec) -> bool {
+        let tags = spec.tags();
+        self.tools.iter().any(|r| r.is_match(spec.name()))
+            || self.tags.iter().any(|t| if t.is_empty() { tags.is_empty() } else { tags.contains(t) })
+    }
+}

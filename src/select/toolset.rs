@@ -1,0 +1,135 @@
+use super::Rule;
+use crate::tool::{Tool, ToolSpec};
+use crate::warning::Warning;
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A tool that survived selection, with its gating decision.
+#[derive(Clone)]
+pub struct SelectedTool {
+    tool: Arc<dyn Tool>,
+    gate: Option<String>,
+}
+
+impl SelectedTool {
+    pub(crate) fn new(tool: Arc<dyn Tool>, gate: Option<String>) -> Self {
+        SelectedTool { tool, gate }
+    }
+
+    /// The tool.
+    pub fn tool(&self) -> &Arc<dyn Tool> {
+        &self.tool
+    }
+
+    /// Its spec.
+    pub fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+
+    /// The tag that gates it behind operator approval (GATE-2), or `None` when ungated.
+    pub fn gate_trigger(&self) -> Option<&str> {
+        self.gate.as_deref()
+    }
+
+    /// Whether calls need operator approval.
+    pub fn is_gated(&self) -> bool {
+        self.gate.is_some()
+    }
+}
+
+impl fmt::Debug for SelectedTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SelectedTool").field("name", &self.spec().name()).field("gate", &self.gate).finish()
+    }
+}
+
+struct Inner {
+    tools: Vec<SelectedTool>,
+    index: HashMap<String, usize>,
+    warnings: Vec<Warning>,
+}
+
+/// The ordered, uniquely named set of tools a run may use: the one output of selection that the agent loop, the
+/// MCP server and A2A all consume. Cheap to clone.
+#[derive(Clone)]
+pub struct Toolset {
+    inner: Arc<Inner>,
+}
+
+impl Toolset {
+    pub(crate) fn new(tools: Vec<SelectedTool>, warnings: Vec<Warning>) -> Self {
+        let index = tools.iter().enumerate().map(|(i, t)| (t.spec().name().to_owned(), i)).collect();
+        Toolset { inner: Arc::new(Inner { tools, index, warnings }) }
+    }
+
+    /// The tools in request order (SEL-12).
+    pub fn iter(&self) -> std::slice::Iter<'_, SelectedTool> {
+        self.inner.tools.iter()
+    }
+
+    /// The tool with final name `name`.
+    pub fn get(&self, name: &str) -> Option<&SelectedTool> {
+        self.inner.index.get(name).map(|&i| &self.inner.tools[i])
+    }
+
+    /// How many tools.
+    pub fn len(&self) -> usize {
+        self.inner.tools.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.inner.tools.is_empty()
+    }
+
+    /// How many tools are gated.
+    pub fn gated_count(&self) -> usize {
+        self.iter().filter(|t| t.is_gated()).count()
+    }
+
+    /// Warnings selection produced (unmatched confirm tags, unaddressable names).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.inner.warnings
+    }
+
+    /// SEL-13: fail when nothing is left, explaining how to get tools. `application` says whether an application
+    /// is wrapped.
+    pub fn ensure_not_empty(&self, application: bool) -> Result<()> {
+        if !self.is_empty() {
+            return Ok(());
+        }
+        Err(Error::selection(if application {
+            "no tools remain after filtering; check the include and exclude rules (and ai:deny tags)"
+        } else {
+            "no application is wrapped and no tools are enabled; set application_path, enable \
+             harness.human_in_the_loop or harness.memory, or list built-ins under harness.tools"
+        }))
+    }
+
+    /// SEL-11: a narrower set for serving (`expose.agent.tools`); it can only remove tools.
+    pub fn narrow(&self, include: Option<&Rule>, exclude: Option<&Rule>) -> Toolset {
+        let tools = self
+            .iter()
+            .filter(|t| include.is_none_or(|r| r.is_empty() || r.matches(t.spec())))
+            .filter(|t| exclude.is_none_or(|r| r.is_empty() || !r.matches(t.spec())))
+            .cloned()
+            .collect();
+        Toolset::new(tools, self.inner.warnings.clone())
+    }
+}
+
+impl<'a> IntoIterator for &'a Toolset {
+    type Item = &'a SelectedTool;
+    type IntoIter = std::slice::Iter<'a, SelectedTool>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl fmt::Debug for Toolset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}

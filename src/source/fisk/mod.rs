@@ -1,0 +1,291 @@
+//! Tools from a fisk-built application: introspection, the leaf walk, argument mapping and safe execution.
+//!
+//! ```no_run
+//! use fisk_ai::source::{ToolSource, fisk::FiskApp};
+//!
+//! # async fn demo() -> fisk_ai::Result<()> {
+//! let app = FiskApp::new("/usr/local/bin/nats").with_global_flags(["context"]);
+//! let loaded = app.load().await?;
+//! for tool in &loaded.tools {
+//!     println!("{}", tool.spec().name());
+//! }
+//! # Ok(()) }
+//! ```
+
+mod argv;
+mod model;
+mod process;
+mod walk;
+
+pub use argv::{ArgvError, CommandShape};
+pub use model::{AppModel, ArgModel, CmdModel, FlagModel};
+pub use process::{ChildEnv, PROVIDER_CREDENTIALS};
+
+use super::{Loaded, ToolSource};
+use crate::config::Config;
+use crate::tool::{CallContext, ExecReport, Tool, ToolKind, ToolOutput, ToolSpec};
+use crate::warning::Warning;
+use crate::{Error, Result};
+use async_trait::async_trait;
+use process::{Capture, RunError};
+use serde_json::value::RawValue;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Largest introspection document accepted (TOOL-3).
+pub const INTROSPECTION_LIMIT: usize = 16 * 1024 * 1024;
+/// Default introspection deadline (TOOL-4).
+pub const INTROSPECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The wrapped application as a [`ToolSource`]: each runnable leaf command becomes one tool.
+#[derive(Debug, Clone)]
+pub struct FiskApp {
+    binary: Arc<Path>,
+    global_flags: Vec<String>,
+    env: ChildEnv,
+    introspect_timeout: Duration,
+}
+
+/// A global flag of the application, as `info` lists it (INFO-10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GlobalFlag {
+    /// Long name without dashes.
+    pub name: String,
+    /// Help text.
+    pub help: String,
+    /// Whether the model may set it (allowlisted, or required).
+    pub exposed: bool,
+    /// Whether the application marks it required (and so it is always exposed, GLOBAL-5).
+    pub required: bool,
+}
+
+impl FiskApp {
+    /// Wrap the application at `binary` (a path, or a name looked up on `PATH`), exposing no global flag.
+    pub fn new(binary: impl Into<PathBuf>) -> Self {
+        FiskApp {
+            binary: Arc::from(binary.into()),
+            global_flags: Vec::new(),
+            env: ChildEnv::new(),
+            introspect_timeout: INTROSPECTION_TIMEOUT,
+        }
+    }
+
+    /// The source `application_path` and `global_flags` describe, or `None` when no application is wrapped
+    /// (TOOL-7).
+    pub fn from_config(config: &Config) -> Option<Self> {
+        let path = config.application_path.as_ref()?;
+        Some(FiskApp::new(path.clone()).with_global_flags(config.global_flags.iter().cloned()))
+    }
+
+    /// Allow the model to set these global flags (GLOBAL-2; `--context` and `context` are the same).
+    pub fn with_global_flags<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        self.global_flags = walk::normalize_flag_names(&names);
+        self
+    }
+
+    /// The child environment for introspection and tool calls (credential scrubbing, working directory).
+    pub fn with_env(mut self, env: ChildEnv) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The introspection deadline; 30 s by default (TOOL-4).
+    pub fn with_introspect_timeout(mut self, timeout: Duration) -> Self {
+        self.introspect_timeout = timeout;
+        self
+    }
+
+    /// The binary.
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    /// Run `<binary> --fisk-introspect` once and decode the document (TOOL-1..5): scrubbed environment, the process
+    /// working directory, own process group, 16 MiB cap (rejected, never truncated), bounded by the deadline.
+    pub async fn introspect(&self) -> Result<AppModel> {
+        let bin = self.binary.display();
+        let args = ["--fisk-introspect".to_owned()];
+        let cancel = CancellationToken::new();
+        let cap = Capture::Reject(INTROSPECTION_LIMIT);
+        let done =
+            process::run(&self.binary, &args, &self.env, false, cap, &cancel, Some(self.introspect_timeout)).await;
+        let done = done.map_err(|e| match e {
+            RunError::Spawn(e) => Error::introspection(format!("cannot run {bin} --fisk-introspect: {e}")).with_source(e),
+            RunError::Io(e) => {
+                Error::introspection(format!("reading the output of {bin} --fisk-introspect failed: {e}")).with_source(e)
+            }
+            RunError::TimedOut(d) => Error::introspection(format!(
+                "{bin} --fisk-introspect did not finish within {}; its process group was killed",
+                crate::config::format_duration(d)
+            )),
+            RunError::Cancelled => Error::introspection(format!("introspection of {bin} was cancelled")),
+            RunError::TooLarge(limit) => Error::introspection(format!(
+                "{bin} --fisk-introspect printed more than the {} MiB limit ({limit} bytes); the document is never \
+                 truncated",
+                limit / (1024 * 1024)
+            )),
+        })?;
+        if done.exit_code != 0 {
+            let text = process::into_text(done.output);
+            let text: String = text.trim().chars().take(500).collect();
+            return Err(Error::introspection(format!(
+                "{bin} --fisk-introspect exited with status {}{}",
+                done.exit_code,
+                if text.is_empty() { String::new() } else { format!(": {text}") }
+            )));
+        }
+        AppModel::from_slice(&done.output).map_err(|e| {
+            Error::introspection(format!(
+                "{bin} --fisk-introspect printed a document that is not a fisk application model: {e}"
+            ))
+            .with_source(e)
+        })
+    }
+
+    /// The application's exposable global flags (hidden and framework flags left out), marking the exposed ones.
+    /// Fails like [`load`](ToolSource::load) on an allowlist entry that names no exposable global.
+    pub fn global_flags(&self, app: &AppModel) -> Result<Vec<GlobalFlag>> {
+        let exposed = walk::exposed_globals(app, &self.global_flags, &self.binary)?;
+        Ok(app
+            .flags
+            .iter()
+            .filter(|f| walk::exposable(f))
+            .map(|f| GlobalFlag {
+                name: f.name.clone(),
+                help: f.help.clone(),
+                exposed: exposed.iter().any(|e| e.name == f.name),
+                required: f.required,
+            })
+            .collect())
+    }
+
+    /// Turn a decoded document into tools, without running anything: walk, names, descriptions, schemas with
+    /// exposed globals merged, and the TAG-6/TAG-7/TOOL-10 warnings.
+    pub fn tools_from_model(&self, app: AppModel) -> Result<Loaded> {
+        let globals: Arc<[FlagModel]> = walk::exposed_globals(&app, &self.global_flags, &self.binary)?.into();
+        let mut warnings = Vec::new();
+        let (leaves, derived) = walk::leaves(app.commands, &globals, &mut warnings);
+        if derived > 0 {
+            warnings.push(Warning::DerivedSchemas { binary: self.binary.to_path_buf(), commands: derived });
+        }
+        let env = Arc::new(self.env.clone());
+        let tools = leaves
+            .into_iter()
+            .map(|leaf| {
+                let spec = ToolSpec::new(leaf.name, ToolKind::Command, leaf.schema)
+                    .with_description(leaf.description)
+                    .with_plain_description(leaf.plain_description)
+                    .with_tags(leaf.tags)
+                    .with_command_path(leaf.path);
+                Arc::new(CommandTool {
+                    spec,
+                    flags: leaf.flags,
+                    args: leaf.args,
+                    globals: globals.clone(),
+                    binary: self.binary.clone(),
+                    env: env.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect();
+        Ok(Loaded { tools, warnings })
+    }
+}
+
+#[async_trait]
+impl ToolSource for FiskApp {
+    fn name(&self) -> &str {
+        self.binary.to_str().unwrap_or("application")
+    }
+
+    async fn load(&self) -> Result<Loaded> {
+        let app = self.introspect().await?;
+        self.tools_from_model(app)
+    }
+}
+
+/// One leaf command as a tool.
+struct CommandTool {
+    spec: ToolSpec,
+    flags: Vec<FlagModel>,
+    args: Vec<ArgModel>,
+    globals: Arc<[FlagModel]>,
+    binary: Arc<Path>,
+    env: Arc<ChildEnv>,
+}
+
+impl CommandTool {
+    fn shape(&self) -> CommandShape<'_> {
+        CommandShape { path: self.spec.command_path(), globals: &self.globals, flags: &self.flags, args: &self.args }
+    }
+}
+
+impl std::fmt::Debug for CommandTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandTool").field("spec", &self.spec).field("binary", &self.binary).finish_non_exhaustive()
+    }
+}
+
+fn normalized(input: &RawValue) -> &str {
+    let t = input.get().trim();
+    if t.is_empty() || t == "null" { "{}" } else { t }
+}
+
+#[async_trait]
+impl Tool for CommandTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The argument vector joined by single spaces, without the binary (EXEC-6).
+    fn display(&self, input: &RawValue) -> String {
+        match self.shape().argv(normalized(input)) {
+            Ok(argv) => argv.join(" "),
+            Err(_) => format!("{} {}", self.spec.display_path(), input.get().trim()),
+        }
+    }
+
+    async fn call(&self, input: &RawValue, ctx: &CallContext) -> ToolOutput {
+        let name = self.spec.name();
+        let text = normalized(input);
+        let value: serde_json::Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return ToolOutput::error(format!("tool \"{name}\": invalid JSON arguments: {e}")),
+        };
+        if let Err(e) = self.spec.validate_input(&value) {
+            return ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run"));
+        }
+        let argv = match self.shape().argv(text) {
+            Ok(a) => a,
+            Err(e) => return ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")),
+        };
+        let command = argv.join(" ");
+        let ran =
+            process::run(&self.binary, &argv, &self.env, true, Capture::HeadTail, ctx.cancel_token(), ctx.timeout())
+                .await;
+        match ran {
+            Ok(done) => {
+                let output = process::into_text(done.output);
+                let report = ExecReport { command, exit_code: done.exit_code, truncated: done.truncated };
+                ToolOutput::exec(report, &output)
+            }
+            Err(RunError::Spawn(e)) => {
+                ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.binary.display()))
+            }
+            Err(RunError::Io(e)) => ToolOutput::error(format!("reading the output of \"{command}\" failed: {e}")),
+            Err(RunError::TimedOut(d)) => ToolOutput::error(format!(
+                "\"{command}\" did not finish within {} and was killed",
+                crate::config::format_duration(d)
+            )),
+            Err(RunError::Cancelled) => ToolOutput::error(format!("\"{command}\" was cancelled and killed")),
+            Err(RunError::TooLarge(_)) => ToolOutput::error("output exceeded its limit"),
+        }
+    }
+}

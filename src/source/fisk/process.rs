@@ -1,0 +1,379 @@
+//! Running a command safely (EXEC-7..12, EXEC-16).
+//!
+//! No shell: the program gets an argument vector. Stdin is closed. Stdout and stderr share one pipe, so output
+//! keeps its true arrival order. The child leads its own process group, which is killed on cancellation, timeout
+//! or drop. Captured output is bounded in memory whatever the child writes.
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Credential variables every provider compiled into this crate declares (PROV-16). They are removed from the
+/// environment of every child process, whichever provider is active.
+pub const PROVIDER_CREDENTIALS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+    "ANTHROPIC_CUSTOM_HEADERS",
+];
+
+/// The environment and working directory of child processes (EXEC-8, EXEC-9).
+///
+/// The child inherits this process's environment minus every credential variable, plus `LLMFORMAT=1`.
+///
+/// ```
+/// use fisk_ai::source::fisk::ChildEnv;
+///
+/// let env = ChildEnv::new().scrub("GITHUB_TOKEN");
+/// assert!(env.scrubbed().any(|n| n == "ANTHROPIC_API_KEY"));
+/// assert!(env.scrubbed().any(|n| n == "GITHUB_TOKEN"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ChildEnv {
+    scrub: Arc<[String]>,
+    working_dir: Option<PathBuf>,
+}
+
+impl Default for ChildEnv {
+    fn default() -> Self {
+        ChildEnv { scrub: PROVIDER_CREDENTIALS.iter().map(|s| (*s).to_owned()).collect(), working_dir: None }
+    }
+}
+
+impl ChildEnv {
+    /// Scrub the provider credentials; run in the process working directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also remove the variable `name` (an operator-named credential, MCPI-4).
+    pub fn scrub(mut self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        if !self.scrub.contains(&name) {
+            let mut v = self.scrub.to_vec();
+            v.push(name);
+            self.scrub = v.into();
+        }
+        self
+    }
+
+    /// Run command tools in `dir`, with `PWD` set to it (EXEC-9). Introspection ignores this (TOOL-2).
+    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// The variable names removed from the child environment.
+    pub fn scrubbed(&self) -> impl Iterator<Item = &str> {
+        self.scrub.iter().map(String::as_str)
+    }
+
+    /// The tool working directory, if set.
+    pub fn get_working_dir(&self) -> Option<&Path> {
+        self.working_dir.as_deref()
+    }
+}
+
+/// Output cap: whole output up to this size, else head + marker + tail (EXEC-12).
+pub(crate) const OUTPUT_CAP: usize = 65536;
+const HALF: usize = OUTPUT_CAP / 2;
+/// The marker between head and tail of a truncated output.
+pub(crate) const TRUNCATION_MARKER: &str = "\n...[output truncated]...\n";
+/// After the command exits, descendants still holding its output open get this long before the group is killed,
+/// so a call never outlives its command.
+const LINGER: Duration = Duration::from_secs(2);
+/// Bound on I/O teardown after a kill (EXEC-10).
+const TEARDOWN: Duration = Duration::from_secs(10);
+
+/// How captured bytes are kept.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Capture {
+    /// Head and tail, bounded at [`OUTPUT_CAP`] (command calls).
+    HeadTail,
+    /// Everything, failing past the limit (introspection, TOOL-3).
+    Reject(usize),
+}
+
+/// What a finished process produced.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub(crate) output: Vec<u8>,
+    pub(crate) truncated: bool,
+    pub(crate) exit_code: i32,
+}
+
+/// Why a process did not produce a result.
+#[derive(Debug)]
+pub(crate) enum RunError {
+    Spawn(io::Error),
+    Io(io::Error),
+    TimedOut(Duration),
+    Cancelled,
+    TooLarge(usize),
+}
+
+/// Bounded capture of a merged output stream: the first [`OUTPUT_CAP`] bytes, then a ring of the last [`HALF`].
+struct HeadTail {
+    head: Vec<u8>,
+    ring: Vec<u8>,
+    ring_pos: usize,
+    ring_len: usize,
+    total: u64,
+}
+
+impl HeadTail {
+    fn new() -> Self {
+        HeadTail { head: Vec::new(), ring: Vec::new(), ring_pos: 0, ring_len: 0, total: 0 }
+    }
+
+    fn push(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        if self.head.len() < OUTPUT_CAP {
+            let take = data.len().min(OUTPUT_CAP - self.head.len());
+            self.head.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        if data.is_empty() {
+            return;
+        }
+        if self.ring.is_empty() {
+            self.ring = vec![0; HALF];
+        }
+        if data.len() >= HALF {
+            self.ring.copy_from_slice(&data[data.len() - HALF..]);
+            self.ring_pos = 0;
+            self.ring_len = HALF;
+            return;
+        }
+        let first = data.len().min(HALF - self.ring_pos);
+        self.ring[self.ring_pos..self.ring_pos + first].copy_from_slice(&data[..first]);
+        let rest = data.len() - first;
+        self.ring[..rest].copy_from_slice(&data[first..]);
+        self.ring_pos = (self.ring_pos + data.len()) % HALF;
+        self.ring_len = (self.ring_len + data.len()).min(HALF);
+    }
+
+    fn finish(self) -> (Vec<u8>, bool) {
+        if self.total <= OUTPUT_CAP as u64 {
+            return (self.head, false);
+        }
+        let mut out = Vec::with_capacity(OUTPUT_CAP + TRUNCATION_MARKER.len());
+        out.extend_from_slice(&self.head[..HALF]);
+        out.extend_from_slice(TRUNCATION_MARKER.as_bytes());
+        // The last HALF bytes of the stream: the end of the head when the ring is not full, then the ring.
+        let from_head = HALF - self.ring_len;
+        out.extend_from_slice(&self.head[OUTPUT_CAP - from_head..]);
+        if self.ring_len < HALF {
+            out.extend_from_slice(&self.ring[..self.ring_len]);
+        } else {
+            out.extend_from_slice(&self.ring[self.ring_pos..]);
+            out.extend_from_slice(&self.ring[..self.ring_pos]);
+        }
+        (out, true)
+    }
+}
+
+/// Kills the process group when dropped while armed, so an abandoned call leaves nothing running.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (group already gone) is fine.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Run `program` with `args`, capture merged output, and wait for it to finish.
+pub(crate) async fn run(
+    program: &Path,
+    args: &[String],
+    env: &ChildEnv,
+    use_working_dir: bool,
+    capture: Capture,
+    cancel: &CancellationToken,
+    timeout: Option<Duration>,
+) -> Result<Finished, RunError> {
+    let (reader, writer) = io::pipe().map_err(RunError::Spawn)?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone().map_err(RunError::Spawn)?)
+        .stderr(writer)
+        .process_group(0)
+        .kill_on_drop(true)
+        .env("LLMFORMAT", "1");
+    for name in env.scrub.iter() {
+        cmd.env_remove(name);
+    }
+    if use_working_dir && let Some(dir) = &env.working_dir {
+        cmd.current_dir(dir).env("PWD", dir);
+    }
+    let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    // The Command holds our copies of the pipe's write end; drop it or EOF never arrives.
+    drop(cmd);
+    let mut guard = GroupGuard { pgid: child.id().map(|id| Pid::from_raw(id as i32)) };
+    let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(RunError::Io)?;
+
+    let far = Instant::now() + Duration::from_secs(86400 * 365);
+    let deadline = timeout.map_or(far, |t| Instant::now() + t);
+    let mut linger = far;
+    let mut head_tail = HeadTail::new();
+    let mut all = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut status = None;
+    let mut eof = false;
+
+    while !(eof && status.is_some()) {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                guard.kill();
+                reap(&mut child).await;
+                return Err(RunError::Cancelled);
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                guard.kill();
+                reap(&mut child).await;
+                return Err(RunError::TimedOut(timeout.unwrap_or_default()));
+            }
+            _ = tokio::time::sleep_until(linger), if status.is_some() && !eof => {
+                // Descendants keep the output open after the command exited: end them, then drain what is left.
+                guard.kill();
+                linger = far;
+                let drain = tokio::time::timeout(TEARDOWN, drain_into(&mut rx, &mut buf, capture, &mut head_tail, &mut all));
+                match drain.await {
+                    Ok(Err(e)) => return Err(e),
+                    Ok(Ok(())) | Err(_) => eof = true,
+                }
+            }
+            r = rx.read(&mut buf), if !eof => match r {
+                Ok(0) => eof = true,
+                Ok(n) => {
+                    if let Err(e) = keep(capture, &mut head_tail, &mut all, &buf[..n]) {
+                        guard.kill();
+                        reap(&mut child).await;
+                        return Err(e);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    guard.kill();
+                    reap(&mut child).await;
+                    return Err(RunError::Io(e));
+                }
+            },
+            s = child.wait(), if status.is_none() => {
+                status = Some(s.map_err(RunError::Io)?);
+                linger = Instant::now() + LINGER;
+            }
+        }
+    }
+    guard.disarm();
+    let exit_code = status.and_then(|s| s.code()).unwrap_or(-1);
+    let (output, truncated) = match capture {
+        Capture::HeadTail => head_tail.finish(),
+        Capture::Reject(_) => (all, false),
+    };
+    Ok(Finished { output, truncated, exit_code })
+}
+
+fn keep(capture: Capture, head_tail: &mut HeadTail, all: &mut Vec<u8>, data: &[u8]) -> Result<(), RunError> {
+    match capture {
+        Capture::HeadTail => head_tail.push(data),
+        Capture::Reject(limit) => {
+            if all.len() + data.len() > limit {
+                return Err(RunError::TooLarge(limit));
+            }
+            all.extend_from_slice(data);
+        }
+    }
+    Ok(())
+}
+
+async fn drain_into(
+    rx: &mut tokio::net::unix::pipe::Receiver,
+    buf: &mut [u8],
+    capture: Capture,
+    head_tail: &mut HeadTail,
+    all: &mut Vec<u8>,
+) -> Result<(), RunError> {
+    loop {
+        match rx.read(buf).await {
+            Ok(0) => return Ok(()),
+            Ok(n) => keep(capture, head_tail, all, &buf[..n])?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(RunError::Io(e)),
+        }
+    }
+}
+
+/// Reap a killed child, bounded (EXEC-10).
+async fn reap(child: &mut tokio::process::Child) {
+    let _ = tokio::time::timeout(TEARDOWN, child.wait()).await;
+}
+
+/// Bytes to text, replacing invalid UTF-8 with U+FFFD without copying valid output.
+pub(crate) fn into_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(chunks: &[Vec<u8>]) -> (Vec<u8>, bool) {
+        let mut h = HeadTail::new();
+        for c in chunks {
+            h.push(c);
+        }
+        h.finish()
+    }
+
+    fn expected(all: &[u8]) -> Vec<u8> {
+        if all.len() <= OUTPUT_CAP {
+            return all.to_vec();
+        }
+        let mut v = all[..HALF].to_vec();
+        v.extend_from_slice(TRUNCATION_MARKER.as_bytes());
+        v.extend_from_slice(&all[all.len() - HALF..]);
+        v
+    }
+
+    #[test]
+    fn exec_12_head_tail_matches_reference_for_many_chunkings() {
+        for total in [0usize, 1, HALF, OUTPUT_CAP, OUTPUT_CAP + 1, OUTPUT_CAP + HALF - 1, 3 * OUTPUT_CAP + 7] {
+            let all: Vec<u8> = (0..total).map(|i| (i * 31 % 251) as u8).collect();
+            for chunk in [1usize, 7, 4096, HALF - 1, HALF, HALF + 1, 100_000] {
+                let chunks: Vec<Vec<u8>> = all.chunks(chunk).map(<[u8]>::to_vec).collect();
+                let (out, truncated) = stream(&chunks);
+                assert_eq!(truncated, total > OUTPUT_CAP, "total {total} chunk {chunk}");
+                assert!(out == expected(&all), "total {total} chunk {chunk}");
+            }
+        }
+    }
+}

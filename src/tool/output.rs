@@ -1,0 +1,88 @@
+use serde::Serialize;
+
+/// The result of a tool call, as the model or client reads it.
+///
+/// Never an `Err`: a failure is an output with [`is_error`](ToolOutput::is_error) set and text naming the
+/// problem. A command that ran carries an [`ExecReport`] (EXEC-13).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    content: String,
+    is_error: bool,
+    exec: Option<ExecReport>,
+}
+
+/// What happened when a command ran: the facts of the EXEC-13 result, kept apart for serving paths (A2A-9) so
+/// they need not re-parse the JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExecReport {
+    /// The display command line (EXEC-6).
+    pub command: String,
+    /// The exit status; `-1` when the process was ended by a signal.
+    pub exit_code: i32,
+    /// Whether the output was cut to its head and tail (EXEC-12).
+    pub truncated: bool,
+}
+
+#[derive(Serialize)]
+struct ExecJson<'a> {
+    command: &'a str,
+    exit_code: i32,
+    output: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+}
+
+impl ToolOutput {
+    /// A normal result with `content` as its text.
+    pub fn success(content: impl Into<String>) -> Self {
+        ToolOutput { content: content.into(), is_error: false, exec: None }
+    }
+
+    /// An error result the model reads; `message` names what went wrong.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolOutput { content: message.into(), is_error: true, exec: None }
+    }
+
+    /// A normal result holding `value` serialized as compact JSON.
+    pub fn json<T: Serialize + ?Sized>(value: &T) -> Self {
+        match serde_json::to_string(value) {
+            Ok(s) => Self::success(s),
+            Err(e) => Self::error(format!("could not encode the tool result: {e}")),
+        }
+    }
+
+    /// The EXEC-13 result of a command that ran:
+    /// `{"command": ..., "exit_code": ..., "output": ..., "truncated": true}` (`truncated` omitted when false).
+    pub fn exec(report: ExecReport, output: &str) -> Self {
+        let json = ExecJson {
+            command: &report.command,
+            exit_code: report.exit_code,
+            output,
+            truncated: report.truncated,
+        };
+        // Serializing strings and integers cannot fail.
+        let content = serde_json::to_string(&json).unwrap_or_default();
+        ToolOutput { content, is_error: false, exec: Some(report) }
+    }
+
+    /// The text the model reads.
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    /// The text, by value.
+    pub fn into_content(self) -> String {
+        self.content
+    }
+
+    /// Whether this is an error result.
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The execution facts when a command ran.
+    pub fn exec_report(&self) -> Option<&ExecReport> {
+        self.exec.as_ref()
+    }
+}

@@ -1,0 +1,252 @@
+use super::Tags;
+use super::schema::{self, InputError};
+use serde_json::Value;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// What kind of tool this is; it decides ordering (SEL-12), serving (MCP-7) and deferral (SEARCH-3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolKind {
+    /// A runnable leaf command of the wrapped application.
+    Command,
+    /// An in-process built-in enabled by configuration.
+    Builtin,
+    /// A tool imported from another agent (a2a) or an MCP server.
+    Imported,
+    /// A tool a host injected programmatically.
+    Custom,
+}
+
+/// Where a tool comes from, as `info` and events show it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Origin {
+    /// This process: command tools, built-ins and custom tools.
+    #[default]
+    Local,
+    /// Another agent over NATS, under its alias.
+    Remote {
+        /// The effective alias of the host.
+        alias: String,
+    },
+    /// An MCP server, under its alias.
+    Mcp {
+        /// The effective alias of the server.
+        alias: String,
+    },
+}
+
+impl fmt::Display for Origin {
+    /// `local`, or the alias for imported tools (the INFO-4 SOURCE column).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Local => f.write_str("local"),
+            Origin::Remote { alias } | Origin::Mcp { alias } => f.write_str(alias),
+        }
+    }
+}
+
+/// The description of a tool: everything but how to run it.
+///
+/// Built by value:
+///
+/// ```
+/// use fisk_ai::tool::{Tags, ToolKind, ToolSpec};
+/// use serde_json::json;
+///
+/// let spec = ToolSpec::new("cow_say", ToolKind::Command, json!({"type": "object"}))
+///     .with_description("A named cow says something\n\nTags: impact:ro")
+///     .with_plain_description("A named cow says something")
+///     .with_command_path(["cow", "say"])
+///     .with_tags(Tags::new(["impact:ro"]));
+/// assert_eq!(spec.display_path(), "cow say");
+/// ```
+pub struct ToolSpec {
+    name: String,
+    kind: ToolKind,
+    origin: Origin,
+    command_path: Vec<String>,
+    description: String,
+    plain_description: String,
+    input_schema: Value,
+    tags: Tags,
+    no_defer: bool,
+    confirm: bool,
+    // Compiled on first use: a 10,000-command tree must load in milliseconds, and most tools are never called.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl ToolSpec {
+    /// A spec with a name, a kind and an input schema; everything else empty.
+    pub fn new(name: impl Into<String>, kind: ToolKind, input_schema: Value) -> Self {
+        ToolSpec {
+            name: name.into(),
+            kind,
+            origin: Origin::Local,
+            command_path: Vec::new(),
+            description: String::new(),
+            plain_description: String::new(),
+            input_schema,
+            tags: Tags::default(),
+            no_defer: false,
+            confirm: false,
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// Set the model description (for command tools: helps plus the `Tags:` line, TOOL-13/14). When no plain
+    /// description is set, this one is used for human listings too.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Set the plain description used by human listings such as `info` (TOOL-12).
+    pub fn with_plain_description(mut self, description: impl Into<String>) -> Self {
+        self.plain_description = description.into();
+        self
+    }
+
+    /// Set the origin.
+    pub fn with_origin(mut self, origin: Origin) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// Set the command path (command tools).
+    pub fn with_command_path<I, S>(mut self, path: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.command_path = path.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Set the tags (command tools only carry tags, TAG-1).
+    pub fn with_tags(mut self, tags: Tags) -> Self {
+        self.tags = tags;
+        self
+    }
+
+    /// Keep this tool out of tool-search deferral (custom tools; command tools use `ai:no_defer`).
+    pub fn with_no_defer(mut self, no_defer: bool) -> Self {
+        self.no_defer = no_defer;
+        self
+    }
+
+    /// Gate every call behind operator approval with trigger `ai:confirm` (GATE-3: built-ins, imports, custom
+    /// tools; command tools are gated by their tags).
+    pub fn with_confirm(mut self, confirm: bool) -> Self {
+        self.confirm = confirm;
+        self
+    }
+
+    /// The final name the model addresses the tool by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The kind of tool.
+    pub fn kind(&self) -> ToolKind {
+        self.kind
+    }
+
+    /// Where the tool comes from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The command path (empty for non-command tools).
+    pub fn command_path(&self) -> &[String] {
+        &self.command_path
+    }
+
+    /// The command path joined by single spaces, or the tool name for non-command tools (TOOL-9).
+    pub fn display_path(&self) -> String {
+        if self.command_path.is_empty() { self.name.clone() } else { self.command_path.join(" ") }
+    }
+
+    /// The description models and clients see (TOOL-15).
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The description human listings show (TOOL-12).
+    pub fn plain_description(&self) -> &str {
+        if self.plain_description.is_empty() { &self.description } else { &self.plain_description }
+    }
+
+    /// The JSON Schema the input must satisfy.
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// The tags in declared order.
+    pub fn tags(&self) -> &Tags {
+        &self.tags
+    }
+
+    /// Whether the tool is never deferred behind tool search (`ai:no_defer` or [`ToolSpec::no_defer`]).
+    pub fn no_defer(&self) -> bool {
+        self.no_defer || self.tags.contains(super::tags::NO_DEFER)
+    }
+
+    /// Whether the tool opted into the confirmation gate regardless of tags (GATE-3).
+    pub fn confirm(&self) -> bool {
+        self.confirm
+    }
+
+    /// Required parameters absent from `input` (TOOL-18, TOOL-19), in schema order. `None` when nothing is missing.
+    pub fn missing_required(&self, input: &str) -> Option<schema::MissingRequired> {
+        schema::missing_required(&self.name, &self.input_schema, input)
+    }
+
+    /// Validate `input` against the input schema. An unknown property, a wrong type, or a value outside an enum
+    /// or pattern is an [`InputError`] naming the property.
+    pub fn validate_input(&self, input: &Value) -> Result<(), InputError> {
+        let validator = self.validator.get_or_init(|| {
+            jsonschema::options()
+                .should_validate_formats(false)
+                .build(&self.input_schema)
+                .map_err(|e| e.to_string())
+        });
+        match validator {
+            Ok(v) => schema::check(&self.input_schema, v, input),
+            Err(e) => Err(InputError::new(None, format!("tool \"{}\" has an invalid input schema: {e}", self.name))),
+        }
+    }
+}
+
+impl Clone for ToolSpec {
+    fn clone(&self) -> Self {
+        ToolSpec {
+            name: self.name.clone(),
+            kind: self.kind,
+            origin: self.origin.clone(),
+            command_path: self.command_path.clone(),
+            description: self.description.clone(),
+            plain_description: self.plain_description.clone(),
+            input_schema: self.input_schema.clone(),
+            tags: self.tags.clone(),
+            no_defer: self.no_defer,
+            confirm: self.confirm,
+            validator: OnceLock::new(),
+        }
+    }
+}
+
+impl fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolSpec")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("origin", &self.origin)
+            .field("command_path", &self.command_path)
+            .field("tags", &self.tags)
+            .field("no_defer", &self.no_defer)
+            .field("confirm", &self.confirm)
+            .finish_non_exhaustive()
+    }
+}

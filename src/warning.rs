@@ -1,0 +1,103 @@
+//! Typed warnings.
+//!
+//! The SDK never prints. Everything an operator should hear about but that does not stop the work is a
+//! [`Warning`]: a kind with its parameters, plus a [`Display`](std::fmt::Display) rendering the example CLI
+//! prints as `warning: <text>`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Something worth telling the operator that does not stop the work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// TAG-6: a tag starting with `ai:` that is not one of the reserved seven.
+    UnknownAiTag {
+        /// The tag as written.
+        tag: String,
+        /// The command path, space separated.
+        command: String,
+    },
+    /// TAG-7: behavior tags that contradict each other.
+    ConflictingBehaviorTags {
+        /// The command path, space separated.
+        command: String,
+        /// The conflicting tags, in the command's tag order.
+        tags: Vec<String>,
+    },
+    /// GATE-4: a `harness.confirm_tags` entry that matches no loaded command tool.
+    UnmatchedConfirmTag {
+        /// The entry.
+        tag: String,
+    },
+    /// TOOL-10: the application carries no precomputed schemas (fisk older than v0.9.0).
+    DerivedSchemas {
+        /// The binary.
+        binary: PathBuf,
+        /// How many leaves had their schema derived from flags and args.
+        commands: usize,
+    },
+    /// A command whose tool name is not `^[a-zA-Z0-9_-]{1,128}$` cannot be addressed by a model or client; it is
+    /// skipped.
+    InvalidToolName {
+        /// The tool name.
+        name: String,
+        /// The command path, space separated.
+        command: String,
+    },
+    /// IMPORT-3 / MCPI-5: `include.tags` on an import is ignored, since imports carry no tags.
+    ImportIncludeTagsIgnored {
+        /// `remote_tools` or `mcp_servers`.
+        section: &'static str,
+        /// The host or server entry name.
+        name: String,
+    },
+}
+
+impl Warning {
+    /// A stable, machine-readable name for the kind of warning.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Warning::UnknownAiTag { .. } => "unknown_ai_tag",
+            Warning::ConflictingBehaviorTags { .. } => "conflicting_behavior_tags",
+            Warning::UnmatchedConfirmTag { .. } => "unmatched_confirm_tag",
+            Warning::DerivedSchemas { .. } => "derived_schemas",
+            Warning::InvalidToolName { .. } => "invalid_tool_name",
+            Warning::ImportIncludeTagsIgnored { .. } => "import_include_tags_ignored",
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::UnknownAiTag { tag, command } => write!(
+                f,
+                "command \"{command}\" has unknown tag \"{tag}\"; known ai: tags are ai:deny, ai:confirm, \
+                 ai:no_defer, ai:read_only, ai:destructive, ai:additive, ai:idempotent"
+            ),
+            Warning::ConflictingBehaviorTags { command, tags } => {
+                write!(f, "command \"{command}\" has conflicting behavior tags: {}", tags.join(", "))
+            }
+            Warning::UnmatchedConfirmTag { tag } => write!(
+                f,
+                "harness.confirm_tags entry \"{tag}\" matches no loaded command; nothing is gated by it"
+            ),
+            Warning::DerivedSchemas { binary, commands } => write!(
+                f,
+                "{} carries no precomputed schemas (built with fisk older than v0.9.0); derived schemas for {commands} \
+                 command(s) from their flags and arguments; rebuild it with a current fisk for exact types",
+                binary.display()
+            ),
+            Warning::InvalidToolName { name, command } => write!(
+                f,
+                "command \"{command}\" is skipped: its tool name \"{name}\" is not made of ASCII letters, digits, \
+                 '_' and '-' (at most 128), so no model can call it"
+            ),
+            Warning::ImportIncludeTagsIgnored { section, name } => write!(
+                f,
+                "{section} entry \"{name}\": include.tags is ignored because imported tools carry no tags"
+            ),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Shared helpers for the integration tests: fake applications and fixtures.
+#![allow(dead_code)]
+
+use fisk_ai::source::fisk::AppModel;
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fixture file's path.
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/fisk").join(name)
+}
+
+/// A fixture decoded as an application model.
+pub fn model(name: &str) -> AppModel {
+    AppModel::from_slice(&std::fs::read(fixture(name)).unwrap()).unwrap()
+}
+
+/// A fake application named `behaviour` inside `dir`: a symlink to tests/fixtures/bin/fake-app, whose name picks
+/// what it does. Symlinks (not copied scripts) avoid ETXTBSY races with concurrent spawns.
+pub fn fake_app(dir: &Path, behaviour: &str) -> PathBuf {
+    let link = dir.join(behaviour);
+    if !link.exists() {
+        std::os::unix::fs::symlink(root().join("tests/fixtures/bin/fake-app"), &link).unwrap();
+    }
+    link
+}
+
+/// Split the NUL-separated argv printed by the `echo-args` behaviour.
+pub fn split_args(output: &str) -> Vec<String> {
+    let mut v: Vec<String> = output.split('\0').map(str::to_owned).collect();
+    assert_eq!(v.pop().as_deref(), Some(""), "echo-args output ends with NUL");
+    v
+}
+
+/// The `output` field of an EXEC-13 result.
+pub fn exec_output(content: &str) -> (String, i64, bool) {
+    let v: serde_json::Value = serde_json::from_str(content).unwrap();
+    (
+        v["output"].as_str().unwrap().to_owned(),
+        v["exit_code"].as_i64().unwrap(),
+        v.get("truncated").and_then(|t| t.as_bool()).unwrap_or(false),
+    )
+}
+
+/// Raw JSON input.
+pub fn raw(s: &str) -> Box<serde_json::value::RawValue> {
+    serde_json::value::RawValue::from_string(s.to_owned()).unwrap()
+}

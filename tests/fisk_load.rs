@@ -1,0 +1,295 @@
+//! Loading fisk applications over a real `--fisk-introspect` exec (TOOL-1..17, TAG-6/7, GLOBAL-1..8).
+
+mod common;
+
+use common::*;
+use fisk_ai::ToolSource;
+use fisk_ai::source::fisk::FiskApp;
+use fisk_ai::tool::{Tool, ToolKind};
+use fisk_ai::{ErrorKind, Warning};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn names(tools: &[Arc<dyn Tool>]) -> Vec<&str> {
+    tools.iter().map(|t| t.spec().name()).collect()
+}
+
+fn find<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
+    tools.iter().find(|t| t.spec().name() == name).unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+async fn load(behaviour: &str, globals: &[&str]) -> fisk_ai::source::Loaded {
+    let dir = tempfile::tempdir().unwrap();
+    let app = FiskApp::new(fake_app(dir.path(), behaviour)).with_global_flags(globals.iter().copied());
+    app.load().await.unwrap()
+}
+
+#[tokio::test]
+async fn tool_1_8_9_cowsay_loads_runnable_leaves_in_walk_order_skipping_hidden_and_groups() {
+    let loaded = load("cowsay", &[]).await;
+    // moo-debug is hidden; cow is a group; think is still a leaf here (ai:deny is stripped by selection).
+    assert_eq!(names(&loaded.tools), ["say", "think", "cow_say", "cow_think", "feed", "list"]);
+    let t = find(&loaded.tools, "cow_say");
+    assert_eq!(t.spec().kind(), ToolKind::Command);
+    assert_eq!(t.spec().command_path(), ["cow", "say"]);
+    assert_eq!(t.spec().display_path(), "cow say");
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+#[tokio::test]
+async fn tool_12_13_14_descriptions_and_tags_line() {
+    let loaded = load("cowsay", &[]).await;
+    let say = find(&loaded.tools, "cow_say").spec();
+    assert_eq!(say.plain_description(), "A named cow says something");
+    assert_eq!(say.description(), "A named cow says something\n\nTags: ai:no_defer, impact:ro");
+    assert_eq!(say.tags().as_slice(), ["ai:no_defer", "impact:ro"]);
+    assert!(say.no_defer());
+
+    let edge = load("edge-cases", &[]).await;
+    // Only long help: both descriptions use it; no tags.
+    let st = find(&edge.tools, "cluster_node_disk_status").spec();
+    assert_eq!(st.plain_description(), st.description());
+    assert!(st.description().starts_with("Reads the status of every node"));
+    // Long help contains the short help: long alone, then the Tags line.
+    let status = find(&edge.tools, "status").spec();
+    assert_eq!(status.plain_description(), "Show node status");
+    assert_eq!(
+        status.description(),
+        "Show node status. Reads the status of every node and prints a summary table; use --level to tune \
+         detail.\n\nTags: impact:ro"
+    );
+    // No help, no tags: empty.
+    assert_eq!(find(&edge.tools, "empty-help").spec().description(), "");
+    // Go-escaped <, > and & arrive decoded.
+    assert!(find(&edge.tools, "set-mode").spec().plain_description().contains("<, > or &"));
+}
+
+#[tokio::test]
+async fn tool_16_schema_is_the_restricted_schema_verbatim() {
+    let loaded = load("cowsay", &[]).await;
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(fixture("cowsay.json")).unwrap()).unwrap();
+    assert_eq!(find(&loaded.tools, "say").spec().input_schema(), &doc["commands"][0]["restricted_schema"]);
+    assert_eq!(
+        find(&loaded.tools, "cow_think").spec().input_schema(),
+        &doc["commands"][2]["commands"][1]["restricted_schema"]
+    );
+}
+
+#[tokio::test]
+async fn edge_cases_load_to_the_right_leaves_tags_and_schemas() {
+    let loaded = load("edge-cases", &[]).await;
+    assert_eq!(
+        names(&loaded.tools),
+        [
+            "cluster_node_disk_scrub-now",
+            "cluster_node_disk_status",
+            "cluster_node_list",
+            "archive_add",
+            "archive_extract",
+            "wait",
+            "status",
+            "grüße",
+            "empty-help",
+            "set-mode",
+            "deny-group_peek",
+            "deny-group_poke",
+            "ping",
+        ]
+    );
+    // A group's own ai:deny tag does not reach its leaves.
+    assert!(!find(&loaded.tools, "deny-group_peek").spec().tags().contains("ai:deny"));
+    assert!(find(&loaded.tools, "deny-group_poke").spec().tags().contains("ai:deny"));
+    // GLOBAL-5: the required global `account` is always exposed, and required (GLOBAL-8).
+    let scrub = find(&loaded.tools, "cluster_node_disk_scrub-now").spec().input_schema();
+    assert_eq!(scrub["required"], json!(["node", "disk", "account"]));
+    assert_eq!(scrub["properties"]["account"]["description"], "Global flag: Account every command acts on (required)");
+    assert_eq!(scrub["properties"]["account"]["type"], "string");
+}
+
+#[tokio::test]
+async fn global_6_7_allowlisted_globals_merge_into_every_leaf_unless_the_command_owns_the_name() {
+    let loaded = load("edge-cases", &["--region", " format ", "trace", "region"]).await;
+    let wait = find(&loaded.tools, "wait").spec().input_schema();
+    assert_eq!(wait["properties"]["region"], json!({"type": "string", "enum": ["eu-west", "us-east", "ap-south"], "description": "Global flag: Default region for all commands"}));
+    assert_eq!(wait["properties"]["trace"], json!({"type": "boolean", "description": "Global flag: Trace every request"}));
+    assert_eq!(wait["properties"]["format"]["enum"], json!(["text", "json", "yaml"]));
+    // format has a default and is not required; neither is region.
+    assert_eq!(wait["required"], json!(["for", "account"]));
+    // set-mode owns a `format` flag and a `region` argument: the local ones win.
+    let set = find(&loaded.tools, "set-mode").spec().input_schema();
+    assert_eq!(set["properties"]["format"]["enum"], json!(["short", "long"]));
+    assert_eq!(set["properties"]["region"]["description"], "Region of the node (shares its name with the global --region)");
+    assert!(set["properties"]["trace"].is_object());
+}
+
+#[tokio::test]
+async fn global_1_no_global_is_exposed_by_default_on_cowsay() {
+    let loaded = load("cowsay", &[]).await;
+    for t in &loaded.tools {
+        let props = t.spec().input_schema()["properties"].as_object().unwrap();
+        for g in ["context", "password", "width", "color", "wire-trace"] {
+            assert!(!props.contains_key(g), "{} exposes {g}", t.spec().name());
+        }
+    }
+}
+
+#[tokio::test]
+async fn global_3_4_allowlist_errors_name_the_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    for (entry, want) in [
+        ("nosuch", "matches no global flag"),
+        ("wire-trace", "hidden or framework"),
+        ("help", "matches no global flag"),
+    ] {
+        let app = FiskApp::new(fake_app(dir.path(), "cowsay")).with_global_flags([entry]);
+        let err = app.load().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("\"{entry}\"")) && msg.contains(want), "{msg}");
+    }
+}
+
+#[tokio::test]
+async fn global_flag_listing_marks_exposed_and_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = FiskApp::new(fake_app(dir.path(), "edge-cases")).with_global_flags(["region"]);
+    let model = app.introspect().await.unwrap();
+    let flags = app.global_flags(&model).unwrap();
+    let view: Vec<(&str, bool, bool)> = flags.iter().map(|f| (f.name.as_str(), f.exposed, f.required)).collect();
+    // secret-token is hidden and left out.
+    assert_eq!(
+        view,
+        [("account", true, true), ("region", true, false), ("format", false, false), ("trace", false, false), ("timeout", false, false)]
+    );
+}
+
+#[tokio::test]
+async fn natscli_loads_221_leaves_with_real_tags_and_globals() {
+    let loaded = load("natscli", &["context"]).await;
+    assert_eq!(loaded.tools.len(), 221);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let names = names(&loaded.tools);
+    for n in ["account_info", "stream_add", "stream_subjects", "kv_put", "publish", "subscribe", "top"] {
+        assert!(names.contains(&n), "missing {n}");
+    }
+    assert_eq!(names.first(), Some(&"account_info"));
+    assert_eq!(names.last(), Some(&"trace"));
+    let info = find(&loaded.tools, "account_info").spec();
+    assert_eq!(info.tags().as_slice(), ["scope:user", "impact:ro"]);
+    assert!(info.description().ends_with("\n\nTags: scope:user, impact:ro"));
+    for t in &loaded.tools {
+        let s = t.spec().input_schema();
+        assert_eq!(s["type"], "object", "{}", t.spec().name());
+        assert_eq!(s["properties"]["context"]["description"].as_str().map(|d| d.starts_with("Global flag")), Some(true));
+    }
+}
+
+#[tokio::test]
+async fn tool_10_old_fisk_without_schemas_loads_with_derived_schemas_and_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = FiskApp::new(fake_app(dir.path(), "old-fisk"));
+    let loaded = app.load().await.unwrap();
+    assert_eq!(names(&loaded.tools), ["say", "think", "cow_say", "cow_think", "feed", "list"]);
+    let derived: Vec<_> = loaded.warnings.iter().filter(|w| matches!(w, Warning::DerivedSchemas { .. })).collect();
+    assert_eq!(derived.len(), 1);
+    assert!(derived[0].to_string().contains("old-fisk") && derived[0].to_string().contains("rebuild"));
+    let say = find(&loaded.tools, "say").spec().input_schema();
+    assert_eq!(
+        say,
+        &json!({
+            "type": "object",
+            "properties": {
+                "eyes": {"type": "string", "enum": ["default", "borg", "dead", "greedy", "paranoid", "stoned", "tired", "wired", "young"], "description": "Eye style"},
+                "tongue": {"type": "string", "description": "Tongue string to draw"},
+                "wrap": {"type": "boolean", "description": "Wrap long lines"},
+                "message": {"type": "string", "description": "What the cow says"}
+            },
+            "required": ["message"],
+            "additionalProperties": false
+        })
+    );
+    // feed's flags have defaults, so nothing is required.
+    assert!(find(&loaded.tools, "feed").spec().input_schema().get("required").is_none());
+}
+
+#[tokio::test]
+async fn tag_6_7_unknown_and_conflicting_ai_tags_warn_for_every_leaf_even_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = json!({"name": "t", "commands": [
+        {"name": "a", "tags": ["ai:deny", "ai:dney"], "restricted_schema": {"type": "object"}},
+        {"name": "b", "tags": ["ai:read_only", "ai:destructive"], "restricted_schema": {"type": "object"}},
+        {"name": "c", "tags": ["ai:destructive", "ai:additive", "ai:idempotent"], "restricted_schema": {"type": "object"}},
+        {"name": "d", "hidden": true, "tags": ["ai:hidden-typo"]}
+    ]});
+    let model = fisk_ai::source::fisk::AppModel::from_slice(doc.to_string().as_bytes()).unwrap();
+    let loaded = FiskApp::new(dir.path().join("t")).tools_from_model(model).unwrap();
+    assert_eq!(
+        loaded.warnings,
+        [
+            Warning::UnknownAiTag { tag: "ai:dney".into(), command: "a".into() },
+            Warning::ConflictingBehaviorTags { command: "b".into(), tags: vec!["ai:read_only".into(), "ai:destructive".into()] },
+            Warning::ConflictingBehaviorTags { command: "c".into(), tags: vec!["ai:destructive".into(), "ai:additive".into()] },
+        ]
+    );
+    assert!(loaded.warnings[0].to_string().contains("ai:dney"));
+}
+
+#[tokio::test]
+async fn introspection_tolerates_a_line_printed_before_the_document() {
+    let loaded = load("noisy", &[]).await;
+    assert_eq!(loaded.tools.len(), 6);
+}
+
+async fn introspect_err(behaviour: &str, timeout: Option<Duration>) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = FiskApp::new(fake_app(dir.path(), behaviour));
+    if let Some(t) = timeout {
+        app = app.with_introspect_timeout(t);
+    }
+    let err = app.load().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Introspection);
+    let msg = err.to_string();
+    assert!(msg.contains(&format!("/{behaviour}")), "error names the binary: {msg}");
+    msg
+}
+
+#[tokio::test]
+async fn tool_5_nonzero_exit_fails_naming_binary_and_status() {
+    let msg = introspect_err("fail", None).await;
+    assert!(msg.contains("status 3") && msg.contains("context \"prod\" not found"), "{msg}");
+}
+
+#[tokio::test]
+async fn tool_5_garbage_document_fails_naming_binary() {
+    let msg = introspect_err("garbage", None).await;
+    assert!(msg.contains("not a fisk application model"), "{msg}");
+}
+
+#[tokio::test]
+async fn tool_3_more_than_16_mib_fails_naming_the_limit() {
+    let msg = introspect_err("huge", None).await;
+    assert!(msg.contains("16 MiB") && msg.contains("16777216"), "{msg}");
+}
+
+#[tokio::test]
+async fn tool_4_hang_is_killed_at_the_deadline() {
+    let msg = introspect_err("hang", Some(Duration::from_millis(300))).await;
+    assert!(msg.contains("did not finish within 300ms") && msg.contains("killed"), "{msg}");
+}
+
+#[tokio::test]
+async fn tool_5_missing_binary_fails_naming_it() {
+    let err = FiskApp::new("/nonexistent/fisk-app").load().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Introspection);
+    assert!(err.to_string().contains("/nonexistent/fisk-app"));
+}
+
+#[tokio::test]
+async fn tool_7_no_application_path_means_no_source() {
+    let config = fisk_ai::Config::from_yaml_str("identity: x\n").unwrap();
+    assert!(FiskApp::from_config(&config).is_none());
+    let config = fisk_ai::Config::from_yaml_str("application_path: /bin/x\nglobal_flags: [--context]\n").unwrap();
+    let app = FiskApp::from_config(&config).unwrap();
+    assert_eq!(app.binary(), std::path::Path::new("/bin/x"));
+}
