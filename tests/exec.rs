@@ -1,0 +1,191 @@
+//! Safe execution of command tools against real processes (EXEC-3, EXEC-7..14).
+
+mod common;
+
+use common::*;
+use fisk_ai::source::fisk::{AppModel, ChildEnv, FiskApp};
+use fisk_ai::tool::{CallContext, Tool};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+const DOC: &str = r#"{"name":"t","commands":[{"name":"run","help":"Run it",
+ "flags":[{"name":"level","completions":["a","b"]},{"name":"count"},{"name":"key"}],
+ "args":[{"name":"msg"},{"name":"rest","cumulative":true}],
+ "restricted_schema":{"type":"object","additionalProperties":false,"properties":{
+   "level":{"type":"string","enum":["a","b"]},"count":{"type":"integer"},
+   "key":{"type":"string","pattern":"^([0-9a-f]{2})*$"},"msg":{"type":"string"},
+   "rest":{"type":"array","items":{"type":"string"}}}}}]}"#;
+
+fn tool_with(binary: &Path, env: ChildEnv) -> Arc<dyn Tool> {
+    let app = FiskApp::new(binary).with_env(env);
+    app.tools_from_model(AppModel::from_slice(DOC.as_bytes()).unwrap()).unwrap().tools.remove(0)
+}
+
+fn tool(dir: &Path, behaviour: &str) -> Arc<dyn Tool> {
+    tool_with(&fake_app(dir, behaviour), ChildEnv::new())
+}
+
+async fn call(t: &Arc<dyn Tool>, input: &str) -> fisk_ai::ToolOutput {
+    t.call(&raw(input), &CallContext::new()).await
+}
+
+fn is_dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+async fn wait_dead(pids: &[String]) {
+    for _ in 0..100 {
+        if pids.iter().all(|p| is_dead(p)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("processes still alive: {pids:?}");
+}
+
+#[tokio::test]
+async fn exec_11_interleaved_stdout_and_stderr_keep_arrival_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call(&tool(dir.path(), "interleave"), "{}").await;
+    let (output, code, truncated) = exec_output(out.content());
+    let want: String = (1..=300).map(|i| format!("out{i}\nerr{i}\n")).collect();
+    assert_eq!((code, truncated), (0, false));
+    assert_eq!(output, want);
+}
+
+#[tokio::test]
+async fn exec_12_large_output_keeps_head_and_tail_around_the_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call(&tool(dir.path(), "big"), "{}").await;
+    let (output, _, truncated) = exec_output(out.content());
+    let all: String = "abcdefghijklmnopqrstuvwxyz0123456789\n".repeat(6000)[..200_000].to_owned();
+    let want = format!("{}\n...[output truncated]...\n{}", &all[..32768], &all[all.len() - 32768..]);
+    assert!(truncated);
+    assert!(out.exec_report().unwrap().truncated);
+    assert_eq!(output, want);
+}
+
+#[tokio::test]
+async fn exec_12_invalid_utf8_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, _, _) = exec_output(call(&tool(dir.path(), "badutf8"), "{}").await.content());
+    assert_eq!(output, "ok \u{FFFD}\u{FFFD} end\n");
+}
+
+#[tokio::test]
+async fn exec_13_nonzero_exit_is_a_normal_result_with_the_exact_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call(&tool(dir.path(), "exit7"), r#"{"msg": "x"}"#).await;
+    assert!(!out.is_error());
+    assert_eq!(out.content(), r#"{"command":"run -- x","exit_code":7,"output":"partial\n"}"#);
+    let report = out.exec_report().unwrap();
+    assert_eq!((report.command.as_str(), report.exit_code, report.truncated), ("run -- x", 7, false));
+}
+
+#[tokio::test]
+async fn exec_3_bad_arguments_are_error_results_naming_the_property_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tool(dir.path(), "record");
+    let ran = dir.path().join("ran");
+    for (input, property, want) in [
+        (r#"{"colour": 1}"#, "colour", "unknown property \"colour\""),
+        (r#"{"count": "many"}"#, "count", "property \"count\""),
+        (r#"{"level": "z"}"#, "level", "property \"level\""),
+        (r#"{"key": "zz"}"#, "key", "property \"key\""),
+        (r#"{"rest": "not-a-list"}"#, "rest", "property \"rest\""),
+        (r#"["a"]"#, "", "must be a JSON object"),
+    ] {
+        let out = call(&t, input).await;
+        assert!(out.is_error(), "{input}");
+        assert!(out.content().contains(want), "{input}: {}", out.content());
+        assert!(out.content().contains("did not run") || property.is_empty(), "{}", out.content());
+        assert!(out.exec_report().is_none());
+        assert!(!ran.exists(), "{input} started a process");
+    }
+    // The same tool runs for a valid input, proving the record would have been seen.
+    let out = call(&t, r#"{"level": "a", "count": 2, "key": "0aff", "msg": "m", "rest": ["x"]}"#).await;
+    assert!(!out.is_error(), "{}", out.content());
+    assert_eq!(out.exec_report().unwrap().command, "run --level=a --count=2 --key=0aff -- m x");
+    assert!(ran.exists());
+}
+
+#[tokio::test]
+async fn exec_5_empty_and_null_input_run_the_bare_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tool(dir.path(), "echo-args");
+    for input in ["{}", "null", " null "] {
+        let out = call(&t, input).await;
+        assert_eq!(split_args(&exec_output(out.content()).0), ["run"], "{input}");
+    }
+}
+
+#[tokio::test]
+async fn exec_10_timeout_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    let t = tool(dir.path(), "grandchild");
+    let ctx = CallContext::new().with_timeout(Duration::from_millis(300));
+    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
+    let out = t.call(&raw(&input), &ctx).await;
+    assert!(out.is_error());
+    assert!(out.content().contains("did not finish within 300ms") && out.content().contains("killed"), "{}", out.content());
+    let pids: Vec<String> = std::fs::read_to_string(&pidfile).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(pids.len(), 2);
+    wait_dead(&pids).await;
+}
+
+#[tokio::test]
+async fn exec_10_cancellation_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    let t = tool(dir.path(), "grandchild");
+    let token = CancellationToken::new();
+    let ctx = CallContext::new().with_cancel(token.clone());
+    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel();
+    });
+    let out = t.call(&raw(&input), &ctx).await;
+    canceller.await.unwrap();
+    assert!(out.is_error() && out.content().contains("cancelled"), "{}", out.content());
+    let pids: Vec<String> = std::fs::read_to_string(&pidfile).unwrap().lines().map(str::to_owned).collect();
+    wait_dead(&pids).await;
+}
+
+#[tokio::test]
+async fn exec_10_descendants_holding_the_output_do_not_outlive_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    let t = tool(dir.path(), "linger");
+    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
+    // No deadline: the call must still end once the leader exits.
+    let out = call(&t, &input).await;
+    assert!(!out.is_error(), "{}", out.content());
+    assert_eq!(exec_output(out.content()).0, "leader done\n");
+    let pids: Vec<String> = std::fs::read_to_string(&pidfile).unwrap().lines().map(str::to_owned).collect();
+    wait_dead(&pids).await;
+}
+
+#[tokio::test]
+async fn exec_14_a_binary_that_cannot_start_is_an_error_result_naming_it() {
+    let t = tool_with(Path::new("/nonexistent/app"), ChildEnv::new());
+    let out = call(&t, "{}").await;
+    assert!(out.is_error());
+    assert!(out.content().contains("/nonexistent/app"), "{}", out.content());
+}
+
+#[tokio::test]
+async fn exec_9_working_directory_and_pwd_follow_the_tool_working_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let t = tool_with(&fake_app(dir.path(), "env"), ChildEnv::new().working_dir(work.path()));
+    let (output, _, _) = exec_output(call(&t, "{}").await.content());
+    assert!(output.lines().any(|l| l == format!("PWD={}", work.path().display())), "{output}");
+    assert!(output.lines().any(|l| l == "LLMFORMAT=1"), "{output}");
+}
