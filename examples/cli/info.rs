@@ -1,0 +1,292 @@
+//! `fisk info` (SPEC INFO-1..13): what a run would expose, offline and without credentials.
+
+use clap::Args;
+use comfy_table::{ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle};
+use fisk_ai::config::Mode;
+use fisk_ai::select::Toolset;
+use fisk_ai::source::fisk::{FiskApp, GlobalFlag};
+use fisk_ai::{Config, Selection, Warning};
+use serde_json::{Value, json};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub(crate) struct InfoArgs {
+    /// The agent configuration.
+    #[arg(long, default_value = "agent.yaml")]
+    config: PathBuf,
+    /// Never render markdown or colour.
+    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    no_color: bool,
+    /// Print the same facts as one JSON document, for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Everything `info` reports, gathered once and then printed as text or JSON.
+struct Report {
+    config: Config,
+    path: PathBuf,
+    identity: String,
+    toolset: Toolset,
+    globals: Vec<GlobalFlag>,
+    warnings: Vec<Warning>,
+}
+
+pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::load(&args.config)?;
+    // INFO-1: lenient validation, so MCP-only configurations work.
+    let mut warnings = config.validate(Mode::Lenient)?;
+    let identity = config.identity()?;
+    let (tools, globals) = match FiskApp::from_config(&config) {
+        Some(app) => {
+            let model = app.introspect().await?;
+            let globals = app.global_flags(&model)?;
+            let loaded = app.tools_from_model(model)?;
+            warnings.extend(loaded.warnings);
+            (loaded.tools, globals)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    let toolset = Selection::from_config(&config)?.apply(tools)?;
+    warnings.extend(toolset.warnings().iter().cloned());
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let report = Report { config, path: args.config, identity, toolset, globals, warnings };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        let markdown = !args.no_color && std::io::stdout().is_terminal();
+        print!("{}", report.to_text(markdown));
+    }
+    Ok(())
+}
+
+const DESCRIPTION_WIDTH: usize = 50;
+
+/// Rounded box drawing, as in the product brief.
+const ROUNDED: TableStyle = TableStyle::new()
+    .top_border(LineStyle::new('╭', '─', '┬', '╮'))
+    .header_lines(ContentLineStyle::new('│', '│', '│'))
+    .header_separator(LineStyle::new('├', '─', '┼', '┤'))
+    .content_lines(ContentLineStyle::new('│', '│', '│'))
+    .bottom_border(LineStyle::new('╰', '─', '┴', '╯'));
+
+/// INFO-4: newlines as spaces, at most 50 characters then `...`.
+fn short(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= DESCRIPTION_WIDTH {
+        flat
+    } else {
+        format!("{}...", flat.chars().take(DESCRIPTION_WIDTH).collect::<String>())
+    }
+}
+
+fn tool_search(config: &Config) -> String {
+    let provider = &config.llm.provider;
+    match provider.as_str() {
+        "anthropic" if config.llm.no_tool_search => "disabled (no_tool_search)".to_owned(),
+        "anthropic" => "enabled (used at 10 or more tools)".to_owned(),
+        other => format!("unknown (provider {other} is not available)"),
+    }
+}
+
+impl Report {
+    fn model(&self) -> Option<Vec<(&'static str, String)>> {
+        let llm = &self.config.llm;
+        let model = llm.model.as_ref()?;
+        Some(vec![
+            ("Model", model.clone()),
+            ("Provider", llm.provider.clone()),
+            ("Thinking", if llm.thinking.enabled { "enabled" } else { "disabled" }.to_owned()),
+            ("Tool search", tool_search(&self.config)),
+        ])
+    }
+
+    fn memory(&self) -> Option<Vec<(&'static str, String)>> {
+        let mem = &self.config.harness.memory;
+        if !mem.enabled {
+            return None;
+        }
+        let mut rows = vec![("Backend", mem.backend.clone())];
+        if mem.backend == "jetstream" {
+            let o = &mem.options;
+            rows.push(("Bucket", o.bucket.clone().unwrap_or_else(|| "(not set)".into())));
+            rows.push(("Context", self.config.nats_context.clone().unwrap_or_else(|| "(default)".into())));
+            rows.push(("Prefix", match o.prefix.as_deref() {
+                Some("") => "(none: keys are flat and shared with every agent using the bucket)".into(),
+                Some(p) => p.to_owned(),
+                None => self.identity.clone(),
+            }));
+        } else {
+            let dir = mem.options.directory.clone().unwrap_or_else(|| PathBuf::from("memory").join(&self.identity));
+            rows.push(("Directory", dir.display().to_string()));
+        }
+        rows.push(("Limits", "64 KB per entry, 1024 entries".into()));
+        Some(rows)
+    }
+
+    fn sessions(&self) -> Option<Vec<(&'static str, String)>> {
+        self.config.llm.model.as_ref()?;
+        let s = &self.config.harness.sessions;
+        let mut rows = vec![("Backend", s.backend.clone())];
+        if s.backend == "jetstream" {
+            rows.push(("Stream", s.options.stream.clone().unwrap_or_else(|| "(not set)".into())));
+            rows.push(("Context", self.config.nats_context.clone().unwrap_or_else(|| "(default)".into())));
+            rows.push(("Prefix", "derived from the stream's subject at connect time".into()));
+        } else {
+            let dir = s.options.directory.as_ref().map_or_else(|| "(XDG default)".into(), |d| d.display().to_string());
+            rows.push(("Directory", dir));
+        }
+        Some(rows)
+    }
+
+    fn to_text(&self, markdown: bool) -> String {
+        let mut out = String::new();
+        let section = |out: &mut String, title: &str, rows: &[(&str, String)]| {
+            out.push_str(&format!("{title}:\n\n"));
+            let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+            for (k, v) in rows {
+                out.push_str(&format!("  {k:<width$}  {v}\n"));
+            }
+            out.push('\n');
+        };
+        if let Some(rows) = self.model() {
+            section(&mut out, "Model", &rows);
+        }
+        if let Some(rows) = self.memory() {
+            section(&mut out, "Memory", &rows);
+        }
+        if let Some(rows) = self.sessions() {
+            section(&mut out, "Sessions", &rows);
+        }
+        if !self.toolset.is_empty() {
+            out.push_str(&self.tools_table());
+            out.push('\n');
+            let gated: Vec<String> = self
+                .toolset
+                .iter()
+                .filter_map(|t| t.gate_trigger().map(|tag| format!("{} ({tag})", t.spec().name())))
+                .collect();
+            if !gated.is_empty() {
+                out.push_str(&format!(
+                    "\nA run asks the operator before calling {} tool(s): {}\n",
+                    gated.len(),
+                    gated.join(", ")
+                ));
+            }
+            out.push('\n');
+        }
+        let hosts: Vec<String> = self
+            .config
+            .remote_tools
+            .iter()
+            .map(|h| format!("  {} (alias {}): not contacted; importing remote tools is not supported in this build", h.name, h.alias()))
+            .collect();
+        if !hosts.is_empty() {
+            out.push_str(&format!("Remote tool hosts:\n\n{}\n\n", hosts.join("\n")));
+        }
+        let servers: Vec<String> = self
+            .config
+            .mcp_servers
+            .iter()
+            .map(|s| format!("  {} (alias {}): not contacted; importing MCP tools is not supported in this build", s.name, s.alias()))
+            .collect();
+        if !servers.is_empty() {
+            out.push_str(&format!("MCP servers:\n\n{}\n\n", servers.join("\n")));
+        }
+        if !self.globals.is_empty() {
+            out.push_str("Global flags:\n\n");
+            let width = self.globals.iter().map(|g| g.name.len() + 2).max().unwrap_or(0);
+            for g in &self.globals {
+                let mark = match (g.exposed, g.required) {
+                    (true, true) => " [exposed, required]",
+                    (true, false) => " [exposed]",
+                    _ => "",
+                };
+                let name = format!("--{}", g.name);
+                out.push_str(&format!("  {name:<width$}  {}{mark}\n", g.help));
+            }
+            out.push('\n');
+        }
+        match self.config.system_prompt.as_deref() {
+            Some(prompt) => {
+                out.push_str("Prompt:\n\n");
+                if markdown {
+                    out.push_str(&termimad::MadSkin::default().term_text(prompt).to_string());
+                } else {
+                    for line in prompt.lines() {
+                        out.push_str(&format!("  {line}\n"));
+                    }
+                }
+            }
+            None => out.push_str("Prompt:\n\n  No system prompt is defined.\n"),
+        }
+        out
+    }
+
+    fn tools_table(&self) -> String {
+        let gating = self.toolset.gated_count() > 0;
+        let mut table = Table::new();
+        table.load_style(ROUNDED).set_content_arrangement(ContentArrangement::Disabled);
+        let mut header = vec!["TOOL", "SOURCE"];
+        if gating {
+            header.push("CONFIRM");
+        }
+        header.extend(["DESCRIPTION", "TAGS"]);
+        table.set_header(header);
+        for t in &self.toolset {
+            let spec = t.spec();
+            let mut row = vec![spec.name().to_owned(), spec.origin().to_string()];
+            if gating {
+                row.push(if t.is_gated() { "Yes".into() } else { String::new() });
+            }
+            row.push(short(spec.plain_description()));
+            row.push(spec.tags().to_string());
+            table.add_row(row);
+        }
+        table.to_string()
+    }
+
+    fn to_json(&self) -> Value {
+        let section = |rows: Option<Vec<(&str, String)>>| {
+            rows.map(|rows| {
+                Value::Object(rows.into_iter().map(|(k, v)| (k.to_lowercase().replace(' ', "_"), Value::String(v))).collect())
+            })
+        };
+        let tools: Vec<Value> = self
+            .toolset
+            .iter()
+            .map(|t| {
+                let spec = t.spec();
+                json!({
+                    "name": spec.name(),
+                    "source": spec.origin().to_string(),
+                    "command": (!spec.command_path().is_empty()).then(|| spec.display_path()),
+                    "description": spec.plain_description(),
+                    "model_description": spec.description(),
+                    "tags": spec.tags().as_slice(),
+                    "gated": t.is_gated(),
+                    "gate_tag": t.gate_trigger(),
+                    "no_defer": spec.no_defer(),
+                    "input_schema": spec.input_schema(),
+                })
+            })
+            .collect();
+        json!({
+            "config": self.path,
+            "identity": self.identity,
+            "application": self.config.application_path,
+            "model": section(self.model()),
+            "memory": section(self.memory()),
+            "sessions": section(self.sessions()),
+            "tools": tools,
+            "global_flags": self.globals.iter().map(|g| json!({
+                "name": g.name, "help": g.help, "exposed": g.exposed, "required": g.required,
+            })).collect::<Vec<_>>(),
+            "prompt": self.config.system_prompt,
+            "warnings": self.warnings.iter().map(|w| json!({"kind": w.kind(), "message": w.to_string()})).collect::<Vec<_>>(),
+        })
+    }
+}

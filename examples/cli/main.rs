@@ -1,0 +1,39 @@
+//! `fisk`: the example command-line program, built only on fisk-ai's public API.
+//!
+//! ```text
+//! cargo run --example cli -- info --config examples/cowsay/agent.yaml
+//! ```
+
+mod info;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Turn a fisk-built command-line application into a safe set of LLM tools.
+#[derive(Parser)]
+#[command(name = "fisk", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the resolved configuration and the tools a run would expose, without contacting a model.
+    Info(info::InfoArgs),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(args) => info::run(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

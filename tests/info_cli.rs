@@ -1,0 +1,119 @@
+//! The example CLI's `info` command (INFO-1..13), run as a real process.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The example binary, built by `cargo test` alongside the tests (built here if a runner skipped it).
+fn cli() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let bin = profile_dir.join("examples").join("cli");
+    if !bin.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--example", "cli", "--all-features"])
+            .current_dir(root())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    bin
+}
+
+fn info(args: &[&str], cwd: &Path) -> Output {
+    Command::new(cli()).arg("info").args(args).current_dir(cwd).env_remove("NO_COLOR").output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+#[test]
+fn info_3_5_10_cowsay_demo_lists_tools_gating_and_globals() {
+    let out = info(&["--config", "examples/cowsay/agent.yaml"], &root());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, "", "no warnings for the demo");
+    let header = stdout.lines().find(|l| l.contains("TOOL")).unwrap();
+    let cols: Vec<&str> = header.split('│').map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(cols, ["TOOL", "SOURCE", "CONFIRM", "DESCRIPTION", "TAGS"]);
+    let row = |name: &str| stdout.lines().find(|l| l.starts_with(&format!("│ {name} "))).map(str::to_owned);
+    assert!(row("cow_think").unwrap().contains("│ Yes "));
+    assert!(row("feed").unwrap().contains("│ Yes "), "impact:rw is a confirm tag in the demo");
+    assert!(row("say").unwrap().contains("│ local "));
+    assert!(row("think").is_none(), "ai:deny never listed");
+    assert!(row("moo-debug").is_none(), "hidden never listed");
+    assert!(stdout.contains("cow_think (ai:confirm), feed (impact:rw)"));
+    assert!(stdout.contains("--context   Named settings profile to use [exposed]"));
+    assert!(!stdout.contains("wire-trace"), "hidden global left out");
+    assert!(stdout.contains("Model:") && stdout.contains("enabled (used at 10 or more tools)"));
+    assert!(stdout.contains("Tell short jokes using cows!"));
+    // INFO-2 order.
+    let pos = |s: &str| stdout.find(s).unwrap();
+    assert!(pos("Model:") < pos("Sessions:") && pos("Sessions:") < pos("TOOL") && pos("TOOL") < pos("Global flags:"));
+    assert!(pos("Global flags:") < pos("Prompt:"));
+}
+
+#[test]
+fn info_json_reports_the_same_facts_for_scripts() {
+    let out = info(&["--config", "examples/cowsay/agent.yaml", "--json"], &root());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = doc["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["say", "cow_say", "cow_think", "feed", "list"]);
+    let think = &tools[2];
+    assert_eq!(think["gated"], true);
+    assert_eq!(think["gate_tag"], "ai:confirm");
+    assert_eq!(think["command"], "cow think");
+    assert_eq!(think["input_schema"]["properties"]["context"]["enum"], serde_json::json!(["default", "farm", "barn"]));
+    assert_eq!(doc["model"]["provider"], "anthropic");
+    assert_eq!(doc["identity"], "cowsay");
+    let context = doc["global_flags"].as_array().unwrap().iter().find(|g| g["name"] == "context").unwrap();
+    assert_eq!(context["exposed"], true);
+    assert_eq!(doc["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn info_12_warnings_go_to_stderr_one_line_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = fake_app(dir.path(), "edge-cases");
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        format!("application_path: {}\nharness:\n  confirm_tags: [impact:rw, impact:typo]\n", app.display()),
+    )
+    .unwrap();
+    // --config defaults to agent.yaml in the working directory.
+    let out = info(&[], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.lines().all(|l| l.starts_with("warning: ")), "{stderr}");
+    assert!(stderr.contains("\"impact:typo\""), "{stderr}");
+    assert!(stderr.contains("grüße"), "{stderr}");
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("Model:"), "no model section without llm.model");
+    assert!(stdout.contains("--account") && stdout.contains("[exposed, required]"));
+    assert!(stdout.contains("No system prompt is defined."));
+}
+
+#[test]
+fn info_13_configuration_and_introspection_errors_fail_naming_the_culprit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.yaml"), "identity: x\nllm:\n  budget:\n    max_token: 5\n").unwrap();
+    let out = info(&["--config", "bad.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("error: ") && stderr.contains("bad.yaml:4:5") && stderr.contains("max_token"), "{stderr}");
+
+    let out = info(&["--config", "missing.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("missing.yaml"));
+
+    let app = fake_app(dir.path(), "garbage");
+    std::fs::write(dir.path().join("agent.yaml"), format!("application_path: {}\n", app.display())).unwrap();
+    let out = info(&[], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains(&app.display().to_string()));
+}
