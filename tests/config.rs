@@ -4,8 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fisk_ai::config::{
-    Config, ConfirmOverMcp, Filter, GoDuration, HarnessTool, McpServerEntry, Mode, RemoteToolsHost,
-    check_http_url,
+    Config, ConfirmOverMcp, Filter, GoDuration, HarnessTool, McpServerEntry, Mode, RemoteToolsHost, check_http_url,
 };
 use fisk_ai::{Error, ErrorKind, Warning};
 
@@ -166,7 +165,10 @@ fn cfg_18_2_every_key_parses_into_its_field() {
     let local = &c.mcp_servers[1];
     assert_eq!(local.alias(), "local");
     assert_eq!(local.url, None);
-    assert_eq!(local.command.as_deref(), Some(&["/usr/local/bin/some-mcp-server".to_owned(), "--stdio".to_owned()][..]));
+    assert_eq!(
+        local.command.as_deref(),
+        Some(&["/usr/local/bin/some-mcp-server".to_owned(), "--stdio".to_owned()][..])
+    );
     assert_eq!(local.timeout(), None);
     assert!(!local.confirm);
 
@@ -198,7 +200,10 @@ fn cfg_18_2_every_key_parses_into_its_field() {
     assert_eq!(hs.tools.len(), 2);
     assert_eq!(hs.tools[0].name, "read_file");
     assert!(hs.tools[0].confirm);
-    assert_eq!(serde_json::Value::Object(hs.tools[0].options.clone()), serde_json::json!({"root": "docs", "max_bytes": 4096}));
+    assert_eq!(
+        serde_json::Value::Object(hs.tools[0].options.clone()),
+        serde_json::json!({"root": "docs", "max_bytes": 4096})
+    );
     assert_eq!(hs.tools[1], HarnessTool::new("base64_encode"));
     assert!(hs.memory.enabled);
     assert_eq!(hs.memory.backend, "jetstream");
@@ -323,7 +328,9 @@ fn mcp_2_zero_port_and_zero_values_mean_defaults() {
 
 #[test]
 fn mcp_16_max_concurrent_tools_1024_is_accepted() {
-    let c = parse("expose:\n  agent:\n    mcp:\n      max_concurrent_tools: 1024\n    a2a:\n      max_concurrent_tools: 1024\n");
+    let c = parse(
+        "expose:\n  agent:\n    mcp:\n      max_concurrent_tools: 1024\n    a2a:\n      max_concurrent_tools: 1024\n",
+    );
     assert_eq!(c.expose.agent.mcp.unwrap().max_concurrent_tools(), 1024);
     assert_eq!(c.expose.agent.a2a.max_concurrent_tools(), 1024);
 }
@@ -632,7 +639,14 @@ fn mcpi_2_url_must_be_https_unless_loopback() {
     assert_eq!(e.key(), Some("mcp_servers[0].url"));
     assert_eq!(loc(&e), (3, 10));
     assert_contains(&e, &["http://mcp.example.com/mcp", "loopback"]);
-    for ok in ["http://localhost:3000/mcp", "http://LOCALHOST/", "http://127.0.0.1:8080", "http://127.5.6.7/x", "http://[::1]:9/", "https://x.example:443/mcp?q=1"] {
+    for ok in [
+        "http://localhost:3000/mcp",
+        "http://LOCALHOST/",
+        "http://127.0.0.1:8080",
+        "http://127.5.6.7/x",
+        "http://[::1]:9/",
+        "https://x.example:443/mcp?q=1",
+    ] {
         parse(&format!("mcp_servers:\n  - name: a\n    url: \"{ok}\"\n"));
     }
 }
@@ -837,10 +851,26 @@ fn sel_6_invalid_pattern_is_rejected_naming_pattern_and_key() {
     let cases = [
         ("include:\n  tools: [\"^ok\", \"(\"]\n", "include.tools[1]", (2, 18)),
         ("exclude:\n  tools: [\"[a-\"]\n", "exclude.tools[0]", (2, 11)),
-        ("expose:\n  agent:\n    tools:\n      include:\n        tools: [\"(\"]\n", "expose.agent.tools.include.tools[0]", (5, 17)),
-        ("expose:\n  agent:\n    tools:\n      exclude:\n        tools: [\"(\"]\n", "expose.agent.tools.exclude.tools[0]", (5, 17)),
-        ("remote_tools:\n  - name: a\n    include:\n      tools: [\"(\"]\n", "remote_tools[0].include.tools[0]", (4, 15)),
-        ("mcp_servers:\n  - name: a\n    command: [x]\n    exclude:\n      tools: [\"(\"]\n", "mcp_servers[0].exclude.tools[0]", (5, 15)),
+        (
+            "expose:\n  agent:\n    tools:\n      include:\n        tools: [\"(\"]\n",
+            "expose.agent.tools.include.tools[0]",
+            (5, 17),
+        ),
+        (
+            "expose:\n  agent:\n    tools:\n      exclude:\n        tools: [\"(\"]\n",
+            "expose.agent.tools.exclude.tools[0]",
+            (5, 17),
+        ),
+        (
+            "remote_tools:\n  - name: a\n    include:\n      tools: [\"(\"]\n",
+            "remote_tools[0].include.tools[0]",
+            (4, 15),
+        ),
+        (
+            "mcp_servers:\n  - name: a\n    command: [x]\n    exclude:\n      tools: [\"(\"]\n",
+            "mcp_servers[0].exclude.tools[0]",
+            (5, 15),
+        ),
     ];
     for (yaml, key, at) in cases {
         let e = err(yaml);
@@ -1043,7 +1073,10 @@ fn cfg_1_load_errors_name_the_file_with_and_without_location() {
     let e = Config::load(&path).unwrap_err();
     let l = e.location().expect("location");
     assert_eq!((l.file.as_deref(), l.line, l.column), (Some(path.as_path()), 4, 5));
-    assert!(e.to_string().starts_with(&format!("{}:4:5: llm.budget: unknown field `max_token`", path.display())), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!("{}:4:5: llm.budget: unknown field `max_token`", path.display())),
+        "{e}"
+    );
 
     std::fs::write(&path, "global_flags: [context]\n").unwrap();
     let e = Config::load(&path).unwrap_err();
@@ -1052,35 +1085,28 @@ fn cfg_1_load_errors_name_the_file_with_and_without_location() {
 }
 
 #[test]
-fn zz_print_messages() {
-    for y in [
-        "identity: x\nllm:\n  budget:\n    max_token: 3\n",
-        "llm:\n  budget:\n    max_tokens: -5\n",
-        "llm:\n  budget:\n    call_timeout: 1d\n",
-        "llm:\n  budget:\n    call_timeout: 0s\n",
-        "expose:\n  agent:\n    a2a:\n      tool_timeout: 30\n",
-        "harness:\n  knowledge: {}\n",
-        "expose:\n  agent:\n    mcp:\n      builtins: []\n",
-        "expose:\n  agent:\n    mcp:\n      confirm_over_mcp: x\n",
-        "harness:\n  memory:\n    backend: file\n    options:\n      bucket: X\n",
-        "harness:\n  memory:\n    backend: redis\n",
-        "harness:\n  memory:\n    backend: jetstream\n",
-        "include:\n  tools: [\"(\"]\n",
-        "mcp_servers:\n  - name: gh\n    url: http://x.example\n",
-        "mcp_servers:\n  - name: gh\n",
-        "mcp_servers:\n  - name: gh\n    command: []\n",
-        "remote_tools:\n  - name: \"a b\"\n",
-        "remote_tools:\n  - name: a\n    exclude: {tags: [x]}\n",
-        "application_path: /x/my.app\n",
-        "global_flags: [x]\n",
-        "expose:\n  agent:\n    mcp:\n      port: 70000\n",
-        "identity: [\n",
-        "identity: x\n  bad: indent\n",
-        "harness:\n  tools: [{name: a}, {name: a}]\n",
-        "remote_tools:\n  - alias: x\n",
-        "identity: x\nidentity: y\n",
-    ] {
-        let e = Config::from_yaml_str(y).unwrap_err();
-        println!("{e}\n    key={:?} loc={:?}", e.key(), e.location().map(|l| (l.line, l.column)));
-    }
+fn cfg_2_errors_found_after_decoding_point_at_their_key() {
+    let e =
+        err("identity: a\nmcp_servers:\n  - name: gh\n    url: https://x.example\n  - name: gh\n    command: [srv]\n");
+    assert_eq!(e.key(), Some("mcp_servers[1].name"));
+    assert_eq!(loc(&e), (5, 11));
+    let e = err("identity: a\nglobal_flags: [context]\n");
+    assert_eq!(loc(&e), (2, 15));
+    let e = err("mcp_servers:\n  - name: gh\n");
+    assert_eq!(e.key(), Some("mcp_servers[0]"));
+    assert_eq!(loc(&e), (2, 5));
+    // A derived identity points at application_path.
+    let e = err("system_prompt: x\napplication_path: /x/my.app\n");
+    assert_eq!(loc(&e), (2, 19));
+    // A missing required key points at the enclosing block.
+    let e = err("harness:\n  memory:\n    backend: jetstream\n");
+    assert_eq!(e.key(), Some("harness.memory.options.bucket"));
+    assert_eq!(loc(&e), (3, 5));
+}
+
+#[test]
+fn cfg_1_duplicate_key_is_rejected_naming_it() {
+    let e = err("identity: x\nidentity: y\n");
+    assert_eq!(e.key(), Some("identity"));
+    assert_contains(&e, &["duplicate field `identity`"]);
 }

@@ -48,8 +48,8 @@ fn cfg_3_parse_accepts_go_parse_duration_table() {
         // different units
         ("10ns", 10 * NS),
         ("11us", 11 * US),
-        ("12µs", 12 * US),  // U+00B5
-        ("12μs", 12 * US),  // U+03BC
+        ("12µs", 12 * US), // U+00B5
+        ("12μs", 12 * US), // U+03BC
         ("13ms", 13 * MS),
         ("14s", 14 * S),
         ("15m", 15 * M),

@@ -1,0 +1,178 @@
+//! The `expose` block: serving over MCP (section 15) and agent-to-agent (section 16).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{FilterPair, GoDuration, de};
+
+/// Default MCP listen port (MCP-2).
+pub const DEFAULT_MCP_PORT: u16 = 8080;
+/// Default MCP bind address (MCP-3).
+pub const DEFAULT_MCP_ADDRESS: &str = "127.0.0.1";
+/// Default `max_concurrent_tools` for MCP and a2a serving (MCP-16, A2A-11).
+pub const DEFAULT_MAX_CONCURRENT_TOOLS: usize = 2;
+/// Default `tool_timeout` for MCP and a2a serving (MCP-17, A2A-11).
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `expose`: what this agent serves to other programs.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Expose {
+    /// `expose.agent`.
+    #[serde(deserialize_with = "de::nullable")]
+    pub agent: ExposeAgent,
+}
+
+/// `expose.agent`: serving settings.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ExposeAgent {
+    /// `expose.agent.agent_to_agent` (A2A-1): serve the tools to other agents over NATS.
+    #[serde(deserialize_with = "de::nullable")]
+    pub agent_to_agent: bool,
+    /// `expose.agent.mcp`: present (even as `{}`) enables MCP serving (MCP-1); `mcp:` with no value counts as
+    /// absent.
+    pub mcp: Option<McpExpose>,
+    /// `expose.agent.a2a`: agent-to-agent serving limits.
+    #[serde(deserialize_with = "de::nullable")]
+    pub a2a: A2aExpose,
+    /// `expose.agent.tools` (SEL-11): narrows the served set after the top-level filters.
+    pub tools: Option<FilterPair>,
+}
+
+/// How a confirmation-gated tool behaves over MCP (CFG-10, MCP-8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ConfirmOverMcp {
+    /// Ask clients that can elicit; refuse the call for clients that cannot. The default.
+    #[default]
+    Always,
+    /// Ask clients that can elicit; run the call ungated for clients that cannot.
+    Auto,
+    /// Never ask; run gated calls ungated.
+    Never,
+}
+
+impl ConfirmOverMcp {
+    /// Parses a `confirm_over_mcp` value: trimmed, case-insensitive, empty meaning [`ConfirmOverMcp::Always`];
+    /// anything else is an error listing the three values.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if t.is_empty() || t.eq_ignore_ascii_case("always") {
+            Ok(ConfirmOverMcp::Always)
+        } else if t.eq_ignore_ascii_case("auto") {
+            Ok(ConfirmOverMcp::Auto)
+        } else if t.eq_ignore_ascii_case("never") {
+            Ok(ConfirmOverMcp::Never)
+        } else {
+            Err(format!("invalid value {s:?}: must be one of always, auto, never"))
+        }
+    }
+
+    /// The canonical lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfirmOverMcp::Always => "always",
+            ConfirmOverMcp::Auto => "auto",
+            ConfirmOverMcp::Never => "never",
+        }
+    }
+}
+
+impl fmt::Display for ConfirmOverMcp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfirmOverMcp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::str_opt(d, |s| ConfirmOverMcp::parse(s.unwrap_or_default()))
+    }
+}
+
+/// `expose.agent.mcp`: MCP serving (section 15).
+///
+/// Zero values mean "unset"; the accessors apply the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct McpExpose {
+    /// `port` as written; 0 means unset. Use [`McpExpose::port()`] for the effective value.
+    #[serde(deserialize_with = "de::port")]
+    pub port: u16,
+    /// `address` as written; empty is unset. Use [`McpExpose::address()`].
+    #[serde(deserialize_with = "de::opt_string")]
+    pub address: Option<String>,
+    /// `instructions` (MCP-6): sent to clients when non-empty.
+    #[serde(deserialize_with = "de::nullable")]
+    pub instructions: String,
+    /// `confirm_over_mcp` (CFG-10), already normalized.
+    pub confirm_over_mcp: ConfirmOverMcp,
+    /// `max_concurrent_tools` as written (0..=1024, checked at parse); 0 means unset. Use
+    /// [`McpExpose::max_concurrent_tools()`].
+    #[serde(deserialize_with = "de::concurrency")]
+    pub max_concurrent_tools: u32,
+    /// `tool_timeout` as written (never negative after parsing). Use [`McpExpose::tool_timeout()`].
+    #[serde(deserialize_with = "de::non_negative_duration")]
+    pub tool_timeout: Option<GoDuration>,
+}
+
+impl McpExpose {
+    /// The configured port, or 8080 when 0/unset (MCP-2; the CLI flag and environment come first).
+    pub fn port(&self) -> u16 {
+        if self.port == 0 { DEFAULT_MCP_PORT } else { self.port }
+    }
+
+    /// The configured bind address, or `127.0.0.1` when unset (MCP-3).
+    pub fn address(&self) -> &str {
+        self.address.as_deref().filter(|a| !a.is_empty()).unwrap_or(DEFAULT_MCP_ADDRESS)
+    }
+
+    /// The concurrency bound, 2 when 0/unset (MCP-16).
+    pub fn max_concurrent_tools(&self) -> usize {
+        concurrency_or_default(self.max_concurrent_tools)
+    }
+
+    /// The per-call timeout, 30s when unset or zero (MCP-17).
+    pub fn tool_timeout(&self) -> Duration {
+        timeout_or_default(self.tool_timeout)
+    }
+}
+
+/// `expose.agent.a2a`: agent-to-agent serving limits (A2A-11), separate from the MCP ones.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct A2aExpose {
+    /// `max_concurrent_tools` as written (0..=1024); 0 means unset. Use [`A2aExpose::max_concurrent_tools()`].
+    #[serde(deserialize_with = "de::concurrency")]
+    pub max_concurrent_tools: u32,
+    /// `tool_timeout` as written (never negative after parsing). Use [`A2aExpose::tool_timeout()`].
+    #[serde(deserialize_with = "de::non_negative_duration")]
+    pub tool_timeout: Option<GoDuration>,
+}
+
+impl A2aExpose {
+    /// The concurrency bound, 2 when 0/unset.
+    pub fn max_concurrent_tools(&self) -> usize {
+        concurrency_or_default(self.max_concurrent_tools)
+    }
+
+    /// The per-call timeout, 30s when unset or zero.
+    pub fn tool_timeout(&self) -> Duration {
+        timeout_or_default(self.tool_timeout)
+    }
+}
+
+fn concurrency_or_default(v: u32) -> usize {
+    if v == 0 { DEFAULT_MAX_CONCURRENT_TOOLS } else { v as usize }
+}
+
+fn timeout_or_default(v: Option<GoDuration>) -> Duration {
+    v.and_then(GoDuration::to_std).filter(|d| !d.is_zero()).unwrap_or(DEFAULT_TOOL_TIMEOUT)
+}

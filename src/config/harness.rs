@@ -1,0 +1,167 @@
+//! The `harness` block: operator interaction, built-in tools, memory and sessions.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::de;
+
+/// `harness`: how the agent runs around the model.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Harness {
+    /// `harness.human_in_the_loop` (section 11).
+    #[serde(deserialize_with = "de::nullable")]
+    pub human_in_the_loop: HumanInTheLoop,
+    /// `harness.confirm_tags` (GATE-1, GATE-4), normalized at parse per CFG-11 (trimmed, empties dropped,
+    /// duplicates removed keeping the first). [`Harness::confirm_tags()`] normalizes again for values set in code.
+    #[serde(deserialize_with = "de::confirm_tags")]
+    pub confirm_tags: Vec<String>,
+    /// `harness.no_tui` (CFG-12): accepted and ignored by the line output.
+    #[serde(deserialize_with = "de::nullable")]
+    pub no_tui: bool,
+    /// `harness.no_bell` (CFG-12): accepted and ignored by the line output.
+    #[serde(deserialize_with = "de::nullable")]
+    pub no_bell: bool,
+    /// `harness.tools` (section 12): the enabled built-in tools, in list order. A name listed twice is rejected at
+    /// parse; unknown names are rejected by the built-in registry when the tool set is built.
+    #[serde(deserialize_with = "de::nullable")]
+    pub tools: Vec<HarnessTool>,
+    /// `harness.memory` (section 13).
+    #[serde(deserialize_with = "de::nullable")]
+    pub memory: Memory,
+    /// `harness.sessions` (section 14).
+    #[serde(deserialize_with = "de::nullable")]
+    pub sessions: Sessions,
+}
+
+impl Harness {
+    /// `confirm_tags` normalized per CFG-11.
+    pub fn confirm_tags(&self) -> Vec<String> {
+        super::validate::normalize_tags(&self.confirm_tags)
+    }
+}
+
+/// `harness.human_in_the_loop`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HumanInTheLoop {
+    /// `enabled`: offer the `ask_human_*` tools.
+    #[serde(deserialize_with = "de::nullable")]
+    pub enabled: bool,
+}
+
+/// One `harness.tools` entry (BUILTIN-1).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HarnessTool {
+    /// `name`: the built-in tool, such as `read_file` or `base64_encode` (required).
+    pub name: String,
+    /// `confirm` (BUILTIN-3): gate every call.
+    #[serde(default, deserialize_with = "de::nullable")]
+    pub confirm: bool,
+    /// `options` (BUILTIN-2): free-form here; the tool's factory decodes it strictly when the tool is built.
+    #[serde(default, deserialize_with = "de::options_map")]
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+impl HarnessTool {
+    /// An entry for the built-in tool `name` with no options.
+    pub fn new(name: impl Into<String>) -> Self {
+        HarnessTool { name: name.into(), ..Default::default() }
+    }
+}
+
+/// `harness.memory` (section 13).
+///
+/// `backend` is always one of [`Memory::KNOWN_BACKENDS`] after parsing, and `options` holds only keys of that
+/// backend (CFG-4); `jetstream` has a non-empty `bucket`. These hold whether or not memory is enabled.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Memory {
+    /// `enabled`: offer the `memory_*` tools.
+    #[serde(deserialize_with = "de::nullable")]
+    pub enabled: bool,
+    /// `backend` (MEM-18): `file` (the default; empty means `file`) or `jetstream`.
+    #[serde(deserialize_with = "de::memory_backend")]
+    pub backend: String,
+    /// `no_index` (MEM-15): do not inject the memory index into the conversation.
+    #[serde(deserialize_with = "de::nullable")]
+    pub no_index: bool,
+    /// `options` (MEM-19..26).
+    #[serde(deserialize_with = "de::nullable")]
+    pub options: MemoryOptions,
+}
+
+impl Memory {
+    /// The backend names this build knows.
+    pub const KNOWN_BACKENDS: &'static [&'static str] = &["file", "jetstream"];
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Memory { enabled: false, backend: "file".to_owned(), no_index: false, options: MemoryOptions::default() }
+    }
+}
+
+/// `harness.memory.options`: the union of both backends' keys; only the selected backend's keys may be set.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MemoryOptions {
+    /// `directory` (file backend, MEM-19); unset means `memory/<identity>`.
+    #[serde(deserialize_with = "de::opt_path")]
+    pub directory: Option<PathBuf>,
+    /// `bucket` (jetstream backend, MEM-22): an existing KV bucket; required for that backend.
+    #[serde(deserialize_with = "de::opt_string")]
+    pub bucket: Option<String>,
+    /// `prefix` (jetstream backend, MEM-24): `None` means the identity, `Some("")` means no prefix.
+    pub prefix: Option<String>,
+    /// `no_require_read_before_update` (jetstream backend, MEM-26): allow blind overwrites.
+    #[serde(deserialize_with = "de::nullable")]
+    pub no_require_read_before_update: bool,
+}
+
+/// `harness.sessions` (section 14).
+///
+/// `backend` is always one of [`Sessions::KNOWN_BACKENDS`] after parsing, and `options` holds only keys of that
+/// backend (CFG-4); `jetstream` has a non-empty `stream`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Sessions {
+    /// `backend` (SESS-25): `file` (the default; empty means `file`) or `jetstream`.
+    #[serde(deserialize_with = "de::sessions_backend")]
+    pub backend: String,
+    /// `options` (SESS-26..31).
+    #[serde(deserialize_with = "de::nullable")]
+    pub options: SessionOptions,
+}
+
+impl Sessions {
+    /// The backend names this build knows.
+    pub const KNOWN_BACKENDS: &'static [&'static str] = &["file", "jetstream"];
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions { backend: "file".to_owned(), options: SessionOptions::default() }
+    }
+}
+
+/// `harness.sessions.options`: the union of both backends' keys; only the selected backend's keys may be set.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SessionOptions {
+    /// `directory` (file backend, SESS-26).
+    #[serde(deserialize_with = "de::opt_path")]
+    pub directory: Option<PathBuf>,
+    /// `stream` (jetstream backend, SESS-31): an existing stream; required for that backend.
+    #[serde(deserialize_with = "de::opt_string")]
+    pub stream: Option<String>,
+}
