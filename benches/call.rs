@@ -26,12 +26,8 @@ fn benches(c: &mut Criterion) {
     g.bench_function("baseline_bare_spawn", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let out = tokio::process::Command::new("/bin/echo")
-                    .args(argv)
-                    .stdin(Stdio::null())
-                    .output()
-                    .await
-                    .unwrap();
+                let out =
+                    tokio::process::Command::new("/bin/echo").args(argv).stdin(Stdio::null()).output().await.unwrap();
                 black_box(out)
             })
         })

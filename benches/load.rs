@@ -51,7 +51,9 @@ fn synthetic(groups: usize, leaves: usize) -> Vec<u8> {
 fn benches(c: &mut Criterion) {
     let natscli = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fisk/natscli.json")).unwrap();
     let mut g = c.benchmark_group("natscli");
-    g.bench_function("baseline_value_parse", |b| b.iter(|| black_box(serde_json::from_slice::<Value>(&natscli).unwrap())));
+    g.bench_function("baseline_value_parse", |b| {
+        b.iter(|| black_box(serde_json::from_slice::<Value>(&natscli).unwrap()))
+    });
     g.bench_function("parse_walk_select", |b| b.iter(|| black_box(load(&natscli, &["context"]))));
     g.finish();
 

@@ -1,4 +1,4 @@
-//! fisk-ai: turn a fisk-built command-line application into a safe, tightly scoped set of LLM tools.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

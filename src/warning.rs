@@ -79,10 +79,9 @@ impl fmt::Display for Warning {
             Warning::ConflictingBehaviorTags { command, tags } => {
                 write!(f, "command \"{command}\" has conflicting behavior tags: {}", tags.join(", "))
             }
-            Warning::UnmatchedConfirmTag { tag } => write!(
-                f,
-                "harness.confirm_tags entry \"{tag}\" matches no loaded command; nothing is gated by it"
-            ),
+            Warning::UnmatchedConfirmTag { tag } => {
+                write!(f, "harness.confirm_tags entry \"{tag}\" matches no loaded command; nothing is gated by it")
+            }
             Warning::DerivedSchemas { binary, commands } => write!(
                 f,
                 "{} carries no precomputed schemas (built with fisk older than v0.9.0); derived schemas for {commands} \
@@ -94,10 +93,9 @@ impl fmt::Display for Warning {
                 "command \"{command}\" is skipped: its tool name \"{name}\" is not made of ASCII letters, digits, \
                  '_' and '-' (at most 128), so no model can call it"
             ),
-            Warning::ImportIncludeTagsIgnored { section, name } => write!(
-                f,
-                "{section} entry \"{name}\": include.tags is ignored because imported tools carry no tags"
-            ),
+            Warning::ImportIncludeTagsIgnored { section, name } => {
+                write!(f, "{section} entry \"{name}\": include.tags is ignored because imported tools carry no tags")
+            }
         }
     }
 }

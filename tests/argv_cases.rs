@@ -79,7 +79,8 @@ async fn exec_7_argv_cases_arrive_byte_exact_in_a_real_process() {
         let name = strings(&case["path"]).join("_");
         let tool = loaded.tools.iter().find(|t| t.spec().name() == name).unwrap();
         let input = case["input"].as_str().unwrap();
-        let parsed: Value = if input.is_empty() { Value::Object(Default::default()) } else { serde_json::from_str(input).unwrap() };
+        let parsed: Value =
+            if input.is_empty() { Value::Object(Default::default()) } else { serde_json::from_str(input).unwrap() };
         if tool.spec().validate_input(&parsed).is_err() {
             // A label object where the restricted schema asks for KEY=VALUE items, or the edge app's required
             // global `account` left out: validation rejects those before any process starts.

@@ -133,7 +133,11 @@ async fn exec_10_timeout_kills_the_whole_process_group() {
     let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
     let out = t.call(&raw(&input), &ctx).await;
     assert!(out.is_error());
-    assert!(out.content().contains("did not finish within 300ms") && out.content().contains("killed"), "{}", out.content());
+    assert!(
+        out.content().contains("did not finish within 300ms") && out.content().contains("killed"),
+        "{}",
+        out.content()
+    );
     let pids: Vec<String> = std::fs::read_to_string(&pidfile).unwrap().lines().map(str::to_owned).collect();
     assert_eq!(pids.len(), 2);
     wait_dead(&pids).await;

@@ -111,15 +111,24 @@ async fn edge_cases_load_to_the_right_leaves_tags_and_schemas() {
 async fn global_6_7_allowlisted_globals_merge_into_every_leaf_unless_the_command_owns_the_name() {
     let loaded = load("edge-cases", &["--region", " format ", "trace", "region"]).await;
     let wait = find(&loaded.tools, "wait").spec().input_schema();
-    assert_eq!(wait["properties"]["region"], json!({"type": "string", "enum": ["eu-west", "us-east", "ap-south"], "description": "Global flag: Default region for all commands"}));
-    assert_eq!(wait["properties"]["trace"], json!({"type": "boolean", "description": "Global flag: Trace every request"}));
+    assert_eq!(
+        wait["properties"]["region"],
+        json!({"type": "string", "enum": ["eu-west", "us-east", "ap-south"], "description": "Global flag: Default region for all commands"})
+    );
+    assert_eq!(
+        wait["properties"]["trace"],
+        json!({"type": "boolean", "description": "Global flag: Trace every request"})
+    );
     assert_eq!(wait["properties"]["format"]["enum"], json!(["text", "json", "yaml"]));
     // format has a default and is not required; neither is region.
     assert_eq!(wait["required"], json!(["for", "account"]));
     // set-mode owns a `format` flag and a `region` argument: the local ones win.
     let set = find(&loaded.tools, "set-mode").spec().input_schema();
     assert_eq!(set["properties"]["format"]["enum"], json!(["short", "long"]));
-    assert_eq!(set["properties"]["region"]["description"], "Region of the node (shares its name with the global --region)");
+    assert_eq!(
+        set["properties"]["region"]["description"],
+        "Region of the node (shares its name with the global --region)"
+    );
     assert!(set["properties"]["trace"].is_object());
 }
 
@@ -160,7 +169,13 @@ async fn global_flag_listing_marks_exposed_and_required() {
     // secret-token is hidden and left out.
     assert_eq!(
         view,
-        [("account", true, true), ("region", true, false), ("format", false, false), ("trace", false, false), ("timeout", false, false)]
+        [
+            ("account", true, true),
+            ("region", true, false),
+            ("format", false, false),
+            ("trace", false, false),
+            ("timeout", false, false)
+        ]
     );
 }
 
@@ -181,7 +196,10 @@ async fn natscli_loads_221_leaves_with_real_tags_and_globals() {
     for t in &loaded.tools {
         let s = t.spec().input_schema();
         assert_eq!(s["type"], "object", "{}", t.spec().name());
-        assert_eq!(s["properties"]["context"]["description"].as_str().map(|d| d.starts_with("Global flag")), Some(true));
+        assert_eq!(
+            s["properties"]["context"]["description"].as_str().map(|d| d.starts_with("Global flag")),
+            Some(true)
+        );
     }
 }
 
@@ -228,8 +246,14 @@ async fn tag_6_7_unknown_and_conflicting_ai_tags_warn_for_every_leaf_even_denied
         loaded.warnings,
         [
             Warning::UnknownAiTag { tag: "ai:dney".into(), command: "a".into() },
-            Warning::ConflictingBehaviorTags { command: "b".into(), tags: vec!["ai:read_only".into(), "ai:destructive".into()] },
-            Warning::ConflictingBehaviorTags { command: "c".into(), tags: vec!["ai:destructive".into(), "ai:additive".into()] },
+            Warning::ConflictingBehaviorTags {
+                command: "b".into(),
+                tags: vec!["ai:read_only".into(), "ai:destructive".into()]
+            },
+            Warning::ConflictingBehaviorTags {
+                command: "c".into(),
+                tags: vec!["ai:destructive".into(), "ai:additive".into()]
+            },
         ]
     );
     assert!(loaded.warnings[0].to_string().contains("ai:dney"));

@@ -105,7 +105,10 @@ fn info_13_configuration_and_introspection_errors_fail_naming_the_culprit() {
     let out = info(&["--config", "bad.yaml"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.starts_with("error: ") && stderr.contains("bad.yaml:4:5") && stderr.contains("max_token"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("bad.yaml:4:5") && stderr.contains("max_token"),
+        "{stderr}"
+    );
 
     let out = info(&["--config", "missing.yaml"], dir.path());
     assert_eq!(out.status.code(), Some(1));

@@ -137,7 +137,18 @@ fn sel_12_order_is_commands_imports_custom_by_name_then_builtins() {
     let set = Selection::new().apply(all).unwrap();
     assert_eq!(
         names(&set),
-        ["say", "cow_say", "cow_think", "feed", "list", "remote_one", "alpha", "zeta", "ask_human_confirm", "read_file"]
+        [
+            "say",
+            "cow_say",
+            "cow_think",
+            "feed",
+            "list",
+            "remote_one",
+            "alpha",
+            "zeta",
+            "ask_human_confirm",
+            "read_file"
+        ]
     );
     assert_eq!(set.get("remote_one").unwrap().spec().origin().to_string(), "hub");
     assert_eq!(set.get("say").unwrap().spec().origin().to_string(), "local");
@@ -145,7 +156,10 @@ fn sel_12_order_is_commands_imports_custom_by_name_then_builtins() {
 
 #[test]
 fn sel_13_an_empty_set_fails_a_run_with_the_right_advice() {
-    let empty = Selection::new().with_include(Rule::new(["nothing"], no_tags()).unwrap()).apply(commands("cowsay.json")).unwrap();
+    let empty = Selection::new()
+        .with_include(Rule::new(["nothing"], no_tags()).unwrap())
+        .apply(commands("cowsay.json"))
+        .unwrap();
     let err = empty.ensure_not_empty(true).unwrap_err();
     assert!(err.to_string().contains("include and exclude"));
     let err = Selection::new().apply(Vec::new()).unwrap().ensure_not_empty(false).unwrap_err();
@@ -203,7 +217,9 @@ fn gate_1_2_ai_confirm_always_gates_and_confirm_tags_extend_it() {
 #[test]
 fn gate_3_builtins_that_opt_in_are_gated_with_ai_confirm() {
     let spec = ToolSpec::new("read_file", ToolKind::Builtin, json!({"type": "object"})).with_confirm(true);
-    let set = Selection::new().apply(vec![Arc::new(Plain(spec)) as Arc<dyn Tool>, plain("base64_encode", ToolKind::Builtin)]).unwrap();
+    let set = Selection::new()
+        .apply(vec![Arc::new(Plain(spec)) as Arc<dyn Tool>, plain("base64_encode", ToolKind::Builtin)])
+        .unwrap();
     assert_eq!(set.get("read_file").unwrap().gate_trigger(), Some("ai:confirm"));
     assert!(!set.get("base64_encode").unwrap().is_gated());
 }
@@ -219,7 +235,10 @@ fn gate_4_confirm_tags_matching_no_command_warn_once_each() {
 #[test]
 fn sel_11_narrowing_for_serving_only_removes() {
     let set = Selection::new().apply(commands("cowsay.json")).unwrap();
-    let narrowed = set.narrow(Some(&Rule::new(["^cow_", "^think$"], no_tags()).unwrap()), Some(&Rule::new(["think"], no_tags()).unwrap()));
+    let narrowed = set.narrow(
+        Some(&Rule::new(["^cow_", "^think$"], no_tags()).unwrap()),
+        Some(&Rule::new(["think"], no_tags()).unwrap()),
+    );
     assert_eq!(names(&narrowed), ["cow_say"]);
     assert_eq!(set.len(), 5);
 }

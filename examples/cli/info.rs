@@ -114,11 +114,14 @@ impl Report {
             let o = &mem.options;
             rows.push(("Bucket", o.bucket.clone().unwrap_or_else(|| "(not set)".into())));
             rows.push(("Context", self.config.nats_context.clone().unwrap_or_else(|| "(default)".into())));
-            rows.push(("Prefix", match o.prefix.as_deref() {
-                Some("") => "(none: keys are flat and shared with every agent using the bucket)".into(),
-                Some(p) => p.to_owned(),
-                None => self.identity.clone(),
-            }));
+            rows.push((
+                "Prefix",
+                match o.prefix.as_deref() {
+                    Some("") => "(none: keys are flat and shared with every agent using the bucket)".into(),
+                    Some(p) => p.to_owned(),
+                    None => self.identity.clone(),
+                },
+            ));
         } else {
             let dir = mem.options.directory.clone().unwrap_or_else(|| PathBuf::from("memory").join(&self.identity));
             rows.push(("Directory", dir.display().to_string()));
@@ -182,7 +185,13 @@ impl Report {
             .config
             .remote_tools
             .iter()
-            .map(|h| format!("  {} (alias {}): not contacted; importing remote tools is not supported in this build", h.name, h.alias()))
+            .map(|h| {
+                format!(
+                    "  {} (alias {}): not contacted; importing remote tools is not supported in this build",
+                    h.name,
+                    h.alias()
+                )
+            })
             .collect();
         if !hosts.is_empty() {
             out.push_str(&format!("Remote tool hosts:\n\n{}\n\n", hosts.join("\n")));
@@ -191,7 +200,13 @@ impl Report {
             .config
             .mcp_servers
             .iter()
-            .map(|s| format!("  {} (alias {}): not contacted; importing MCP tools is not supported in this build", s.name, s.alias()))
+            .map(|s| {
+                format!(
+                    "  {} (alias {}): not contacted; importing MCP tools is not supported in this build",
+                    s.name,
+                    s.alias()
+                )
+            })
             .collect();
         if !servers.is_empty() {
             out.push_str(&format!("MCP servers:\n\n{}\n\n", servers.join("\n")));
@@ -252,7 +267,9 @@ impl Report {
     fn to_json(&self) -> Value {
         let section = |rows: Option<Vec<(&str, String)>>| {
             rows.map(|rows| {
-                Value::Object(rows.into_iter().map(|(k, v)| (k.to_lowercase().replace(' ', "_"), Value::String(v))).collect())
+                Value::Object(
+                    rows.into_iter().map(|(k, v)| (k.to_lowercase().replace(' ', "_"), Value::String(v))).collect(),
+                )
             })
         };
         let tools: Vec<Value> = self

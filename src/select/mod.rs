@@ -110,7 +110,8 @@ impl Selection {
         let mut warnings = Vec::new();
 
         // Step 1, always first: strip ai:deny.
-        let mut kept: Vec<Arc<dyn Tool>> = candidates.into_iter().filter(|t| !t.spec().tags().contains(tags::DENY)).collect();
+        let mut kept: Vec<Arc<dyn Tool>> =
+            candidates.into_iter().filter(|t| !t.spec().tags().contains(tags::DENY)).collect();
 
         // Step 2: names.
         let mut seen: HashMap<&str, ToolKind> = HashMap::with_capacity(kept.len());

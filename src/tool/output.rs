@@ -55,12 +55,8 @@ impl ToolOutput {
     /// The EXEC-13 result of a command that ran:
     /// `{"command": ..., "exit_code": ..., "output": ..., "truncated": true}` (`truncated` omitted when false).
     pub fn exec(report: ExecReport, output: &str) -> Self {
-        let json = ExecJson {
-            command: &report.command,
-            exit_code: report.exit_code,
-            output,
-            truncated: report.truncated,
-        };
+        let json =
+            ExecJson { command: &report.command, exit_code: report.exit_code, output, truncated: report.truncated };
         // Serializing strings and integers cannot fail.
         let content = serde_json::to_string(&json).unwrap_or_default();
         ToolOutput { content, is_error: false, exec: Some(report) }

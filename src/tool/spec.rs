@@ -207,10 +207,7 @@ impl ToolSpec {
     /// or pattern is an [`InputError`] naming the property.
     pub fn validate_input(&self, input: &Value) -> Result<(), InputError> {
         let validator = self.validator.get_or_init(|| {
-            jsonschema::options()
-                .should_validate_formats(false)
-                .build(&self.input_schema)
-                .map_err(|e| e.to_string())
+            jsonschema::options().should_validate_formats(false).build(&self.input_schema).map_err(|e| e.to_string())
         });
         match validator {
             Ok(v) => schema::check(&self.input_schema, v, input),

@@ -174,9 +174,7 @@ impl CommandShape<'_> {
         let entries = if trimmed.is_empty() || trimmed == "null" {
             Vec::new()
         } else {
-            serde_json::from_str::<Entries<'_>>(trimmed)
-                .map_err(|e| err(format!("invalid JSON arguments: {e}")))?
-                .0
+            serde_json::from_str::<Entries<'_>>(trimmed).map_err(|e| err(format!("invalid JSON arguments: {e}")))?.0
         };
         let find = |name: &str| entries.iter().rev().find(|(k, _)| k == name).map(|(_, v)| *v);
 

@@ -118,9 +118,12 @@ impl FiskApp {
         let done =
             process::run(&self.binary, &args, &self.env, false, cap, &cancel, Some(self.introspect_timeout)).await;
         let done = done.map_err(|e| match e {
-            RunError::Spawn(e) => Error::introspection(format!("cannot run {bin} --fisk-introspect: {e}")).with_source(e),
+            RunError::Spawn(e) => {
+                Error::introspection(format!("cannot run {bin} --fisk-introspect: {e}")).with_source(e)
+            }
             RunError::Io(e) => {
-                Error::introspection(format!("reading the output of {bin} --fisk-introspect failed: {e}")).with_source(e)
+                Error::introspection(format!("reading the output of {bin} --fisk-introspect failed: {e}"))
+                    .with_source(e)
             }
             RunError::TimedOut(d) => Error::introspection(format!(
                 "{bin} --fisk-introspect did not finish within {}; its process group was killed",

@@ -130,11 +130,7 @@ impl AppModel {
             Ok(m) => Ok(m),
             Err(first) => {
                 // Skip to the first line that opens an object, as fisk applications may print before the JSON.
-                let start = bytes
-                    .windows(2)
-                    .position(|w| w[0] == b'\n' && w[1] == b'{')
-                    .map(|p| p + 1)
-                    .ok_or(first)?;
+                let start = bytes.windows(2).position(|w| w[0] == b'\n' && w[1] == b'{').map(|p| p + 1).ok_or(first)?;
                 serde_json::from_slice(&bytes[start..])
             }
         }

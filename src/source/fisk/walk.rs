@@ -36,7 +36,11 @@ pub(crate) struct Leaf {
 
 /// Walk the tree depth first in document order; hidden commands are skipped with their subtree and grouping nodes
 /// are recursed into but never tools (TOOL-8).
-pub(crate) fn leaves(commands: Vec<CmdModel>, globals: &[FlagModel], warnings: &mut Vec<Warning>) -> (Vec<Leaf>, usize) {
+pub(crate) fn leaves(
+    commands: Vec<CmdModel>,
+    globals: &[FlagModel],
+    warnings: &mut Vec<Warning>,
+) -> (Vec<Leaf>, usize) {
     let mut out = Vec::new();
     let mut derived = 0;
     let mut path = Vec::new();
@@ -66,7 +70,13 @@ fn walk(
     }
 }
 
-fn leaf(cmd: CmdModel, path: Vec<String>, globals: &[FlagModel], derived: &mut usize, warnings: &mut Vec<Warning>) -> Leaf {
+fn leaf(
+    cmd: CmdModel,
+    path: Vec<String>,
+    globals: &[FlagModel],
+    derived: &mut usize,
+    warnings: &mut Vec<Warning>,
+) -> Leaf {
     let tags = Tags::new(cmd.tags);
     let display = path.join(" ");
     // TAG-6 and TAG-7 cover every leaf, before deny stripping and filtering.
@@ -245,12 +255,7 @@ pub(crate) fn exposed_globals(app: &AppModel, allowlist: &[String], binary: &Pat
             Some(_) => {}
         }
     }
-    Ok(app
-        .flags
-        .iter()
-        .filter(|f| exposable(f) && (f.required || wanted.contains(&f.name)))
-        .cloned()
-        .collect())
+    Ok(app.flags.iter().filter(|f| exposable(f) && (f.required || wanted.contains(&f.name))).cloned().collect())
 }
 
 /// Whether a global flag may ever be exposed (GLOBAL-4).
