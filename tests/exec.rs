@@ -193,3 +193,25 @@ async fn exec_9_working_directory_and_pwd_follow_the_tool_working_dir() {
     assert!(output.lines().any(|l| l == format!("PWD={}", work.path().display())), "{output}");
     assert!(output.lines().any(|l| l == "LLMFORMAT=1"), "{output}");
 }
+
+#[tokio::test]
+async fn invariant_3_no_key_outside_the_schema_reaches_argv_even_when_the_document_allows_extra_properties() {
+    // A document whose schema forgets additionalProperties:false must not open up its hidden flags.
+    let doc = r#"{"name":"t","commands":[{"name":"c","flags":[{"name":"dangerous","boolean":true,"hidden":true}],
+      "restricted_schema":{"type":"object","properties":{}}}]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let app = FiskApp::new(fake_app(dir.path(), "record"));
+    let t = app.tools_from_model(AppModel::from_slice(doc.as_bytes()).unwrap()).unwrap().tools.remove(0);
+    assert_eq!(t.spec().input_schema()["additionalProperties"], false);
+    let out = call(&t, r#"{"dangerous": true}"#).await;
+    assert!(out.is_error() && out.content().contains("unknown property \"dangerous\""), "{}", out.content());
+    assert!(!dir.path().join("ran").exists());
+}
+
+#[tokio::test]
+async fn exec_10_an_enormous_deadline_does_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tool(dir.path(), "exit7");
+    let out = t.call(&raw("{}"), &CallContext::new().with_timeout(Duration::MAX)).await;
+    assert_eq!(exec_output(out.content()).1, 7);
+}

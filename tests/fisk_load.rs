@@ -238,7 +238,8 @@ async fn tag_6_7_unknown_and_conflicting_ai_tags_warn_for_every_leaf_even_denied
         {"name": "a", "tags": ["ai:deny", "ai:dney"], "restricted_schema": {"type": "object"}},
         {"name": "b", "tags": ["ai:read_only", "ai:destructive"], "restricted_schema": {"type": "object"}},
         {"name": "c", "tags": ["ai:destructive", "ai:additive", "ai:idempotent"], "restricted_schema": {"type": "object"}},
-        {"name": "d", "hidden": true, "tags": ["ai:hidden-typo"]}
+        {"name": "d", "hidden": true, "tags": ["ai:hidden-typo"]},
+        {"name": "e", "tags": ["AI:deny"], "restricted_schema": {"type": "object"}}
     ]});
     let model = fisk_ai::source::fisk::AppModel::from_slice(doc.to_string().as_bytes()).unwrap();
     let loaded = FiskApp::new(dir.path().join("t")).tools_from_model(model).unwrap();
@@ -254,6 +255,7 @@ async fn tag_6_7_unknown_and_conflicting_ai_tags_warn_for_every_leaf_even_denied
                 command: "c".into(),
                 tags: vec!["ai:destructive".into(), "ai:additive".into()]
             },
+            Warning::UnknownAiTag { tag: "AI:deny".into(), command: "e".into() },
         ]
     );
     assert!(loaded.warnings[0].to_string().contains("ai:dney"));

@@ -170,6 +170,8 @@ async fn invariant_3_unknown_keys_and_wrong_types_never_reach_argv() {
         r#"{"msg": 1}"#,
         r#"{"many": [["nested"]]}"#,
         r#"{"password": "x"}"#,
+        r#"{"text": "safe", "text": "--evil"}"#,
+        r#"{"msg": "a", "msg": "b"}"#,
     ] {
         let out = t.call(&raw(input), &CallContext::new()).await;
         assert!(out.is_error(), "{input} was accepted: {}", out.content());

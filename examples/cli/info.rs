@@ -15,8 +15,8 @@ pub(crate) struct InfoArgs {
     /// The agent configuration.
     #[arg(long, default_value = "agent.yaml")]
     config: PathBuf,
-    /// Never render markdown or colour.
-    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    /// Never render markdown or colour (also when NO_COLOR is set and non-empty).
+    #[arg(long)]
     no_color: bool,
     /// Print the same facts as one JSON document, for scripts.
     #[arg(long)]
@@ -57,7 +57,8 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
-        let markdown = !args.no_color && std::io::stdout().is_terminal();
+        let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let markdown = !no_color && std::io::stdout().is_terminal();
         print!("{}", report.to_text(markdown));
     }
     Ok(())

@@ -69,9 +69,10 @@ impl Tags {
         &self.0
     }
 
-    /// `ai:` tags that are not reserved (TAG-6), in declared order.
+    /// `ai:` tags that are not reserved (TAG-6), in declared order. The prefix is matched case-insensitively so
+    /// that `AI:deny`, which denies nothing, is reported too.
     pub fn unknown_ai_tags(&self) -> impl Iterator<Item = &str> {
-        self.iter().filter(|t| t.starts_with("ai:") && !RESERVED.contains(t))
+        self.iter().filter(|t| t.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("ai:")) && !RESERVED.contains(t))
     }
 
     /// Behavior tags that contradict each other (TAG-7): `ai:read_only` with `ai:destructive` or `ai:additive`,

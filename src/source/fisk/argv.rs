@@ -38,8 +38,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
                 f.write_str("a JSON object")
             }
             fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                let mut out: Vec<(String, &'de RawValue)> = Vec::with_capacity(map.size_hint().unwrap_or(4));
                 while let Some((k, v)) = map.next_entry::<String, &'de RawValue>()? {
+                    // A validator keeps only the last of duplicate keys; refusing them keeps what was validated
+                    // and what reaches argv the same.
+                    if out.iter().any(|(seen, _)| *seen == k) {
+                        return Err(serde::de::Error::custom(format!("duplicate property \"{k}\"")));
+                    }
                     out.push((k, v));
                 }
                 Ok(Entries(out))
@@ -156,7 +161,10 @@ impl CommandShape<'_> {
     }
 
     /// Map a JSON object (raw text) to the argument vector: path, globals, flags, then `--` and positionals when
-    /// any positional is present. Empty input and `null` map like `{}` (EXEC-5).
+    /// any positional is present. Empty input and `null` map like `{}` (EXEC-5). Duplicate keys are refused.
+    ///
+    /// This is fisk's `ArgsFromJSON` and checks only what it checks (known keys, boolean flags, nesting); types,
+    /// enums and patterns are the schema's job, which a command tool's `call` validates first.
     ///
     /// ```
     /// use fisk_ai::source::fisk::{AppModel, CommandShape};

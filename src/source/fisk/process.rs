@@ -88,7 +88,7 @@ const HALF: usize = OUTPUT_CAP / 2;
 /// The marker between head and tail of a truncated output.
 pub(crate) const TRUNCATION_MARKER: &str = "\n...[output truncated]...\n";
 /// After the command exits, descendants still holding its output open get this long before the group is killed,
-/// so a call never outlives its command.
+/// so a call never waits on a stray background process.
 const LINGER: Duration = Duration::from_secs(2);
 /// Bound on I/O teardown after a kill (EXEC-10).
 const TEARDOWN: Duration = Duration::from_secs(10);
@@ -237,7 +237,7 @@ pub(crate) async fn run(
     let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(RunError::Io)?;
 
     let far = Instant::now() + Duration::from_secs(86400 * 365);
-    let deadline = timeout.map_or(far, |t| Instant::now() + t);
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t)).unwrap_or(far);
     let mut linger = far;
     let mut head_tail = HeadTail::new();
     let mut all = Vec::new();

@@ -94,6 +94,10 @@ fn leaf(
             derive_schema(&cmd.flags, &cmd.args)
         }
     };
+    // The schema is the trust boundary: whatever the document says, no key outside its properties reaches argv.
+    if let Some(obj) = schema.as_object_mut() {
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+    }
     merge_globals(&mut schema, globals, &cmd.flags, &cmd.args);
     Leaf {
         name: path.join("_"),
