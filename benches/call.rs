@@ -3,8 +3,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fisk_ai::source::fisk::{AppModel, FiskApp};
-use fisk_ai::tool::CallContext;
-use serde_json::value::RawValue;
+use fisk_ai::tool::{CallContext, ToolInput};
 use std::hint::black_box;
 use std::process::Stdio;
 
@@ -18,7 +17,7 @@ fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let app = FiskApp::new("/bin/echo");
     let tool = app.tools_from_model(AppModel::from_slice(DOC.as_bytes()).unwrap()).unwrap().tools.remove(0);
-    let input = RawValue::from_string(r#"{"message": "hello world", "wrap": true}"#.into()).unwrap();
+    let input = ToolInput::from_json(r#"{"message": "hello world", "wrap": true}"#).unwrap();
     let ctx = CallContext::new();
     let argv = ["say", "--wrap", "--", "hello world"];
 

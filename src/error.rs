@@ -40,6 +40,7 @@ impl fmt::Display for ErrorKind {
 
 /// Where in a configuration file an error was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Location {
     /// The file, when the configuration came from one.
     pub file: Option<PathBuf>,
@@ -107,19 +108,21 @@ impl Error {
     }
 
     /// Attach the underlying cause.
+    #[must_use]
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(Box::new(source));
         self
     }
 
     /// Attach a location in a configuration file.
+    #[must_use]
     pub fn with_location(mut self, location: Location) -> Self {
         self.location = Some(location);
         self
     }
 
     /// Attach the file the error was found in, keeping any line and column already known.
-    pub fn in_file(mut self, file: &Path) -> Self {
+    pub(crate) fn in_file(mut self, file: &Path) -> Self {
         match &mut self.location {
             Some(loc) => loc.file = Some(file.to_path_buf()),
             None => {
@@ -158,6 +161,21 @@ impl Error {
     /// Whether this is a selection error.
     pub fn is_selection(&self) -> bool {
         self.kind == ErrorKind::Selection
+    }
+
+    /// Whether this is a tool source error.
+    pub fn is_source(&self) -> bool {
+        self.kind == ErrorKind::Source
+    }
+
+    /// Whether this is an I/O error.
+    pub fn is_io(&self) -> bool {
+        self.kind == ErrorKind::Io
+    }
+
+    /// A tool source error, for [`ToolSource`](crate::source::ToolSource) implementations.
+    pub fn source_failed(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Source, message)
     }
 }
 

@@ -10,10 +10,11 @@ pub mod source;
 pub mod tool;
 pub mod warning;
 
+pub use async_trait::async_trait;
 pub use config::Config;
 pub use error::{Error, ErrorKind, Result};
 pub use select::{Selection, Toolset};
 pub use source::ToolSource;
 pub use source::fisk::FiskApp;
-pub use tool::{CallContext, Tool, ToolOutput, ToolSpec};
+pub use tool::{CallContext, Tool, ToolInput, ToolOutput, ToolSpec};
 pub use warning::Warning;

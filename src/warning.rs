@@ -8,6 +8,14 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// Something worth telling the operator that does not stop the work.
+///
+/// ```
+/// use fisk_ai::Warning;
+///
+/// let w = Warning::UnmatchedConfirmTag { tag: "impact:wr".into() };
+/// assert_eq!(w.kind(), "unmatched_confirm_tag");
+/// assert!(w.to_string().contains("impact:wr"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Warning {
@@ -37,13 +45,13 @@ pub enum Warning {
         /// How many leaves had their schema derived from flags and args.
         commands: usize,
     },
-    /// A command whose tool name is not `^[a-zA-Z0-9_-]{1,128}$` cannot be addressed by a model or client; it is
+    /// A tool whose name is not `^[a-zA-Z0-9_-]{1,128}$` cannot be addressed by a model or client; it is
     /// skipped.
     InvalidToolName {
         /// The tool name.
         name: String,
-        /// The command path, space separated.
-        command: String,
+        /// The command path, space separated (the tool name for tools that are not commands).
+        display: String,
     },
     /// IMPORT-3 / MCPI-5: `include.tags` on an import is ignored, since imports carry no tags.
     ImportIncludeTagsIgnored {
@@ -88,10 +96,10 @@ impl fmt::Display for Warning {
                  command(s) from their flags and arguments; rebuild it with a current fisk for exact types",
                 binary.display()
             ),
-            Warning::InvalidToolName { name, command } => write!(
+            Warning::InvalidToolName { name, display } => write!(
                 f,
-                "command \"{command}\" is skipped: its tool name \"{name}\" is not made of ASCII letters, digits, \
-                 '_' and '-' (at most 128), so no model can call it"
+                "tool \"{display}\" is skipped: its name \"{name}\" is not made of ASCII letters, digits, '_' and '-' \
+                 (at most 128), so no model or client can call it"
             ),
             Warning::ImportIncludeTagsIgnored { section, name } => {
                 write!(f, "{section} entry \"{name}\": include.tags is ignored because imported tools carry no tags")

@@ -188,7 +188,7 @@ async fn exec_14_a_binary_that_cannot_start_is_an_error_result_naming_it() {
 async fn exec_9_working_directory_and_pwd_follow_the_tool_working_dir() {
     let dir = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let t = tool_with(&fake_app(dir.path(), "env"), ChildEnv::new().working_dir(work.path()));
+    let t = tool_with(&fake_app(dir.path(), "env"), ChildEnv::new().with_working_dir(work.path()));
     let (output, _, _) = exec_output(call(&t, "{}").await.content());
     assert!(output.lines().any(|l| l == format!("PWD={}", work.path().display())), "{output}");
     assert!(output.lines().any(|l| l == "LLMFORMAT=1"), "{output}");

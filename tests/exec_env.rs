@@ -22,7 +22,7 @@ fn invariant_4_credential_variables_are_absent_in_the_child() {
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let doc = r#"{"name":"t","commands":[{"name":"env","restricted_schema":{"type":"object"}}]}"#;
-        let app = FiskApp::new(fake_app(dir.path(), "env")).with_env(ChildEnv::new().scrub("MY_SERVICE_TOKEN"));
+        let app = FiskApp::new(fake_app(dir.path(), "env")).with_env(ChildEnv::new().with_scrubbed("MY_SERVICE_TOKEN"));
         let tool = app.tools_from_model(AppModel::from_slice(doc.as_bytes()).unwrap()).unwrap().tools.remove(0);
         let out = tool.call(&raw("{}"), &CallContext::new()).await;
         let (output, _, _) = exec_output(out.content());
@@ -37,7 +37,8 @@ fn invariant_4_credential_variables_are_absent_in_the_child() {
 
         // Introspection gets the same scrubbed environment (TOOL-2): `envcheck` exits non-zero if it sees a
         // credential or misses LLMFORMAT=1.
-        let app = FiskApp::new(fake_app(dir.path(), "envcheck")).with_env(ChildEnv::new().scrub("MY_SERVICE_TOKEN"));
+        let app =
+            FiskApp::new(fake_app(dir.path(), "envcheck")).with_env(ChildEnv::new().with_scrubbed("MY_SERVICE_TOKEN"));
         if let Err(e) = app.introspect().await {
             panic!("{e}");
         }

@@ -156,6 +156,9 @@ async fn global_3_4_allowlist_errors_name_the_entry() {
         assert_eq!(err.kind(), ErrorKind::Config);
         let msg = err.to_string();
         assert!(msg.contains(&format!("\"{entry}\"")) && msg.contains(want), "{msg}");
+        if want.starts_with("matches no") {
+            assert!(msg.contains("it has: context, password, width, color"), "{msg}");
+        }
     }
 }
 
@@ -164,7 +167,7 @@ async fn global_flag_listing_marks_exposed_and_required() {
     let dir = tempfile::tempdir().unwrap();
     let app = FiskApp::new(fake_app(dir.path(), "edge-cases")).with_global_flags(["region"]);
     let model = app.introspect().await.unwrap();
-    let flags = app.global_flags(&model).unwrap();
+    let flags = app.describe_globals(&model).unwrap();
     let view: Vec<(&str, bool, bool)> = flags.iter().map(|f| (f.name.as_str(), f.exposed, f.required)).collect();
     // secret-token is hidden and left out.
     assert_eq!(

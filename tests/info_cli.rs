@@ -120,3 +120,38 @@ fn info_13_configuration_and_introspection_errors_fail_naming_the_culprit() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains(&app.display().to_string()));
 }
+
+#[test]
+fn info_names_a_relative_application_path_against_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.yaml"), "application_path: bin/missing-app\n").unwrap();
+    let out = info(&[], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("bin/missing-app") && stderr.contains("resolves against the working directory"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn info_says_built_ins_are_not_listed_and_warns_on_an_empty_tool_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = fake_app(dir.path(), "cowsay");
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        format!(
+            "application_path: {}\nexclude: {{tools: ['.*']}}\nharness:\n  tools: [{{name: read_file}}]\n",
+            app.display()
+        ),
+    )
+    .unwrap();
+    let out = info(&[], dir.path());
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("warning: built-in tools are not available in this build and are not listed: read_file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("warning: no tools remain after filtering"), "{stderr}");
+}

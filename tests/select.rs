@@ -2,13 +2,13 @@
 
 mod common;
 
-use async_trait::async_trait;
 use common::*;
+use fisk_ai::async_trait;
 use fisk_ai::select::{Rule, Selection, Toolset};
 use fisk_ai::source::fisk::FiskApp;
-use fisk_ai::tool::{CallContext, Origin, Tool, ToolKind, ToolOutput, ToolSpec};
+use fisk_ai::tool::{CallContext, Origin, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use fisk_ai::{Config, ErrorKind, Warning};
-use serde_json::{json, value::RawValue};
+use serde_json::json;
 use std::sync::Arc;
 
 struct Plain(ToolSpec);
@@ -18,7 +18,7 @@ impl Tool for Plain {
     fn spec(&self) -> &ToolSpec {
         &self.0
     }
-    async fn call(&self, _: &RawValue, _: &CallContext) -> ToolOutput {
+    async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
         ToolOutput::success("ok")
     }
 }
@@ -26,7 +26,7 @@ impl Tool for Plain {
 fn plain(name: &str, kind: ToolKind) -> Arc<dyn Tool> {
     let mut spec = ToolSpec::new(name, kind, json!({"type": "object"}));
     if kind == ToolKind::Imported {
-        spec = spec.with_origin(Origin::Remote { alias: "hub".into() });
+        spec = spec.with_origin(Origin::remote("hub"));
     }
     Arc::new(Plain(spec))
 }
@@ -192,7 +192,7 @@ fn sel_14_builtin_or_custom_taking_a_command_name_aborts_before_filters() {
 fn unaddressable_command_names_are_skipped_with_a_warning() {
     let set = Selection::new().apply(commands("edge-cases.json")).unwrap();
     assert!(set.get("grüße").is_none());
-    assert!(set.warnings().contains(&Warning::InvalidToolName { name: "grüße".into(), command: "grüße".into() }));
+    assert!(set.warnings().contains(&Warning::InvalidToolName { name: "grüße".into(), display: "grüße".into() }));
 }
 
 #[test]

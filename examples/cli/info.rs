@@ -41,7 +41,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     let (tools, globals) = match FiskApp::from_config(&config) {
         Some(app) => {
             let model = app.introspect().await?;
-            let globals = app.global_flags(&model)?;
+            let globals = app.describe_globals(&model)?;
             let loaded = app.tools_from_model(model)?;
             warnings.extend(loaded.warnings);
             (loaded.tools, globals)
@@ -52,6 +52,24 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     warnings.extend(toolset.warnings().iter().cloned());
     for w in &warnings {
         eprintln!("warning: {w}");
+    }
+    // Built-in tools arrive in a later release; say so rather than listing a set a run would not have.
+    let h = &config.harness;
+    let mut builtins: Vec<String> = h.tools.iter().map(|t| t.name.clone()).collect();
+    if h.human_in_the_loop.enabled {
+        builtins.push("human_in_the_loop".into());
+    }
+    if h.memory.enabled {
+        builtins.push("memory".into());
+    }
+    if !builtins.is_empty() {
+        eprintln!(
+            "warning: built-in tools are not available in this build and are not listed: {}",
+            builtins.join(", ")
+        );
+    }
+    if let Err(e) = toolset.ensure_not_empty(config.application_path.is_some()) {
+        eprintln!("warning: {e}");
     }
     let report = Report { config, path: args.config, identity, toolset, globals, warnings };
     if args.json {
@@ -65,6 +83,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
 }
 
 const DESCRIPTION_WIDTH: usize = 50;
+const XDG_DEFAULT: &str = "(XDG default)";
 
 /// Rounded box drawing, as in the product brief.
 const ROUNDED: TableStyle = TableStyle::new()
@@ -140,7 +159,7 @@ impl Report {
             rows.push(("Context", self.config.nats_context.clone().unwrap_or_else(|| "(default)".into())));
             rows.push(("Prefix", "derived from the stream's subject at connect time".into()));
         } else {
-            let dir = s.options.directory.as_ref().map_or_else(|| "(XDG default)".into(), |d| d.display().to_string());
+            let dir = s.options.directory.as_ref().map_or_else(|| XDG_DEFAULT.into(), |d| d.display().to_string());
             rows.push(("Directory", dir));
         }
         Some(rows)
@@ -266,13 +285,29 @@ impl Report {
     }
 
     fn to_json(&self) -> Value {
+        // Display placeholders such as "(XDG default)" are null in JSON.
         let section = |rows: Option<Vec<(&str, String)>>| {
             rows.map(|rows| {
                 Value::Object(
-                    rows.into_iter().map(|(k, v)| (k.to_lowercase().replace(' ', "_"), Value::String(v))).collect(),
+                    rows.into_iter()
+                        .map(|(k, v)| {
+                            let v = if v == XDG_DEFAULT { Value::Null } else { Value::String(v) };
+                            (k.to_lowercase().replace(' ', "_"), v)
+                        })
+                        .collect(),
                 )
             })
         };
+        let llm = &self.config.llm;
+        let model = llm.model.as_ref().map(|m| {
+            json!({
+                "model": m,
+                "provider": llm.provider,
+                "thinking": llm.thinking.enabled,
+                "tool_search": tool_search(&self.config),
+                "tool_search_enabled": llm.provider == "anthropic" && !llm.no_tool_search,
+            })
+        });
         let tools: Vec<Value> = self
             .toolset
             .iter()
@@ -296,7 +331,7 @@ impl Report {
             "config": self.path,
             "identity": self.identity,
             "application": self.config.application_path,
-            "model": section(self.model()),
+            "model": model,
             "memory": section(self.memory()),
             "sessions": section(self.sessions()),
             "tools": tools,
@@ -304,6 +339,14 @@ impl Report {
                 "name": g.name, "help": g.help, "exposed": g.exposed, "required": g.required,
             })).collect::<Vec<_>>(),
             "prompt": self.config.system_prompt,
+            "remote_tool_hosts": self.config.remote_tools.iter().map(|h| json!({
+                "name": h.name, "alias": h.alias(), "imported": false,
+                "error": "importing remote tools is not supported in this build",
+            })).collect::<Vec<_>>(),
+            "mcp_servers": self.config.mcp_servers.iter().map(|s| json!({
+                "name": s.name, "alias": s.alias(), "imported": false,
+                "error": "importing MCP tools is not supported in this build",
+            })).collect::<Vec<_>>(),
             "warnings": self.warnings.iter().map(|w| json!({"kind": w.kind(), "message": w.to_string()})).collect::<Vec<_>>(),
         })
     }

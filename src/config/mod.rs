@@ -60,6 +60,7 @@ pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };
 pub use validate::check_http_url;
+pub(crate) use validate::check_pattern;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::warning::Warning;
@@ -69,6 +70,7 @@ pub const DEFAULT_IDENTITY: &str = "fisk";
 
 /// The validation mode (CFG-2): which command the configuration is about to be used for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Mode {
     /// Running the agent loop (`run`): needs `llm.model`, and `identity` and `system_prompt` unless an
     /// `expose.agent.mcp` block is present, and `nats_context` when `remote_tools` is set.

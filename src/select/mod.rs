@@ -26,12 +26,21 @@ use std::sync::Arc;
 ///
 /// ```
 /// use fisk_ai::select::{Rule, Selection};
+/// use fisk_ai::source::fisk::{AppModel, FiskApp};
+///
+/// let doc = br#"{"name":"cowsay","commands":[{"name":"cow","commands":[
+///   {"name":"say","restricted_schema":{"type":"object"}},
+///   {"name":"think","restricted_schema":{"type":"object"}},
+///   {"name":"feed","tags":["impact:rw"],"restricted_schema":{"type":"object"}}]}]}"#;
+/// let loaded = FiskApp::new("cowsay").tools_from_model(AppModel::from_slice(doc).unwrap()).unwrap();
 ///
 /// let selection = Selection::new()
-///     .with_include(Rule::new(["^cow"], [] as [&str; 0]).unwrap())
-///     .with_exclude(Rule::new(["^cow_think"], [] as [&str; 0]).unwrap())
+///     .with_include(Rule::tools(["^cow"]).unwrap())
+///     .with_exclude(Rule::tools(["^cow_think"]).unwrap())
 ///     .with_confirm_tags(["impact:rw"]);
-/// # let _ = selection;
+/// let tools = selection.apply(loaded.tools).unwrap();
+/// assert_eq!(tools.iter().map(|t| t.spec().name()).collect::<Vec<_>>(), ["cow_say", "cow_feed"]);
+/// assert_eq!(tools.get("cow_feed").unwrap().gate_trigger(), Some("impact:rw"));
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
@@ -61,12 +70,14 @@ impl Selection {
     }
 
     /// Keep only tools matching `rule` (ignored when the rule is empty, SEL-3).
+    #[must_use]
     pub fn with_include(mut self, rule: Rule) -> Self {
         self.include = Some(rule);
         self
     }
 
     /// Remove tools matching `rule` (ignored when empty, SEL-4).
+    #[must_use]
     pub fn with_exclude(mut self, rule: Rule) -> Self {
         self.exclude = Some(rule);
         self
@@ -74,6 +85,7 @@ impl Selection {
 
     /// Gate command tools carrying any of these tags, besides `ai:confirm` (GATE-1). Normalized: trimmed, empties
     /// dropped, duplicates removed (CFG-11).
+    #[must_use]
     pub fn with_confirm_tags<I, S>(mut self, tags: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -94,9 +106,9 @@ impl Selection {
     fn gate_for(&self, tool: &dyn Tool) -> Option<String> {
         let spec = tool.spec();
         if spec.kind() != ToolKind::Command {
-            return spec.confirm().then(|| tags::CONFIRM.to_owned());
+            return spec.confirm_opt_in().then(|| tags::CONFIRM.to_owned());
         }
-        if spec.tags().contains(tags::CONFIRM) || spec.confirm() {
+        if spec.tags().contains(tags::CONFIRM) || spec.confirm_opt_in() {
             return Some(tags::CONFIRM.to_owned());
         }
         spec.tags().iter().find(|t| self.confirm_tags.iter().any(|c| c == t)).map(str::to_owned)
@@ -120,7 +132,7 @@ impl Selection {
             let spec = t.spec();
             let (name, kind) = (spec.name(), spec.kind());
             if !is_valid_tool_name(name) {
-                warnings.push(Warning::InvalidToolName { name: name.to_owned(), command: spec.display_path() });
+                warnings.push(Warning::InvalidToolName { name: name.to_owned(), display: spec.display_path() });
                 invalid.push(i);
                 continue;
             }
@@ -181,15 +193,17 @@ fn collision(name: &str, a: ToolKind, b: ToolKind) -> Error {
     use ToolKind::*;
     let msg = match (a, b) {
         (Command, Command) => format!(
-            "two commands both become the tool \"{name}\"; tag one of them ai:deny or rename it in the application"
+            "two commands both become the tool \"{name}\" (their paths joined with '_' are equal); tag one of them \
+             ai:deny or rename it in the application"
         ),
         (Command, other) | (other, Command) => format!(
             "the {} tool \"{name}\" has the same name as a command of the application; rename the command, tag it \
-             ai:deny, or disable the {}",
+             ai:deny, or {}",
             kind_word(other),
-            kind_word(other)
+            if other == Custom { "rename the custom tool" } else { "disable the built-in" }
         ),
-        (x, y) => format!("two tools are named \"{name}\" (a {} and a {})", kind_word(x), kind_word(y)),
+        (x, y) if x == y => format!("two {} tools are both named \"{name}\"", kind_word(x)),
+        (x, y) => format!("two tools are named \"{name}\" (a {} tool and a {} tool)", kind_word(x), kind_word(y)),
     };
     Error::selection(msg)
 }

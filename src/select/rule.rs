@@ -33,8 +33,28 @@ impl Rule {
         Self::build("rule", patterns, tags)
     }
 
-    pub(crate) fn from_filter(key: &str, filter: &Filter) -> Result<Self> {
+    /// A rule from a configuration filter (`include`, `exclude`, or one half of `expose.agent.tools`); `key` names
+    /// it in errors.
+    pub fn from_filter(key: &str, filter: &Filter) -> Result<Self> {
         Self::build(key, &filter.tools, filter.tags.iter().cloned())
+    }
+
+    /// A rule matching tool names only.
+    pub fn tools<P>(patterns: P) -> Result<Self>
+    where
+        P: IntoIterator,
+        P::Item: AsRef<str>,
+    {
+        Self::build("rule", patterns, std::iter::empty::<String>())
+    }
+
+    /// A rule matching exact tags only (`""` matches untagged tools).
+    pub fn tags<T>(tags: T) -> Self
+    where
+        T: IntoIterator,
+        T::Item: Into<String>,
+    {
+        Rule { tools: Vec::new(), tags: tags.into_iter().map(Into::into).collect() }
     }
 
     fn build<P, T>(key: &str, patterns: P, tags: T) -> Result<Self>
@@ -48,9 +68,9 @@ impl Rule {
             .into_iter()
             .map(|p| {
                 let p = p.as_ref();
-                Regex::new(p).map_err(|e| {
-                    Error::config_key(format!("{key}.tools"), format!("{key}.tools: invalid pattern \"{p}\": {e}"))
-                })
+                crate::config::check_pattern(p)
+                    .and_then(|()| Regex::new(p).map_err(|e| e.to_string()))
+                    .map_err(|e| Error::config_key(format!("{key}.tools"), format!("{key}.tools: {e}")))
             })
             .collect::<Result<_>>()?;
         Ok(Rule { tools, tags: tags.into_iter().map(Into::into).collect() })

@@ -53,6 +53,23 @@ struct Inner {
 
 /// The ordered, uniquely named set of tools a run may use: the one output of selection that the agent loop, the
 /// MCP server and A2A all consume. Cheap to clone.
+///
+/// ```
+/// use fisk_ai::select::Selection;
+/// use fisk_ai::source::fisk::{AppModel, FiskApp};
+///
+/// let doc = br#"{"name":"app","commands":[
+///   {"name":"status","tags":["ai:read_only"],"restricted_schema":{"type":"object"}},
+///   {"name":"purge","tags":["ai:confirm"],"restricted_schema":{"type":"object"}},
+///   {"name":"wipe","tags":["ai:deny"],"restricted_schema":{"type":"object"}}]}"#;
+/// let loaded = FiskApp::new("app").tools_from_model(AppModel::from_slice(doc).unwrap()).unwrap();
+/// let tools = Selection::new().apply(loaded.tools).unwrap();
+///
+/// let names: Vec<&str> = tools.iter().map(|t| t.spec().name()).collect();
+/// assert_eq!(names, ["status", "purge"]); // ai:deny never makes it
+/// assert_eq!(tools.get("purge").unwrap().gate_trigger(), Some("ai:confirm"));
+/// assert!(!tools.get("status").unwrap().is_gated());
+/// ```
 #[derive(Clone)]
 pub struct Toolset {
     inner: Arc<Inner>,
@@ -109,6 +126,7 @@ impl Toolset {
     }
 
     /// SEL-11: a narrower set for serving (`expose.agent.tools`); it can only remove tools.
+    #[must_use]
     pub fn narrow(&self, include: Option<&Rule>, exclude: Option<&Rule>) -> Toolset {
         let tools = self
             .iter()
@@ -116,7 +134,8 @@ impl Toolset {
             .filter(|t| exclude.is_none_or(|r| r.is_empty() || !r.matches(t.spec())))
             .cloned()
             .collect();
-        Toolset::new(tools, self.inner.warnings.clone())
+        // The warnings belong to the set this one was narrowed from; reporting them again would duplicate them.
+        Toolset::new(tools, Vec::new())
     }
 }
 

@@ -28,6 +28,7 @@ impl Loaded {
     }
 
     /// Add warnings.
+    #[must_use]
     pub fn with_warnings(mut self, warnings: Vec<Warning>) -> Self {
         self.warnings.extend(warnings);
         self

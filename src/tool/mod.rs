@@ -4,30 +4,32 @@
 //! input. Calls never fail with an [`Error`](crate::Error): every outcome, including a bad argument, a non-zero
 //! exit or a timeout, is a [`ToolOutput`] the model can read.
 
+mod input;
 mod output;
 pub mod schema;
 mod spec;
 pub mod tags;
 
 use async_trait::async_trait;
-use serde_json::value::RawValue;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
+pub use input::ToolInput;
 pub use output::{ExecReport, ToolOutput};
 pub use spec::{Origin, ToolKind, ToolSpec};
 pub use tags::Tags;
+/// Cancels a running call (re-exported so hosts need not depend on `tokio-util`).
+pub use tokio_util::sync::CancellationToken;
 
 /// A tool a model or client can call.
 ///
 /// Implement this for tools of your own (a host's custom tools and built-ins); command tools come from
-/// [`FiskApp`](crate::source::fisk::FiskApp). The input arrives as raw JSON text exactly as the model wrote it, so
-/// numbers keep their original form (`1.50` stays `1.50`).
+/// [`FiskApp`](crate::source::fisk::FiskApp). The input arrives as a [`ToolInput`]: the JSON text exactly as the
+/// model wrote it, so numbers keep their original form (`1.50` stays `1.50`).
 ///
 /// ```
-/// use async_trait::async_trait;
-/// use fisk_ai::tool::{CallContext, Tool, ToolKind, ToolOutput, ToolSpec};
-/// use serde_json::{json, value::RawValue};
+/// use fisk_ai::async_trait;
+/// use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+/// use serde_json::json;
 ///
 /// struct Uptime {
 ///     spec: ToolSpec,
@@ -46,15 +48,14 @@ pub use tags::Tags;
 ///         &self.spec
 ///     }
 ///
-///     async fn call(&self, _input: &RawValue, _ctx: &CallContext) -> ToolOutput {
+///     async fn call(&self, _input: &ToolInput, _ctx: &CallContext) -> ToolOutput {
 ///         ToolOutput::json(&json!({"uptime": 42}))
 ///     }
 /// }
 ///
 /// # futures::executor::block_on(async {
 /// let tool = Uptime::new();
-/// let input = RawValue::from_string("{}".into()).unwrap();
-/// let out = tool.call(&input, &CallContext::new()).await;
+/// let out = tool.call(&ToolInput::empty(), &CallContext::new()).await;
 /// assert!(!out.is_error());
 /// assert_eq!(out.content(), r#"{"uptime":42}"#);
 /// # });
@@ -65,13 +66,13 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
     /// The one line shown to an operator before approval and in traces, for example
-    /// `stream rm ORDERS --force`. The default is the tool name followed by the compact JSON input.
-    fn display(&self, input: &RawValue) -> String {
-        format!("{} {}", self.spec().name(), input.get().trim())
+    /// `stream rm ORDERS --force`. The default is the tool name followed by the input's JSON text.
+    fn display(&self, input: &ToolInput) -> String {
+        format!("{} {}", self.spec().name(), input.as_str())
     }
 
     /// Run the tool. Never panics on any input; every failure is an error [`ToolOutput`].
-    async fn call(&self, input: &RawValue, ctx: &CallContext) -> ToolOutput;
+    async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput;
 }
 
 /// Per-call settings: cancellation and an optional deadline.
@@ -90,12 +91,14 @@ impl CallContext {
     }
 
     /// Cancel the call when `token` is cancelled; a running process group is killed.
+    #[must_use]
     pub fn with_cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
     }
 
     /// Bound the call; on expiry a running process group is killed and the result is an error.
+    #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self

@@ -33,6 +33,13 @@ struct ExecJson<'a> {
     truncated: bool,
 }
 
+impl ExecReport {
+    /// The facts of a command that ran.
+    pub fn new(command: impl Into<String>, exit_code: i32, truncated: bool) -> Self {
+        ExecReport { command: command.into(), exit_code, truncated }
+    }
+}
+
 impl ToolOutput {
     /// A normal result with `content` as its text.
     pub fn success(content: impl Into<String>) -> Self {

@@ -22,6 +22,7 @@ use std::fmt;
 /// assert!(missing_required("do", &schema, r#"{"subject": null}"#).is_none());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MissingRequired {
     /// The tool name.
     pub tool: String,

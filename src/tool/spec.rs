@@ -26,15 +26,29 @@ pub enum Origin {
     #[default]
     Local,
     /// Another agent over NATS, under its alias.
+    #[non_exhaustive]
     Remote {
         /// The effective alias of the host.
         alias: String,
     },
     /// An MCP server, under its alias.
+    #[non_exhaustive]
     Mcp {
         /// The effective alias of the server.
         alias: String,
     },
+}
+
+impl Origin {
+    /// A tool imported from another agent over NATS under `alias`.
+    pub fn remote(alias: impl Into<String>) -> Self {
+        Origin::Remote { alias: alias.into() }
+    }
+
+    /// A tool imported from an MCP server under `alias`.
+    pub fn mcp(alias: impl Into<String>) -> Self {
+        Origin::Mcp { alias: alias.into() }
+    }
 }
 
 impl fmt::Display for Origin {
@@ -97,24 +111,28 @@ impl ToolSpec {
 
     /// Set the model description (for command tools: helps plus the `Tags:` line, TOOL-13/14). When no plain
     /// description is set, this one is used for human listings too.
+    #[must_use]
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
         self
     }
 
     /// Set the plain description used by human listings such as `info` (TOOL-12).
+    #[must_use]
     pub fn with_plain_description(mut self, description: impl Into<String>) -> Self {
         self.plain_description = description.into();
         self
     }
 
     /// Set the origin.
+    #[must_use]
     pub fn with_origin(mut self, origin: Origin) -> Self {
         self.origin = origin;
         self
     }
 
     /// Set the command path (command tools).
+    #[must_use]
     pub fn with_command_path<I, S>(mut self, path: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -125,19 +143,22 @@ impl ToolSpec {
     }
 
     /// Set the tags (command tools only carry tags, TAG-1).
+    #[must_use]
     pub fn with_tags(mut self, tags: Tags) -> Self {
         self.tags = tags;
         self
     }
 
     /// Keep this tool out of tool-search deferral (custom tools; command tools use `ai:no_defer`).
+    #[must_use]
     pub fn with_no_defer(mut self, no_defer: bool) -> Self {
         self.no_defer = no_defer;
         self
     }
 
     /// Gate every call behind operator approval with trigger `ai:confirm` (GATE-3: built-ins, imports, custom
-    /// tools; command tools are gated by their tags).
+    /// tools; command tools are gated by their tags, though this works for them too).
+    #[must_use]
     pub fn with_confirm(mut self, confirm: bool) -> Self {
         self.confirm = confirm;
         self
@@ -193,8 +214,10 @@ impl ToolSpec {
         self.no_defer || self.tags.contains(super::tags::NO_DEFER)
     }
 
-    /// Whether the tool opted into the confirmation gate regardless of tags (GATE-3).
-    pub fn confirm(&self) -> bool {
+    /// Whether the tool opted into the confirmation gate regardless of tags (GATE-3). This is not the gating
+    /// decision: a command tagged `ai:confirm` or a `confirm_tags` entry is gated too; ask
+    /// [`SelectedTool::is_gated`](crate::select::SelectedTool::is_gated).
+    pub fn confirm_opt_in(&self) -> bool {
         self.confirm
     }
 

@@ -46,7 +46,7 @@ pub fn exec_output(content: &str) -> (String, i64, bool) {
     )
 }
 
-/// Raw JSON input.
-pub fn raw(s: &str) -> Box<serde_json::value::RawValue> {
-    serde_json::value::RawValue::from_string(s.to_owned()).unwrap()
+/// Tool input from JSON text.
+pub fn raw(s: &str) -> fisk_ai::ToolInput {
+    fisk_ai::ToolInput::from_json(s).unwrap()
 }

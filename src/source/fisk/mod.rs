@@ -23,12 +23,11 @@ pub use process::{ChildEnv, PROVIDER_CREDENTIALS};
 
 use super::{Loaded, ToolSource};
 use crate::config::Config;
-use crate::tool::{CallContext, ExecReport, Tool, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{CallContext, ExecReport, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use crate::warning::Warning;
 use crate::{Error, Result};
 use async_trait::async_trait;
 use process::{Capture, RunError};
-use serde_json::value::RawValue;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,6 +80,7 @@ impl FiskApp {
     }
 
     /// Allow the model to set these global flags (GLOBAL-2; `--context` and `context` are the same).
+    #[must_use]
     pub fn with_global_flags<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -92,12 +92,14 @@ impl FiskApp {
     }
 
     /// The child environment for introspection and tool calls (credential scrubbing, working directory).
+    #[must_use]
     pub fn with_env(mut self, env: ChildEnv) -> Self {
         self.env = env;
         self
     }
 
     /// The introspection deadline; 30 s by default (TOOL-4).
+    #[must_use]
     pub fn with_introspect_timeout(mut self, timeout: Duration) -> Self {
         self.introspect_timeout = timeout;
         self
@@ -106,6 +108,20 @@ impl FiskApp {
     /// The binary.
     pub fn binary(&self) -> &Path {
         &self.binary
+    }
+
+    /// Why a binary that failed to start may not be where the operator thinks.
+    fn path_hint(&self, e: &std::io::Error) -> String {
+        if self.binary.is_dir() {
+            return " (it is a directory)".to_owned();
+        }
+        let relative = self.binary.is_relative() && self.binary.components().count() > 1;
+        match (e.kind(), relative, std::env::current_dir()) {
+            (std::io::ErrorKind::NotFound, true, Ok(cwd)) => {
+                format!(" (a relative application_path resolves against the working directory {})", cwd.display())
+            }
+            _ => String::new(),
+        }
     }
 
     /// Run `<binary> --fisk-introspect` once and decode the document (TOOL-1..5): scrubbed environment, the process
@@ -119,7 +135,8 @@ impl FiskApp {
             process::run(&self.binary, &args, &self.env, false, cap, &cancel, Some(self.introspect_timeout)).await;
         let done = done.map_err(|e| match e {
             RunError::Spawn(e) => {
-                Error::introspection(format!("cannot run {bin} --fisk-introspect: {e}")).with_source(e)
+                Error::introspection(format!("cannot run {bin} --fisk-introspect: {e}{}", self.path_hint(&e)))
+                    .with_source(e)
             }
             RunError::Io(e) => {
                 Error::introspection(format!("reading the output of {bin} --fisk-introspect failed: {e}"))
@@ -155,7 +172,7 @@ impl FiskApp {
 
     /// The application's exposable global flags (hidden and framework flags left out), marking the exposed ones.
     /// Fails like [`load`](ToolSource::load) on an allowlist entry that names no exposable global.
-    pub fn global_flags(&self, app: &AppModel) -> Result<Vec<GlobalFlag>> {
+    pub fn describe_globals(&self, app: &AppModel) -> Result<Vec<GlobalFlag>> {
         let exposed = walk::exposed_globals(app, &self.global_flags, &self.binary)?;
         Ok(app
             .flags
@@ -236,9 +253,8 @@ impl std::fmt::Debug for CommandTool {
     }
 }
 
-fn normalized(input: &RawValue) -> &str {
-    let t = input.get().trim();
-    if t.is_empty() || t == "null" { "{}" } else { t }
+fn normalized(input: &ToolInput) -> &str {
+    if input.is_null() { "{}" } else { input.as_str() }
 }
 
 #[async_trait]
@@ -248,14 +264,14 @@ impl Tool for CommandTool {
     }
 
     /// The argument vector joined by single spaces, without the binary (EXEC-6).
-    fn display(&self, input: &RawValue) -> String {
+    fn display(&self, input: &ToolInput) -> String {
         match self.shape().argv(normalized(input)) {
             Ok(argv) => argv.join(" "),
-            Err(_) => format!("{} {}", self.spec.display_path(), input.get().trim()),
+            Err(_) => format!("{} {}", self.spec.display_path(), input.as_str()),
         }
     }
 
-    async fn call(&self, input: &RawValue, ctx: &CallContext) -> ToolOutput {
+    async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
         let name = self.spec.name();
         let text = normalized(input);
         let value: serde_json::Value = match serde_json::from_str(text) {

@@ -32,7 +32,7 @@ pub const PROVIDER_CREDENTIALS: &[&str] = &[
 /// ```
 /// use fisk_ai::source::fisk::ChildEnv;
 ///
-/// let env = ChildEnv::new().scrub("GITHUB_TOKEN");
+/// let env = ChildEnv::new().with_scrubbed("GITHUB_TOKEN");
 /// assert!(env.scrubbed().any(|n| n == "ANTHROPIC_API_KEY"));
 /// assert!(env.scrubbed().any(|n| n == "GITHUB_TOKEN"));
 /// ```
@@ -55,7 +55,8 @@ impl ChildEnv {
     }
 
     /// Also remove the variable `name` (an operator-named credential, MCPI-4).
-    pub fn scrub(mut self, name: impl Into<String>) -> Self {
+    #[must_use]
+    pub fn with_scrubbed(mut self, name: impl Into<String>) -> Self {
         let name = name.into();
         if !self.scrub.contains(&name) {
             let mut v = self.scrub.to_vec();
@@ -66,7 +67,8 @@ impl ChildEnv {
     }
 
     /// Run command tools in `dir`, with `PWD` set to it (EXEC-9). Introspection ignores this (TOOL-2).
-    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+    #[must_use]
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.working_dir = Some(dir.into());
         self
     }
@@ -77,7 +79,7 @@ impl ChildEnv {
     }
 
     /// The tool working directory, if set.
-    pub fn get_working_dir(&self) -> Option<&Path> {
+    pub fn working_dir(&self) -> Option<&Path> {
         self.working_dir.as_deref()
     }
 }

@@ -239,11 +239,13 @@ pub(crate) fn exposed_globals(app: &AppModel, allowlist: &[String], binary: &Pat
     for name in &wanted {
         match app.flags.iter().find(|f| &f.name == name) {
             None => {
+                let known: Vec<&str> = app.flags.iter().filter(|f| exposable(f)).map(|f| f.name.as_str()).collect();
                 return Err(Error::config_key(
                     "global_flags",
                     format!(
-                        "global_flags entry \"{name}\" matches no global flag of {}; run `info` to list them",
-                        binary.display()
+                        "global_flags entry \"{name}\" matches no global flag of {}; it has: {}",
+                        binary.display(),
+                        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
                     ),
                 ));
             }
