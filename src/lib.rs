@@ -3,13 +3,17 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod agent;
 pub mod config;
 pub mod error;
+pub mod gate;
+pub mod llm;
 pub mod select;
 pub mod source;
 pub mod tool;
 pub mod warning;
 
+pub use agent::{Agent, RunOptions, RunOutcome};
 pub use async_trait::async_trait;
 pub use config::Config;
 pub use error::{Error, ErrorKind, Result};

@@ -53,6 +53,35 @@ pub enum Warning {
         /// The command path, space separated (the tool name for tools that are not commands).
         display: String,
     },
+    /// TOOL-21: a call left out required parameters; it was neither gated nor run.
+    MissingRequired {
+        /// The tool.
+        tool: String,
+        /// The missing parameters, in schema order.
+        missing: Vec<String>,
+    },
+    /// LOOP-10: the model called a tool that is not in the set.
+    UnknownTool {
+        /// The name the model used.
+        name: String,
+    },
+    /// SEARCH-6: many tools, but the provider has no tool search, so all are sent directly.
+    ToolSearchUnavailable {
+        /// The provider id.
+        provider: String,
+        /// How many tools.
+        count: usize,
+    },
+    /// SEARCH-6: many tools, but `llm.no_tool_search` is set, so all are sent directly.
+    ToolSearchDisabled {
+        /// How many tools.
+        count: usize,
+    },
+    /// GATE-5: gated tools exist but no operator can be asked, so they will be declined.
+    GatedWithoutOperator {
+        /// How many tools are gated.
+        count: usize,
+    },
     /// IMPORT-3 / MCPI-5: `include.tags` on an import is ignored, since imports carry no tags.
     ImportIncludeTagsIgnored {
         /// `remote_tools` or `mcp_servers`.
@@ -72,6 +101,11 @@ impl Warning {
             Warning::DerivedSchemas { .. } => "derived_schemas",
             Warning::InvalidToolName { .. } => "invalid_tool_name",
             Warning::ImportIncludeTagsIgnored { .. } => "import_include_tags_ignored",
+            Warning::MissingRequired { .. } => "missing_required",
+            Warning::UnknownTool { .. } => "unknown_tool",
+            Warning::ToolSearchUnavailable { .. } => "tool_search_unavailable",
+            Warning::ToolSearchDisabled { .. } => "tool_search_disabled",
+            Warning::GatedWithoutOperator { .. } => "gated_without_operator",
         }
     }
 }
@@ -100,6 +134,27 @@ impl fmt::Display for Warning {
                 f,
                 "tool \"{display}\" is skipped: its name \"{name}\" is not made of ASCII letters, digits, '_' and '-' \
                  (at most 128), so no model or client can call it"
+            ),
+            Warning::MissingRequired { tool, missing } => write!(
+                f,
+                "the model called {tool} without required parameter(s) {}; it was not run",
+                missing.join(", ")
+            ),
+            Warning::UnknownTool { name } => write!(f, "the model called unknown tool \"{name}\""),
+            Warning::ToolSearchUnavailable { provider, count } => write!(
+                f,
+                "all {count} tools are sent directly: provider {provider} does not support tool search, which would \
+                 defer them; consider narrowing the set with include/exclude"
+            ),
+            Warning::ToolSearchDisabled { count } => write!(
+                f,
+                "all {count} tools are sent directly because llm.no_tool_search is set; unset it to defer them \
+                 behind tool search"
+            ),
+            Warning::GatedWithoutOperator { count } => write!(
+                f,
+                "{count} tool(s) need operator approval but no operator can be asked (no interactive terminal); \
+                 they will be declined"
             ),
             Warning::ImportIncludeTagsIgnored { section, name } => {
                 write!(f, "{section} entry \"{name}\": include.tags is ignored because imported tools carry no tags")

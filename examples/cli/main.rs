@@ -5,6 +5,8 @@
 //! ```
 
 mod info;
+mod run;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,16 +23,21 @@ struct Cli {
 enum Command {
     /// Show the resolved configuration and the tools a run would expose, without contacting a model.
     Info(info::InfoArgs),
+    /// Run the agent on a prompt: the answer goes to stdout, everything else to stderr.
+    Run(run::RunArgs),
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Info(args) => info::run(args).await,
+        Command::Info(args) => info::run(args).await.map(|()| true),
+        Command::Run(args) => run::run(args).await.map(|reason| reason.is_success()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        // CLI-16: 0 for completed and suspended runs, 1 for everything else.
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

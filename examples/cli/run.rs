@@ -1,0 +1,272 @@
+//! `fisk run` (SPEC CLI-1..16): the answer alone on stdout; everything else on stderr.
+
+use clap::Args;
+use fisk_ai::Config;
+use fisk_ai::agent::{Agent, RunEvent, RunOptions, TerminalReason};
+use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, sanitize};
+use fisk_ai::llm::anthropic::AnthropicProvider;
+use fisk_ai::tool::CancellationToken;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// The prompt; words are joined by single spaces (default: "assist the user").
+    prompt: Vec<String>,
+    /// The agent configuration.
+    #[arg(long, default_value = "agent.yaml")]
+    config: PathBuf,
+    /// Anthropic API key.
+    #[arg(long, env = "ANTHROPIC_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Anthropic API base URL (https, or http on a loopback address).
+    #[arg(long, env = "ANTHROPIC_BASE_URL")]
+    base_url: Option<String>,
+    /// Write every API request and response to http-debug.log (it holds the whole conversation).
+    #[arg(long, env = "HTTP_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
+    http_debug: bool,
+    /// Never render markdown or colour (also when NO_COLOR is set and non-empty).
+    #[arg(long)]
+    no_color: bool,
+    /// Show each model request, the tool count and the confirmation triggers.
+    #[arg(long, env = "VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
+    verbose: bool,
+    /// Show each tool's output after its call.
+    #[arg(long, env = "TOOL_OUTPUT", value_parser = clap::builder::FalseyValueParser::new())]
+    tool_output: bool,
+    /// Accepted for compatibility; this CLI has line output only.
+    #[arg(long, env = "NO_TUI", value_parser = clap::builder::FalseyValueParser::new())]
+    no_tui: bool,
+    /// Interactive chat (needs the full-screen UI, which this CLI does not provide).
+    #[arg(long)]
+    chat: bool,
+    /// Write one JSON object per line for each model request, response, error and retry to FILE (must not exist).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+/// How the run's lines reach stderr: one writer, with a spinner that steps aside for every line.
+struct Stderr {
+    spinner: Mutex<Option<ProgressBar>>,
+    animate: bool,
+}
+
+impl Stderr {
+    fn line(&self, text: &str) {
+        let spinner = self.spinner.lock().unwrap_or_else(|e| e.into_inner());
+        let print = || {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{text}");
+        };
+        match spinner.as_ref() {
+            Some(pb) => pb.suspend(print),
+            None => print(),
+        }
+    }
+
+    fn waiting(&self, on: bool) {
+        if !self.animate {
+            return;
+        }
+        let mut spinner = self.spinner.lock().unwrap_or_else(|e| e.into_inner());
+        if on {
+            let pb = ProgressBar::new_spinner();
+            pb.set_style(
+                ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            pb.set_message("waiting for the model");
+            pb.enable_steady_tick(Duration::from_millis(100));
+            *spinner = Some(pb);
+        } else if let Some(pb) = spinner.take() {
+            pb.finish_and_clear();
+        }
+    }
+}
+
+/// CLI-9 size notation: B, KB or MB with one decimal.
+fn size(bytes: usize) -> String {
+    match bytes {
+        b if b < 1024 => format!("{b}B"),
+        b if b < 1024 * 1024 => format!("{:.1}KB", b as f64 / 1024.0),
+        b => format!("{:.1}MB", b as f64 / (1024.0 * 1024.0)),
+    }
+}
+
+/// CLI-7: when the line is wider than the terminal, values longer than 19 characters keep their first 10 and last
+/// 6 characters; the command path and flag names are never shortened.
+fn fit(display: &str, width: Option<usize>) -> String {
+    if width.is_none_or(|w| display.chars().count() + 3 <= w) {
+        return display.to_owned();
+    }
+    let shorten = |v: &str| {
+        let chars: Vec<char> = v.chars().collect();
+        if chars.len() > 19 {
+            format!(
+                "{}...{}",
+                chars[..10].iter().collect::<String>(),
+                chars[chars.len() - 6..].iter().collect::<String>()
+            )
+        } else {
+            v.to_owned()
+        }
+    };
+    let mut after_dashdash = false;
+    display
+        .split(' ')
+        .map(|tok| {
+            if tok == "--" {
+                after_dashdash = true;
+                return tok.to_owned();
+            }
+            match tok.strip_prefix("--").and_then(|t| t.split_once('=')) {
+                Some((name, value)) if !after_dashdash => format!("--{name}={}", shorten(value)),
+                _ if after_dashdash => shorten(tok),
+                _ => tok.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn strip(text: &str) -> String {
+    strip_ansi_escapes::strip_str(text)
+}
+
+pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::error::Error>> {
+    if args.chat {
+        return Err("--chat needs the full-screen terminal UI, which this CLI does not provide".into());
+    }
+    let _ = args.no_tui; // CLI-4: accepted, no effect on line output.
+    let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let api_key = args
+        .api_key
+        .clone()
+        .filter(|k| !k.is_empty())
+        .ok_or("an API key is required: pass --api-key or set ANTHROPIC_API_KEY")?;
+    // CLI-3 / PROV-7: the base URL is checked before anything else happens (before the debug file exists).
+    let mut provider = AnthropicProvider::new(api_key);
+    if let Some(url) = args.base_url.as_deref().filter(|u| !u.is_empty()) {
+        provider = provider.with_base_url(url)?;
+    }
+    let config = Config::load(&args.config)?;
+    provider = provider.with_call_timeout(config.llm.budget.call_timeout());
+    let err = Arc::new(Stderr { spinner: Mutex::new(None), animate: std::io::stderr().is_terminal() });
+    if args.http_debug {
+        let path = PathBuf::from("http-debug.log");
+        provider = provider.with_http_debug(&path)?;
+        err.line(&format!(
+            "notice: writing every API request and response to {} (it holds the full conversation)",
+            path.display()
+        ));
+    }
+    let trace = match &args.trace {
+        Some(path) => {
+            let t = crate::trace::Trace::create(path)?;
+            err.line(&format!("notice: tracing model traffic to {}", path.display()));
+            provider = provider.with_observer(t.clone());
+            Some(t)
+        }
+        None => None,
+    };
+    if config.application_path.is_none() {
+        err.line("notice: no application is wrapped (application_path is unset); only built-in tools are available");
+    }
+    let agent = Agent::builder().config(config).provider(provider).gate(TerminalGate::stderr()).build().await?;
+    if let Some(t) = &trace {
+        t.header(agent.model(), agent.toolset().len());
+    }
+
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        // Without checkpointing an interrupt cancels the run (SESS-24), killing any running tool's group.
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+
+    let width = if std::io::stderr().is_terminal() { terminal_width() } else { None };
+    let (verbose, tool_output) = (args.verbose, args.tool_output);
+    let sink_err = err.clone();
+    let sink = move |e: &RunEvent<'_>| {
+        let err = &sink_err;
+        match e {
+            RunEvent::Warning(w) => err.line(&format!("warning: {}", sanitize(&w.to_string(), PROMPT_LIMIT))),
+            RunEvent::Started { tools, gated, triggers, thinking, deferred, model, .. } if verbose => {
+                err.line(&format!(
+                    "starting: model={model} tools={tools}{} thinking={}",
+                    if *deferred { " (deferred behind tool search)" } else { "" },
+                    if *thinking { "on" } else { "off" }
+                ));
+                if *gated > 0 {
+                    err.line(&format!("confirmation: {gated} tool(s) gated by {}", triggers.join(", ")));
+                }
+            }
+            RunEvent::LlmRequest { messages, size: bytes, preview, .. } => {
+                if verbose {
+                    err.line(&format!("~> llm: {preview} (msgs={messages}, {})", size(*bytes)));
+                }
+                err.waiting(true);
+            }
+            RunEvent::LlmResponse { .. } => err.waiting(false),
+            RunEvent::Thinking { text } => {
+                for line in strip(text).lines().filter(|l| !l.trim().is_empty()) {
+                    err.line(&format!("💭 {line}"));
+                }
+            }
+            RunEvent::Assistant { text, terminal: false } => {
+                err.line("");
+                err.line(strip(text).trim_end());
+            }
+            RunEvent::ToolCall { display, .. } => {
+                err.line(&format!("-> {}", fit(&sanitize(display, PROMPT_LIMIT), width)));
+            }
+            RunEvent::ToolResult { output, .. } if tool_output => {
+                let shown = match output.exec_report() {
+                    Some(_) => serde_json::from_str::<serde_json::Value>(output.content())
+                        .ok()
+                        .and_then(|v| v["output"].as_str().map(str::to_owned))
+                        .unwrap_or_else(|| output.content().to_owned()),
+                    None => output.content().to_owned(),
+                };
+                err.line(&format!("<- {}", strip(shown.trim_end())));
+            }
+            RunEvent::Allowed { command, .. } => {
+                err.line(&format!("ok: will not ask again for \"{command}\" in this conversation"));
+            }
+            _ => {}
+        }
+    };
+    let prompt = args.prompt.join(" ");
+    let outcome = agent.run(&prompt, RunOptions::new().with_cancel(cancel).with_events(sink)).await;
+    err.waiting(false);
+
+    if let Some(answer) = outcome.answer.as_deref().filter(|a| !a.is_empty()) {
+        err.line("");
+        let answer = strip(answer);
+        let mut out = std::io::stdout().lock();
+        if std::io::stdout().is_terminal() && !no_color {
+            let _ = write!(out, "{}", termimad::MadSkin::default().term_text(&answer));
+        } else {
+            let _ = writeln!(out, "{answer}");
+        }
+        let _ = out.flush();
+    }
+    if let Some(e) = &outcome.error {
+        err.line(&format!("error: {}", sanitize(e, PROMPT_LIMIT)));
+    }
+    err.line("");
+    err.line(&outcome.stats.summary(outcome.reason == TerminalReason::Suspended, None, verbose));
+    if let Some(t) = &trace {
+        t.footer(&outcome);
+    }
+    Ok(outcome.reason)
+}
+
+fn terminal_width() -> Option<usize> {
+    let (_, cols) = console::Term::stderr().size_checked()?;
+    Some(cols as usize)
+}

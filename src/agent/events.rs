@@ -1,0 +1,118 @@
+use crate::llm::{StopReason, Usage};
+use crate::tool::ToolOutput;
+use crate::warning::Warning;
+
+/// Something that happened during a run (OVR-4). Borrowed: a sink that keeps an event clones what it needs, so the
+/// loop copies nothing for sinks that only render.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum RunEvent<'a> {
+    /// A warning for the operator.
+    Warning(&'a Warning),
+    /// The run started.
+    Started {
+        /// The model.
+        model: &'a str,
+        /// How many tools the model can use.
+        tools: usize,
+        /// How many of them need approval.
+        gated: usize,
+        /// The distinct tags that gate them, in tool order.
+        triggers: &'a [String],
+        /// Whether reasoning was requested.
+        thinking: bool,
+        /// Whether tools are deferred behind tool search.
+        deferred: bool,
+    },
+    /// A model call is about to be made.
+    LlmRequest {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Messages in the conversation.
+        messages: usize,
+        /// Approximate size of the conversation content in bytes.
+        size: usize,
+        /// The latest user text, or a count of tool results (CLI-9 preview).
+        preview: &'a str,
+    },
+    /// A model call answered.
+    LlmResponse {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Why the model stopped.
+        stop_reason: &'a StopReason,
+        /// Tokens of this call.
+        usage: Usage,
+    },
+    /// Reasoning text.
+    Thinking {
+        /// The text.
+        text: &'a str,
+    },
+    /// Assistant text: the answer when `terminal`, narration otherwise (LOOP-11).
+    Assistant {
+        /// The text.
+        text: &'a str,
+        /// Whether this is the final answer.
+        terminal: bool,
+    },
+    /// A tool is about to run (after every check and approval).
+    ToolCall {
+        /// The call id.
+        id: &'a str,
+        /// The tool.
+        name: &'a str,
+        /// The resolved command line or summary (EXEC-6).
+        display: &'a str,
+    },
+    /// A tool finished.
+    ToolResult {
+        /// The call id.
+        id: &'a str,
+        /// The tool.
+        name: &'a str,
+        /// What it produced.
+        output: &'a ToolOutput,
+    },
+    /// The operator allowed a tool for the rest of the conversation (GATE-11).
+    Allowed {
+        /// The tool.
+        name: &'a str,
+        /// Its command path.
+        command: &'a str,
+    },
+}
+
+/// Receives [`RunEvent`]s. Implemented for closures and for unbounded channels of owned renderings.
+///
+/// ```
+/// use fisk_ai::agent::{EventSink, RunEvent};
+///
+/// let sink = |e: &RunEvent<'_>| {
+///     if let RunEvent::ToolCall { display, .. } = e {
+///         eprintln!("-> {display}");
+///     }
+/// };
+/// sink.emit(&RunEvent::ToolCall { id: "1", name: "say", display: "say -- hi" });
+/// ```
+pub trait EventSink: Send + Sync {
+    /// Handle one event. Called on the run's task: keep it quick.
+    fn emit(&self, event: &RunEvent<'_>);
+}
+
+impl<F> EventSink for F
+where
+    F: Fn(&RunEvent<'_>) + Send + Sync,
+{
+    fn emit(&self, event: &RunEvent<'_>) {
+        self(event)
+    }
+}
+
+/// Discards events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn emit(&self, _event: &RunEvent<'_>) {}
+}

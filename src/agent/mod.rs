@@ -1,0 +1,275 @@
+//! The budgeted agent loop (SPEC section 9) over a selected [`Toolset`].
+//!
+//! ```no_run
+//! use fisk_ai::agent::{Agent, RunOptions};
+//! use fisk_ai::gate::DenyAll;
+//! use fisk_ai::llm::ScriptedProvider;
+//! use fisk_ai::Config;
+//!
+//! # async fn demo() -> fisk_ai::Result<()> {
+//! let config = Config::load("agent.yaml")?;
+//! let agent = Agent::builder()
+//!     .config(config)
+//!     .provider(ScriptedProvider::new([]))
+//!     .gate(DenyAll)
+//!     .build()
+//!     .await?; // introspects the application and runs the selection pipeline once
+//! let outcome = agent.run("report on the ORDERS stream", RunOptions::default()).await;
+//! println!("{:?}: {}", outcome.reason, outcome.answer.unwrap_or_default());
+//! # Ok(()) }
+//! ```
+
+mod events;
+mod outcome;
+mod run;
+
+pub use events::{EventSink, NoEvents, RunEvent};
+pub use outcome::{RunOutcome, RunStats, TerminalReason};
+
+use crate::config::{Config, Mode};
+use crate::gate::{ConfirmGate, DenyAll};
+use crate::llm::{ModelProvider, ToolPlan};
+use crate::select::{Selection, Toolset};
+use crate::source::ToolSource;
+use crate::source::fisk::{ChildEnv, FiskApp};
+use crate::tool::{CancellationToken, Tool};
+use crate::warning::Warning;
+use crate::{Error, Result};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A loaded agent: configuration, provider, gate and the selected tools. Cheap to clone; one agent serves many
+/// concurrent runs.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    model: String,
+    provider: Arc<dyn ModelProvider>,
+    gate: Arc<dyn ConfirmGate>,
+    plan: ToolPlan,
+    system: Vec<String>,
+    warnings: Vec<Warning>,
+    triggers: Vec<String>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.inner.model)
+            .field("provider", &self.inner.provider.capabilities().provider)
+            .field("tools", self.inner.plan.toolset())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Start building an agent.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    /// The tools a run may use, in request order.
+    pub fn toolset(&self) -> &Toolset {
+        self.inner.plan.toolset()
+    }
+
+    /// The tools with their tool-search deferral decisions.
+    pub fn tool_plan(&self) -> &ToolPlan {
+        &self.inner.plan
+    }
+
+    /// Warnings found while building (configuration, tags, selection, tool search, gating).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.inner.warnings
+    }
+
+    /// The model id.
+    pub fn model(&self) -> &str {
+        &self.inner.model
+    }
+
+    /// The configuration the agent was built from.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Run the loop on `prompt` to a terminal state. Never fails: every failure is a [`RunOutcome`] with its
+    /// reason, error text and statistics (OVR-2); a panic inside the run is caught and reported as an internal
+    /// error (OVR-5).
+    pub async fn run(&self, prompt: &str, options: RunOptions) -> RunOutcome {
+        run::run(&self.inner, prompt, options).await
+    }
+}
+
+/// Per-run settings.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    cancel: CancellationToken,
+    events: Option<Arc<dyn EventSink>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions").field("events", &self.events.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl RunOptions {
+    /// Defaults: never cancelled, events discarded.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancel the run (and any running tool's process group) when `token` is cancelled.
+    #[must_use]
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Deliver events to `sink`.
+    #[must_use]
+    pub fn with_events(mut self, sink: impl EventSink + 'static) -> Self {
+        self.events = Some(Arc::new(sink));
+        self
+    }
+}
+
+/// Builds an [`Agent`]; by value, finished with [`AgentBuilder::build`].
+#[derive(Default)]
+pub struct AgentBuilder {
+    config: Option<Config>,
+    provider: Option<Arc<dyn ModelProvider>>,
+    gate: Option<Arc<dyn ConfirmGate>>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    tools: Vec<Arc<dyn Tool>>,
+    working_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("config", &self.config.is_some())
+            .field("provider", &self.provider.is_some())
+            .field("sources", &self.sources.len())
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The parsed configuration (required). The wrapped application is added as a source automatically when
+    /// `application_path` is set.
+    #[must_use]
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// The model provider (required).
+    #[must_use]
+    pub fn provider(self, provider: impl ModelProvider + 'static) -> Self {
+        self.provider_arc(Arc::new(provider))
+    }
+
+    /// The model provider, shared.
+    #[must_use]
+    pub fn provider_arc(mut self, provider: Arc<dyn ModelProvider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// Who approves gated calls; without one every gated call is declined.
+    #[must_use]
+    pub fn gate(mut self, gate: impl ConfirmGate + 'static) -> Self {
+        self.gate = Some(Arc::new(gate));
+        self
+    }
+
+    /// Another tool source.
+    #[must_use]
+    pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
+        self.sources.push(Arc::new(source));
+        self
+    }
+
+    /// A custom tool of the host's (OVR-8); its name must not collide with any other tool.
+    #[must_use]
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Run command tools in `dir` (OVR-6): an absolute path to an existing directory.
+    #[must_use]
+    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Validate the configuration for a run, load every source once, run the selection pipeline, and plan tool
+    /// search. Fails on configuration errors, source failures, name collisions and an empty tool set (SEL-13).
+    pub async fn build(self) -> Result<Agent> {
+        let config = self.config.ok_or_else(|| Error::config("an agent needs a configuration"))?;
+        let provider = self.provider.ok_or_else(|| Error::config("an agent needs a model provider"))?;
+        let mut warnings = config.validate(Mode::Agent)?;
+        let model = config.llm.model.clone().ok_or_else(|| Error::config_key("llm.model", "llm.model is required"))?;
+        let caps = provider.capabilities();
+
+        let mut env = ChildEnv::new();
+        for name in caps.credentials {
+            env = env.with_scrubbed(*name);
+        }
+        if let Some(dir) = &self.working_dir {
+            if !dir.is_absolute() || !dir.is_dir() {
+                return Err(Error::config(format!(
+                    "the tool working directory {} must be an absolute path to an existing directory",
+                    dir.display()
+                )));
+            }
+            env = env.with_working_dir(dir);
+        }
+
+        let mut sources = self.sources;
+        if let Some(app) = FiskApp::from_config(&config) {
+            sources.insert(0, Arc::new(app.with_env(env)));
+        }
+        let mut candidates: Vec<Arc<dyn Tool>> = Vec::new();
+        for source in &sources {
+            let loaded = source.load().await?;
+            candidates.extend(loaded.tools);
+            warnings.extend(loaded.warnings);
+        }
+        candidates.extend(self.tools);
+        let toolset = Selection::from_config(&config)?.apply(candidates)?;
+        warnings.extend(toolset.warnings().iter().cloned());
+        toolset.ensure_not_empty(config.application_path.is_some())?;
+
+        let search_allowed = caps.tool_search && !config.llm.no_tool_search;
+        if toolset.len() >= crate::llm::TOOL_SEARCH_THRESHOLD && !search_allowed {
+            warnings.push(if caps.tool_search {
+                Warning::ToolSearchDisabled { count: toolset.len() }
+            } else {
+                Warning::ToolSearchUnavailable { provider: caps.provider.to_owned(), count: toolset.len() }
+            });
+        }
+        let gate: Arc<dyn ConfirmGate> = self.gate.unwrap_or_else(|| Arc::new(DenyAll));
+        let gated = toolset.gated_count();
+        if gated > 0 && !gate.can_ask() {
+            warnings.push(Warning::GatedWithoutOperator { count: gated });
+        }
+        let mut triggers: Vec<String> = Vec::new();
+        for t in toolset.iter().filter_map(|t| t.gate_trigger()) {
+            if !triggers.iter().any(|x| x == t) {
+                triggers.push(t.to_owned());
+            }
+        }
+        let system = config.system_prompt.iter().cloned().collect();
+        let plan = ToolPlan::new(toolset, search_allowed);
+        Ok(Agent { inner: Arc::new(Inner { config, model, provider, gate, plan, system, warnings, triggers }) })
+    }
+}

@@ -1,0 +1,130 @@
+use crate::config::format_duration;
+use crate::llm::{Message, Usage};
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// How a run ended (BUDGET-5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TerminalReason {
+    /// The model gave its final answer.
+    Completed,
+    /// The run stopped at a boundary and can be resumed.
+    Suspended,
+    /// Something failed: the provider, a truncated or refused reply, cancellation, an internal error.
+    Error,
+    /// The cumulative token budget was reached.
+    Budget,
+    /// The iteration cap was reached.
+    MaxIterations,
+}
+
+impl TerminalReason {
+    /// The wire name (`completed`, `suspended`, `error`, `budget`, `max_iterations`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TerminalReason::Completed => "completed",
+            TerminalReason::Suspended => "suspended",
+            TerminalReason::Error => "error",
+            TerminalReason::Budget => "budget",
+            TerminalReason::MaxIterations => "max_iterations",
+        }
+    }
+
+    /// Whether the CLI exits 0 (CLI-16).
+    pub fn is_success(self) -> bool {
+        matches!(self, TerminalReason::Completed | TerminalReason::Suspended)
+    }
+}
+
+impl fmt::Display for TerminalReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Counters of one run (LOOP-12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunStats {
+    /// Model calls made.
+    pub llm_calls: u32,
+    /// Tool calls dispatched, rejected ones included.
+    pub tool_calls: u32,
+    /// Of those, calls of imported tools.
+    pub remote_tool_calls: u32,
+    /// Tokens over every call.
+    pub usage: Usage,
+    /// The model.
+    pub model: String,
+    /// When the run started.
+    pub started: SystemTime,
+    /// Wall time of the run.
+    pub latency: Duration,
+}
+
+impl RunStats {
+    pub(crate) fn new(model: &str) -> Self {
+        RunStats {
+            llm_calls: 0,
+            tool_calls: 0,
+            remote_tool_calls: 0,
+            usage: Usage::default(),
+            model: model.to_owned(),
+            started: SystemTime::now(),
+            latency: Duration::ZERO,
+        }
+    }
+
+    /// The LOOP-13 summary line, exactly:
+    /// `Run summary: [session=<id> ][model=<model> ]llm_calls=<n> tool_calls=<n>[ remote_tool_calls=<n>]
+    /// tokens=<in>/<out>[ cached=<n>][ cache_write=<n>] latency=<duration>`.
+    ///
+    /// ```
+    /// # use fisk_ai::agent::RunStats;
+    /// # fn show(stats: &RunStats) {
+    /// eprintln!("{}", stats.summary(false, None, false));
+    /// # }
+    /// ```
+    pub fn summary(&self, suspended: bool, session: Option<&str>, verbose: bool) -> String {
+        let mut s = String::from(if suspended { "Run suspended: " } else { "Run summary: " });
+        if let Some(id) = session.filter(|s| !s.is_empty()) {
+            s.push_str(&format!("session={id} "));
+        }
+        if !self.model.is_empty() {
+            s.push_str(&format!("model={} ", self.model));
+        }
+        s.push_str(&format!("llm_calls={} tool_calls={}", self.llm_calls, self.tool_calls));
+        if self.remote_tool_calls > 0 {
+            s.push_str(&format!(" remote_tool_calls={}", self.remote_tool_calls));
+        }
+        s.push_str(&format!(" tokens={}/{}", self.usage.input_tokens, self.usage.output_tokens));
+        if self.usage.cache_read_tokens > 0 {
+            s.push_str(&format!(" cached={}", self.usage.cache_read_tokens));
+        }
+        if verbose && self.usage.cache_creation_tokens > 0 {
+            s.push_str(&format!(" cache_write={}", self.usage.cache_creation_tokens));
+        }
+        let ms = Duration::from_millis(u64::try_from(self.latency.as_millis()).unwrap_or(u64::MAX));
+        s.push_str(&format!(" latency={}", format_duration(ms)));
+        s
+    }
+}
+
+/// The result of a run, returned even when it failed (OVR-2).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunOutcome {
+    /// How it ended.
+    pub reason: TerminalReason,
+    /// The final answer (also the truncated text of a `max_tokens` turn).
+    pub answer: Option<String>,
+    /// What went wrong, for every reason but `completed`.
+    pub error: Option<String>,
+    /// Counters.
+    pub stats: RunStats,
+    /// The session id; empty when not checkpointed.
+    pub session_id: String,
+    /// The conversation as it stood at the end.
+    pub messages: Vec<Message>,
+}

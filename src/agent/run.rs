@@ -1,0 +1,299 @@
+//! One run of the loop (LOOP-1..11, BUDGET-1..3), tool dispatch (LOOP-10) and the gate (GATE-6..12).
+
+use super::events::{EventSink, NoEvents, RunEvent};
+use super::outcome::{RunOutcome, RunStats, TerminalReason};
+use super::{Inner, RunOptions};
+use crate::gate::{Approvals, ConfirmRequest, Decision, DeclineReason, declined};
+use crate::llm::{Block, CacheMode, Message, Request, Role, StopReason};
+use crate::tool::{CallContext, ToolInput, ToolKind, ToolOutput};
+use crate::warning::Warning;
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The first user message when no prompt is given (LOOP-1).
+const DEFAULT_PROMPT: &str = "assist the user";
+
+struct Ended {
+    reason: TerminalReason,
+    answer: Option<String>,
+    error: Option<String>,
+}
+
+fn ended(reason: TerminalReason, error: impl Into<String>) -> Ended {
+    Ended { reason, answer: None, error: Some(error.into()) }
+}
+
+/// What dispatching one tool call came to.
+enum Dispatch {
+    Result(Block),
+    /// The approval prompt was interrupted: nothing ran and the run ends (GATE-12).
+    Abort,
+}
+
+struct Run<'a> {
+    inner: &'a Inner,
+    events: &'a dyn EventSink,
+    options: &'a RunOptions,
+    stats: RunStats,
+    messages: Vec<Message>,
+    approvals: Approvals,
+}
+
+pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> RunOutcome {
+    let started = Instant::now();
+    let no_events = NoEvents;
+    let events: &dyn EventSink = options.events.as_deref().unwrap_or(&no_events);
+    let prompt = if prompt.trim().is_empty() { DEFAULT_PROMPT } else { prompt };
+    let mut run = Run {
+        inner,
+        events,
+        options: &options,
+        stats: RunStats::new(&inner.model),
+        messages: vec![Message::user(prompt)],
+        approvals: Approvals::new(),
+    };
+    // OVR-5: a panic anywhere in the run becomes an internal-error outcome, not a crash of the host.
+    let end = match AssertUnwindSafe(run.drive()).catch_unwind().await {
+        Ok(end) => end,
+        Err(_) => ended(TerminalReason::Error, "internal error: the run crashed"),
+    };
+    run.stats.latency = started.elapsed();
+    RunOutcome {
+        reason: end.reason,
+        answer: end.answer,
+        error: end.error,
+        stats: run.stats,
+        session_id: String::new(),
+        messages: run.messages,
+    }
+}
+
+impl Run<'_> {
+    fn emit(&self, event: RunEvent<'_>) {
+        self.events.emit(&event);
+    }
+
+    async fn drive(&mut self) -> Ended {
+        let inner = self.inner;
+        for w in &inner.warnings {
+            self.emit(RunEvent::Warning(w));
+        }
+        let llm = &inner.config.llm;
+        self.emit(RunEvent::Started {
+            model: &inner.model,
+            tools: inner.plan.len(),
+            gated: inner.plan.toolset().gated_count(),
+            triggers: &inner.triggers,
+            thinking: llm.thinking.enabled,
+            deferred: inner.plan.search(),
+        });
+        let max_iterations = u32::try_from(llm.budget.max_iterations()).unwrap_or(u32::MAX);
+        let max_tokens = llm.budget.max_tokens();
+        let max_output = llm.budget.max_output_tokens().map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let cache = if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default };
+        let cancel = &self.options.cancel;
+
+        loop {
+            if cancel.is_cancelled() {
+                return ended(TerminalReason::Error, "the run was cancelled");
+            }
+            // BUDGET-1.
+            if self.stats.llm_calls >= max_iterations {
+                return ended(
+                    TerminalReason::MaxIterations,
+                    format!(
+                        "stopped after {max_iterations} model calls (llm.budget.max_iterations) without a final answer"
+                    ),
+                );
+            }
+            self.stats.llm_calls += 1;
+            let iteration = self.stats.llm_calls;
+            let (preview, size) = preview(&self.messages);
+            self.emit(RunEvent::LlmRequest { iteration, messages: self.messages.len(), size, preview: &preview });
+
+            let request = Request::new(&inner.model, &inner.system, &self.messages, &inner.plan)
+                .with_thinking(llm.thinking.enabled)
+                .with_max_output_tokens(max_output)
+                .with_cache(cache);
+            let reply = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return ended(TerminalReason::Error, "the run was cancelled"),
+                reply = inner.provider.call(&request) => reply,
+            };
+            let response = match reply {
+                Ok(r) => r,
+                Err(e) => return ended(TerminalReason::Error, format!("model call failed: {e}")),
+            };
+            self.stats.usage += response.usage;
+            self.emit(RunEvent::LlmResponse { iteration, stop_reason: &response.stop_reason, usage: response.usage });
+            for block in &response.content {
+                if let Block::Thinking { text, .. } = block
+                    && !text.is_empty()
+                {
+                    self.emit(RunEvent::Thinking { text });
+                }
+            }
+            let stop = response.stop_reason.clone();
+            // LOOP-5: the turn joins the conversation before any of its tools run.
+            self.messages.push(Message::assistant(response.content));
+            let turn = self.messages.last().map(|m| (m.text(), m.tool_uses().count())).unwrap_or_default();
+            let (text, calls) = turn;
+
+            match stop {
+                // LOOP-6: a truncated turn is shown, and none of its tool calls run.
+                StopReason::MaxTokens => {
+                    if !text.is_empty() {
+                        self.emit(RunEvent::Assistant { text: &text, terminal: true });
+                    }
+                    return Ended {
+                        reason: TerminalReason::Error,
+                        answer: (!text.is_empty()).then_some(text),
+                        error: Some(
+                            "the reply was truncated at the output limit (llm.budget.max_output_tokens)".into(),
+                        ),
+                    };
+                }
+                StopReason::Refusal => return ended(TerminalReason::Error, "model refused to respond"),
+                StopReason::ContextWindowExceeded => {
+                    return ended(TerminalReason::Error, "the conversation no longer fits the model's context window");
+                }
+                _ => {}
+            }
+            if calls == 0 {
+                // LOOP-8: a paused server-side turn continues with no new user message.
+                if stop == StopReason::PauseTurn {
+                    continue;
+                }
+                // LOOP-7: the final answer.
+                self.emit(RunEvent::Assistant { text: &text, terminal: true });
+                return Ended { reason: TerminalReason::Completed, answer: Some(text), error: None };
+            }
+            if !text.is_empty() {
+                self.emit(RunEvent::Assistant { text: &text, terminal: false });
+            }
+            // BUDGET-3: checked after a non-terminal turn, before its tools run.
+            if self.stats.usage.total() >= max_tokens {
+                return ended(
+                    TerminalReason::Budget,
+                    format!(
+                        "token budget of {max_tokens} (llm.budget.max_tokens) reached after {} model calls",
+                        self.stats.llm_calls
+                    ),
+                );
+            }
+            // LOOP-9: one at a time, in order; one user message with every result.
+            let calls: Vec<(String, String, ToolInput)> = self
+                .messages
+                .last()
+                .map(|m| {
+                    m.tool_uses().map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone())).collect()
+                })
+                .unwrap_or_default();
+            let mut results = Vec::with_capacity(calls.len());
+            for (id, name, input) in &calls {
+                match self.dispatch(id, name, input).await {
+                    Dispatch::Result(block) => results.push(block),
+                    Dispatch::Abort => {
+                        return ended(
+                            TerminalReason::Error,
+                            format!("the approval prompt for {name} was interrupted; nothing was run"),
+                        );
+                    }
+                }
+            }
+            self.messages.push(Message { role: Role::User, content: results });
+        }
+    }
+
+    /// LOOP-10: count, unknown name, required parameters, gate, then run.
+    async fn dispatch(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
+        let inner = self.inner;
+        self.stats.tool_calls += 1;
+        let Some(selected) = inner.plan.toolset().get(name) else {
+            let w = Warning::UnknownTool { name: name.to_owned() };
+            self.emit(RunEvent::Warning(&w));
+            return Dispatch::Result(Block::tool_result(id, format!("unknown tool \"{name}\""), true));
+        };
+        let spec = selected.spec();
+        if spec.kind() == ToolKind::Imported {
+            self.stats.remote_tool_calls += 1;
+        }
+        // TOOL-18..21: before the gate; no call or result event.
+        if let Some(missing) = spec.missing_required(input.as_str()) {
+            let w = Warning::MissingRequired { tool: name.to_owned(), missing: missing.missing.clone() };
+            self.emit(RunEvent::Warning(&w));
+            return Dispatch::Result(Block::tool_result(id, missing.to_string(), true));
+        }
+        let tool = selected.tool().clone();
+        let display = tool.display(input);
+        if let Some(trigger) = selected.gate_trigger() {
+            // GATE-6 order: allowance, no operator, cancelled, then ask.
+            if !self.approvals.is_allowed(name) {
+                let refusal = if !inner.gate.can_ask() {
+                    Some(DeclineReason::NoOperator)
+                } else if self.options.cancel.is_cancelled() {
+                    Some(DeclineReason::Cancelled)
+                } else {
+                    let req = ConfirmRequest::new(name, spec.display_path(), &display, trigger);
+                    match inner.gate.confirm(&req).await {
+                        Decision::Once => None,
+                        Decision::ForConversation => {
+                            self.approvals.allow(name);
+                            self.emit(RunEvent::Allowed { name, command: &req.command });
+                            None
+                        }
+                        Decision::Abort => return Dispatch::Abort,
+                        _ => Some(DeclineReason::Operator),
+                    }
+                };
+                if let Some(reason) = refusal {
+                    let out = declined(reason);
+                    return Dispatch::Result(Block::tool_result(id, out.into_content(), false));
+                }
+            }
+        }
+        self.emit(RunEvent::ToolCall { id, name, display: &display });
+        let ctx = CallContext::new().with_cancel(self.options.cancel.child_token());
+        let output = call_tool(tool, input, &ctx).await;
+        self.emit(RunEvent::ToolResult { id, name, output: &output });
+        let is_error = output.is_error();
+        Dispatch::Result(Block::tool_result(id, output.into_content(), is_error))
+    }
+}
+
+/// A tool that panics yields an error result the model can read (never a crashed run).
+async fn call_tool(tool: Arc<dyn crate::tool::Tool>, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
+    match AssertUnwindSafe(tool.call(input, ctx)).catch_unwind().await {
+        Ok(out) => out,
+        Err(_) => ToolOutput::error(format!("tool \"{}\" failed internally", tool.spec().name())),
+    }
+}
+
+/// CLI-9's preview of what is being sent: the quoted start of the latest text, or the number of tool results; and
+/// an approximate content size.
+fn preview(messages: &[Message]) -> (String, usize) {
+    let size = messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .map(|b| match b {
+            Block::Text { text } => text.len(),
+            Block::Thinking { text, signature } => text.len() + signature.len(),
+            Block::ToolUse { input, .. } => input.as_str().len(),
+            Block::ToolResult { content, .. } => content.len(),
+            Block::Provider { raw, .. } => raw.get().len(),
+        })
+        .sum();
+    let Some(last) = messages.last() else { return (String::new(), size) };
+    let results = last.content.iter().filter(|b| matches!(b, Block::ToolResult { .. })).count();
+    let preview = if results == 1 {
+        "1 tool result".to_owned()
+    } else if results > 1 {
+        format!("{results} tool results")
+    } else {
+        let text: String = last.text().chars().take(60).collect();
+        format!("{text:?}")
+    };
+    (preview, size)
+}

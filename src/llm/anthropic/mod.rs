@@ -1,0 +1,461 @@
+//! The Anthropic Messages API provider (PROV-6..18, SEARCH-7).
+//!
+//! [`AnthropicProvider`] renders a neutral [`Request`] into a `POST /v1/messages` body, streams the reply over SSE
+//! (or reads it whole), retries what is worth retrying, and maps the reply back to neutral blocks. Blocks the
+//! neutral model does not name (server tool calls, tool-search results, redacted thinking) travel as
+//! [`Block::Provider`](crate::llm::Block::Provider) and go back byte for byte; thinking signatures too.
+
+mod debug;
+mod observe;
+mod retry;
+mod stream;
+mod wire;
+
+pub use observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
+
+use crate::config::{check_http_url, format_duration};
+use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan};
+use crate::source::fisk::PROVIDER_CREDENTIALS;
+use crate::{Error, ErrorKind};
+use async_trait::async_trait;
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The provider id stamped into session fingerprints (PROV-4).
+pub const PROVIDER_ID: &str = "anthropic";
+/// The API's address when no base URL is configured.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent with every request.
+pub const API_VERSION: &str = "2023-06-01";
+/// The default per-attempt timeout (`llm.budget.call_timeout`, BUDGET-4).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// How many times a failed call is retried by default.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+
+/// Plans whose rendered tools are kept; an agent has one, a process serving a few agents a handful.
+const TOOLS_CACHE_SIZE: usize = 8;
+
+/// The Anthropic Messages API as a [`ModelProvider`].
+///
+/// Built by value; every setting has a default:
+///
+/// | setting | default |
+/// | --- | --- |
+/// | base URL ([`with_base_url`](Self::with_base_url)) | `https://api.anthropic.com` |
+/// | per-attempt timeout ([`with_call_timeout`](Self::with_call_timeout)) | 120 s |
+/// | retries ([`with_max_retries`](Self::with_max_retries)) | 2 |
+/// | backoff ([`with_backoff`](Self::with_backoff)) | 0.5 s doubling, at most 8 s, less up to 25 % jitter |
+/// | streaming ([`with_streaming`](Self::with_streaming)) | on |
+///
+/// Every request is rendered the same way for the same input: the tools array once per [`ToolPlan`], then spliced
+/// into each turn, so the tools + system prefix the prompt cache keys on is byte-identical from turn to turn.
+///
+/// ```
+/// use fisk_ai::llm::anthropic::AnthropicProvider;
+/// use fisk_ai::llm::{Message, ModelProvider, Request, ToolPlan};
+/// use fisk_ai::select::Selection;
+/// use std::time::Duration;
+///
+/// let provider = AnthropicProvider::new("sk-ant-example")
+///     .with_base_url("http://127.0.0.1:8080")?
+///     .with_call_timeout(Duration::from_secs(30))
+///     .with_max_retries(1);
+/// assert!(provider.capabilities().tool_search);
+///
+/// // The exact bytes `call` would POST for a first turn.
+/// let plan = ToolPlan::new(Selection::new().apply(Vec::new())?, true);
+/// let system = ["You are terse.".to_owned()];
+/// let messages = [Message::user("hello")];
+/// let body = provider.request_body(&Request::new("claude-sonnet-4-6", &system, &messages, &plan));
+/// let json: serde_json::Value = serde_json::from_slice(&body)?;
+/// assert_eq!(json["max_tokens"], 8192);
+/// assert_eq!(json["system"][0]["cache_control"]["type"], "ephemeral");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A real call, with the key from the environment:
+///
+/// ```no_run
+/// use fisk_ai::llm::anthropic::AnthropicProvider;
+/// use fisk_ai::llm::{Message, ModelProvider, Request, ToolPlan};
+/// use fisk_ai::select::Selection;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let provider = AnthropicProvider::from_env()?.with_http_debug("http-debug.log")?;
+/// let plan = ToolPlan::new(Selection::new().apply(Vec::new())?, true);
+/// let messages = [Message::user("Name three prime numbers.")];
+/// let reply = provider.call(&Request::new("claude-sonnet-4-6", &[], &messages, &plan)).await?;
+/// println!("{}", fisk_ai::llm::Message::assistant(reply.content).text());
+/// # Ok(())
+/// # }
+/// ```
+pub struct AnthropicProvider {
+    api_key: Option<HeaderValue>,
+    url: String,
+    client: Result<reqwest::Client, String>,
+    call_timeout: Duration,
+    max_retries: u32,
+    backoff_base: Duration,
+    backoff_max: Duration,
+    streaming: bool,
+    observers: Vec<Arc<dyn WireObserver>>,
+    tools: Mutex<Vec<(u64, Arc<[u8]>)>>,
+}
+
+impl AnthropicProvider {
+    /// A provider using `api_key` against the public API, with every other setting at its default.
+    ///
+    /// A key that cannot be sent as a header (control characters) fails the first call with a
+    /// [`Config`](ProviderErrorKind::Config) error.
+    pub fn new(api_key: impl Into<String>) -> Self {
+        let api_key = HeaderValue::from_str(api_key.into().trim()).ok().map(|mut v| {
+            // Keeps the key out of reqwest's own debug output.
+            v.set_sensitive(true);
+            v
+        });
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("fisk-ai/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| stream::chain(&e));
+        AnthropicProvider {
+            api_key,
+            url: endpoint(DEFAULT_BASE_URL),
+            client,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            max_retries: DEFAULT_MAX_RETRIES,
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(8),
+            streaming: true,
+            observers: Vec::new(),
+            tools: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A provider configured from the environment (PROV-6): `ANTHROPIC_API_KEY` (required) and
+    /// `ANTHROPIC_BASE_URL` (optional, checked like [`with_base_url`](Self::with_base_url)).
+    pub fn from_env() -> crate::Result<Self> {
+        let key = std::env::var("ANTHROPIC_API_KEY").ok().filter(|k| !k.trim().is_empty()).ok_or_else(|| {
+            Error::config("ANTHROPIC_API_KEY is not set: the anthropic provider needs an API key (--api-key)")
+        })?;
+        let provider = Self::new(key);
+        match std::env::var("ANTHROPIC_BASE_URL") {
+            Ok(url) if !url.trim().is_empty() => provider.with_base_url(url),
+            _ => Ok(provider),
+        }
+    }
+
+    /// Send requests to `url` (`<url>/v1/messages`) instead of the public API. It must be `https`, or `http` to a
+    /// loopback host, with no user information (PROV-7); the error names the setting.
+    ///
+    /// Set this before [`with_http_debug`](Self::with_http_debug), so a bad URL is reported before the debug file
+    /// is created.
+    pub fn with_base_url(mut self, url: impl AsRef<str>) -> crate::Result<Self> {
+        let url = url.as_ref().trim();
+        check_http_url(url)
+            .map_err(|e| Error::config(format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}")))?;
+        self.url = endpoint(url);
+        Ok(self)
+    }
+
+    /// Bound every attempt (connect, send, the whole reply) by `timeout` (PROV-5, `llm.budget.call_timeout`). A
+    /// timed-out attempt is retried like a 5xx.
+    #[must_use]
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Retry a failed call at most `retries` times (so `retries + 1` attempts): 408, 409, 429, 5xx and 529,
+    /// timeouts, dropped connections and stream `error` events; never 400, 401, 403, 404 or 413. An
+    /// `x-should-retry` header overrides that choice.
+    #[must_use]
+    pub fn with_max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Wait `min(base · 2^n, max)` before retry `n` (less up to 25 % jitter) when the server names no wait of its
+    /// own (`retry-after-ms`, `retry-after`; a wait over a minute is not honored).
+    #[must_use]
+    pub fn with_backoff(mut self, base: Duration, max: Duration) -> Self {
+        self.backoff_base = base;
+        self.backoff_max = max.max(base);
+        self
+    }
+
+    /// Stream replies over server-sent events (the default), so long thinking turns keep the connection busy
+    /// instead of hitting idle limits; `false` reads each reply whole.
+    #[must_use]
+    pub fn with_streaming(mut self, on: bool) -> Self {
+        self.streaming = on;
+        self
+    }
+
+    /// Dump every request (method, URL, pretty-printed JSON body) and response (status, pretty-printed body) to
+    /// `path` (PROV-17). Whatever is at `path` is removed first (a symlink itself, never its target) and a new file
+    /// is created exclusively with mode 0600. Headers are not written, so the API key never is. The file holds the
+    /// whole conversation: tell the operator where it goes.
+    pub fn with_http_debug(mut self, path: impl AsRef<Path>) -> crate::Result<Self> {
+        let path = path.as_ref();
+        let log = debug::HttpDebugLog::create(path).map_err(|e| {
+            Error::new(ErrorKind::Io, format!("cannot create the HTTP debug log {}: {e}", path.display()))
+                .with_source(e)
+        })?;
+        self.observers.push(Arc::new(log));
+        Ok(self)
+    }
+
+    /// Add an observer of the wire traffic (requests, responses, failed attempts, retries), for example the CLI's
+    /// `--trace` writer (PROV-18). Observers are called in the order added.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn WireObserver>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// The endpoint requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.url
+    }
+
+    /// The exact bytes [`call`](ModelProvider::call) would POST for `req`: deterministic for the same request,
+    /// with the plan's tools rendered once and reused on every later turn.
+    pub fn request_body(&self, req: &Request<'_>) -> Vec<u8> {
+        let tools = self.tools_for(req.tools);
+        wire::render_request(req, &tools, self.streaming)
+    }
+
+    /// Decode a non-streaming Messages API reply (a `message` object) into a neutral [`Response`], as `call` does:
+    /// text, thinking and tool use become neutral blocks, everything else a provider block holding its exact bytes.
+    pub fn decode_response(body: &[u8]) -> Result<Response, ProviderError> {
+        wire::decode_message(body)
+    }
+
+    fn tools_for(&self, plan: &ToolPlan) -> Arc<[u8]> {
+        let mut cache = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, tools)) = cache.iter().find(|(id, _)| *id == plan.id()) {
+            return tools.clone();
+        }
+        let tools: Arc<[u8]> = wire::render_tools(plan).into();
+        if cache.len() >= TOOLS_CACHE_SIZE {
+            cache.remove(0);
+        }
+        cache.push((plan.id(), tools.clone()));
+        tools
+    }
+
+    /// Refuse a request the API is certain to reject, before spending a call on it.
+    fn check(&self, req: &Request<'_>) -> Result<(), ProviderError> {
+        let max = wire::max_tokens(req);
+        if req.thinking
+            && wire::thinking_shape(req.model) == wire::ThinkingShape::Budget
+            && max <= wire::MIN_THINKING_BUDGET
+        {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Config,
+                format!(
+                    "model {:?} needs a thinking budget of at least {} tokens below max_tokens, but \
+                     llm.budget.max_output_tokens is {max}: raise it or set llm.thinking.enabled to false",
+                    req.model,
+                    wire::MIN_THINKING_BUDGET
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn attempt(
+        &self,
+        client: &reqwest::Client,
+        key: &HeaderValue,
+        body: Bytes,
+        n: u32,
+    ) -> Result<Response, Failure> {
+        let started = Instant::now();
+        let resp = client
+            .post(&self.url)
+            .header("x-api-key", key.clone())
+            .header("anthropic-version", API_VERSION)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| Failure::from(transport(&e)))?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers();
+        let request_id = headers.get("request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let retry_after = retry::retry_after(headers);
+        let should_retry = retry::should_retry(headers);
+        let sse = headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+
+        if !(200..300).contains(&status) {
+            // An unreadable error body still leaves the status to report.
+            let body = read_body(resp).await.unwrap_or_default();
+            self.emit_response(n, status, request_id.as_deref(), false, &body, started);
+            let msg = wire::status_message(status, request_id.as_deref(), &body);
+            let error = ProviderError::status(status, msg).with_retry_after(retry_after);
+            return Err(Failure { error, retry_after, should_retry });
+        }
+        let tag = |e: ProviderError| Failure::from(with_request_id(e, request_id.as_deref()));
+        if sse {
+            let mut acc = stream::read(resp.bytes_stream()).await.map_err(tag)?;
+            if !self.observers.is_empty() {
+                let json = acc.message_json();
+                self.emit_response(n, status, request_id.as_deref(), true, &json, started);
+            }
+            acc.finish().map_err(tag)
+        } else {
+            // Not a stream although one was asked for (a proxy or mock may ignore `stream`): read it whole.
+            let body = read_body(resp).await.map_err(tag)?;
+            self.emit_response(n, status, request_id.as_deref(), false, &body, started);
+            wire::decode_message(&body).map_err(tag)
+        }
+    }
+
+    fn emit_response(
+        &self,
+        attempt: u32,
+        status: u16,
+        request_id: Option<&str>,
+        streamed: bool,
+        body: &[u8],
+        t: Instant,
+    ) {
+        let r = WireResponse { attempt, status, request_id, streamed, body, elapsed: t.elapsed() };
+        self.observers.iter().for_each(|o| o.on_response(&r));
+    }
+
+    /// The error returned after the last attempt: how many attempts were made, and the thinking hint on a 400.
+    fn final_error(&self, failure: Failure, attempts: u32, req: &Request<'_>) -> ProviderError {
+        let err = failure.error;
+        let mut msg = err.to_string();
+        if attempts > 1 {
+            msg.push_str(&format!(" (gave up after {attempts} attempts)"));
+        }
+        if req.thinking && err.http_status() == Some(400) {
+            // PROV-10: the usual cause, and a remedy that is not obvious.
+            msg.push_str(&format!(
+                "; the model {:?} may not support thinking: set llm.thinking.enabled to false",
+                req.model
+            ));
+        }
+        let out = match err.http_status() {
+            Some(status) => ProviderError::status(status, msg),
+            None => ProviderError::new(err.kind(), msg),
+        };
+        out.with_retry_after(failure.retry_after.or(err.retry_after()))
+    }
+}
+
+#[async_trait]
+impl ModelProvider for AnthropicProvider {
+    fn capabilities(&self) -> Caps {
+        Caps::new(PROVIDER_ID).with_tool_search(true).with_credentials(PROVIDER_CREDENTIALS)
+    }
+
+    async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError> {
+        let client = self.client.as_ref().map_err(|e| {
+            ProviderError::new(ProviderErrorKind::Config, format!("anthropic: cannot build the HTTP client: {e}"))
+        })?;
+        let key = self.api_key.as_ref().ok_or_else(|| {
+            ProviderError::new(ProviderErrorKind::Config, "anthropic: the API key is empty or not a valid header value")
+        })?;
+        self.check(req)?;
+        let body = Bytes::from(self.request_body(req));
+        let mut attempt = 0u32;
+        loop {
+            let request = WireRequest { attempt, method: "POST", url: &self.url, body: &body };
+            self.observers.iter().for_each(|o| o.on_request(&request));
+            let failure =
+                match tokio::time::timeout(self.call_timeout, self.attempt(client, key, body.clone(), attempt)).await {
+                    Ok(Ok(response)) => return Ok(response),
+                    Ok(Err(failure)) => failure,
+                    Err(_) => Failure::from(ProviderError::new(
+                        ProviderErrorKind::Timeout,
+                        format!(
+                            "anthropic: no complete reply within the call timeout of {} (llm.budget.call_timeout)",
+                            format_duration(self.call_timeout)
+                        ),
+                    )),
+                };
+            let retry =
+                attempt < self.max_retries && failure.should_retry.unwrap_or_else(|| failure.error.is_retryable());
+            let report = WireError { attempt, error: &failure.error, will_retry: retry };
+            self.observers.iter().for_each(|o| o.on_error(&report));
+            if !retry {
+                return Err(self.final_error(failure, attempt + 1, req));
+            }
+            let wait = failure
+                .retry_after
+                .filter(|w| *w <= retry::MAX_SERVER_WAIT)
+                .unwrap_or_else(|| retry::backoff(attempt, self.backoff_base, self.backoff_max));
+            attempt += 1;
+            let report = WireRetry { attempt, wait, error: &failure.error };
+            self.observers.iter().for_each(|o| o.on_retry(&report));
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+impl fmt::Debug for AnthropicProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicProvider")
+            .field("endpoint", &self.url)
+            .field("api_key", &if self.api_key.is_some() { "[redacted]" } else { "[invalid]" })
+            .field("call_timeout", &self.call_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("backoff", &(self.backoff_base, self.backoff_max))
+            .field("streaming", &self.streaming)
+            .field("observers", &self.observers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A failed attempt with what the server said about retrying it.
+struct Failure {
+    error: ProviderError,
+    retry_after: Option<Duration>,
+    should_retry: Option<bool>,
+}
+
+impl From<ProviderError> for Failure {
+    fn from(error: ProviderError) -> Self {
+        Failure { error, retry_after: None, should_retry: None }
+    }
+}
+
+fn endpoint(base: &str) -> String {
+    format!("{}/v1/messages", base.trim_end_matches('/'))
+}
+
+fn transport(e: &reqwest::Error) -> ProviderError {
+    let kind = if e.is_timeout() { ProviderErrorKind::Timeout } else { ProviderErrorKind::Transport };
+    ProviderError::new(kind, format!("anthropic: request failed: {}", stream::chain(e)))
+}
+
+fn with_request_id(e: ProviderError, request_id: Option<&str>) -> ProviderError {
+    match request_id {
+        Some(id) => ProviderError::new(e.kind(), format!("{e} (request id {id})")).with_retry_after(e.retry_after()),
+        None => e,
+    }
+}
+
+/// Read a whole body, refusing one over the reply limit.
+async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
+    let hint = resp.content_length().unwrap_or(0).min(1 << 20) as usize;
+    let mut out = Vec::with_capacity(hint);
+    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(&e))? {
+        if out.len() + chunk.len() > stream::MAX_REPLY_BYTES {
+            return Err(wire::decode_error("the reply exceeds 64 MiB".to_owned()));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}

@@ -1,0 +1,250 @@
+//! `cli run` end to end (CLI-1..16): the real example binary, the real Anthropic provider over loopback HTTP to the
+//! in-process fake Messages API, and the real cowsay demo app. Stdout holds only the answer.
+
+mod common;
+mod fake_anthropic;
+
+use common::*;
+use fake_anthropic::{FakeAnthropic, Reply};
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn cli() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().and_then(Path::parent).unwrap().join("examples").join("cli");
+    if !bin.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--example", "cli", "--all-features"])
+            .current_dir(root())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    bin
+}
+
+/// A streamed Messages API reply carrying `content` blocks, event by event as the API sends them.
+fn streamed(content: &[Value], stop: &str, input_tokens: u64, output_tokens: u64) -> Reply {
+    let mut sse = String::new();
+    let mut event = |name: &str, data: Value| sse.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+            "model": "claude-haiku-4-5", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1, "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0}}}),
+    );
+    for (i, block) in content.iter().enumerate() {
+        match block["type"].as_str().unwrap() {
+            "text" => {
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+                );
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}}),
+                );
+            }
+            "tool_use" => {
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
+                );
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}}),
+                );
+            }
+            other => panic!("unsupported block {other}"),
+        }
+        event("content_block_stop", json!({"type": "content_block_stop", "index": i}));
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    Reply::sse(&sse)
+}
+
+async fn run_cli(server: &FakeAnthropic, dir: &Path, args: &[&str], config_extra: &str) -> Output {
+    let config = dir.join("agent.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "identity: cowsay\napplication_path: {}\nsystem_prompt: Tell cow jokes.\nllm:\n  model: claude-haiku-4-5\n{config_extra}",
+            root().join("examples/cowsay/cowsay").display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = tokio::process::Command::new(cli());
+    cmd.arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg("--base-url")
+        .arg(server.url())
+        .args(args)
+        .current_dir(dir)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("NO_COLOR")
+        .env_remove("VERBOSE")
+        .env_remove("TOOL_OUTPUT")
+        .env_remove("HTTP_DEBUG")
+        .stdin(std::process::Stdio::null());
+    cmd.output().await.unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn cli_5_stdout_holds_only_the_answer_and_stderr_the_rest() {
+    let server = FakeAnthropic::with_replies([
+        streamed(
+            &[
+                json!({"type": "text", "text": "Let me ask Daisy."}),
+                json!({"type": "tool_use", "id": "toolu_1", "name": "cow_say", "input": {"message": "moo", "name": "daisy"}}),
+            ],
+            "tool_use",
+            100,
+            20,
+        ),
+        streamed(&[json!({"type": "text", "text": "Daisy says **moo**."})], "end_turn", 150, 10),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_cli(&server, dir.path(), &["--tool-output", "a", "joke"], "").await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Raw markdown when stdout is not a terminal (CLI-11).
+    assert_eq!(stdout, "Daisy says **moo**.\n");
+    assert!(stderr.contains("\nLet me ask Daisy.\n"), "{stderr}");
+    assert!(stderr.contains("-> cow say --name=daisy -- moo\n"), "{stderr}");
+    assert!(stderr.contains("<- daisy says:"), "{stderr}");
+    assert!(!stderr.contains("Daisy says **moo**"), "the answer is not repeated on stderr");
+    let summary = stderr.lines().last().unwrap();
+    assert!(
+        summary.starts_with("Run summary: model=claude-haiku-4-5 llm_calls=2 tool_calls=1 tokens=250/30 latency="),
+        "{summary}"
+    );
+    // The real provider sent the prompt, then the real tool result.
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("x-api-key"), Some("test-key"));
+    let first = &reqs[0].body_json()["messages"][0]["content"];
+    assert_eq!(first.as_str().or_else(|| first[0]["text"].as_str()), Some("a joke"), "{first}");
+    let result = &reqs[1].body_json()["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "toolu_1");
+    let content = result["content"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| result["content"][0]["text"].as_str().unwrap().to_owned());
+    let (output, code, _) = exec_output(&content);
+    assert_eq!(code, 0);
+    assert!(output.contains("< moo >"), "{output}");
+}
+
+#[tokio::test]
+async fn gate_16_without_a_terminal_gated_commands_are_declined_and_reported() {
+    let server = FakeAnthropic::with_replies([
+        streamed(
+            &[json!({"type": "tool_use", "id": "toolu_1", "name": "cow_think", "input": {"message": "hmm"}})],
+            "tool_use",
+            10,
+            5,
+        ),
+        streamed(&[json!({"type": "text", "text": "The cow keeps its thoughts."})], "end_turn", 10, 5),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_cli(&server, dir.path(), &["--verbose", "think"], "").await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("warning: 1 tool(s) need operator approval but no operator can be asked"), "{stderr}");
+    assert!(stderr.contains("confirmation: 1 tool(s) gated by ai:confirm"), "{stderr}");
+    assert!(stderr.contains("~> llm: \"think\" (msgs=1, 5B)"), "{stderr}");
+    assert!(stderr.contains("~> llm: 1 tool result"), "{stderr}");
+    assert!(!stderr.contains("-> cow think"), "a declined call is not traced as run");
+    let reqs = server.requests();
+    let result = &reqs[1].body_json()["messages"][2]["content"][0];
+    let content = result["content"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| result["content"][0]["text"].as_str().unwrap().to_owned());
+    let v: Value = serde_json::from_str(&content).unwrap();
+    assert_eq!(v["allowed"], false);
+}
+
+#[tokio::test]
+async fn cli_16_a_refusal_exits_1_with_the_summary_on_stderr() {
+    let server = FakeAnthropic::with_replies([Reply::fixture("08_refusal.json")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_cli(&server, dir.path(), &["x"], "").await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(text(&out.stdout), "");
+    assert!(stderr.contains("error: model refused to respond"), "{stderr}");
+    assert!(stderr.lines().last().unwrap().starts_with("Run summary: "));
+}
+
+#[tokio::test]
+async fn prov_18_trace_writes_json_lines_and_prov_17_http_debug_is_private() {
+    let server =
+        FakeAnthropic::with_replies([streamed(&[json!({"type": "text", "text": "Moo."})], "end_turn", 1, 1)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_cli(&server, dir.path(), &["--trace", "trace.jsonl", "--http-debug", "hi"], "").await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<Value> = std::fs::read_to_string(dir.path().join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["session", "request", "response", "summary"]);
+    assert_eq!(lines[1]["body"]["model"], "claude-haiku-4-5");
+    assert_eq!(lines[3]["reason"], "completed");
+    let mode = |p: &str| std::fs::metadata(dir.path().join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("trace.jsonl"), 0o600);
+    assert_eq!(mode("http-debug.log"), 0o600);
+    let debug = std::fs::read_to_string(dir.path().join("http-debug.log")).unwrap();
+    assert!(debug.contains("POST") && !debug.contains("test-key"));
+    assert!(stderr.contains("http-debug.log"), "{stderr}");
+    // An existing trace file is never overwritten.
+    let out = run_cli(&server, dir.path(), &["--trace", "trace.jsonl", "hi"], "").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("trace.jsonl"));
+}
+
+#[tokio::test]
+async fn cli_2_3_4_missing_key_bad_base_url_and_chat_are_rejected_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], key: Option<&str>| {
+        let mut cmd = std::process::Command::new(cli());
+        cmd.arg("run")
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL");
+        if let Some(k) = key {
+            cmd.env("ANTHROPIC_API_KEY", k);
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(&["x"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("ANTHROPIC_API_KEY"));
+    // PROV-7: checked before the config is read (there is no agent.yaml here) and before http-debug.log exists.
+    let out = run(&["--base-url", "http://example.com", "--http-debug", "x"], Some("k"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("http://example.com"), "{}", text(&out.stderr));
+    assert!(!dir.path().join("http-debug.log").exists());
+    let out = run(&["--chat"], Some("k"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("full-screen"));
+}
