@@ -795,7 +795,7 @@ fn prov_4_16_capabilities_declare_tool_search_and_the_credential_variables() {
 }
 
 #[test]
-fn prov_7_base_url_must_be_https_or_loopback_http_without_userinfo() {
+fn invariant_8_prov_7_base_url_must_be_https_or_loopback_http_without_userinfo() {
     for ok in [
         "https://api.anthropic.com",
         "https://proxy.example.com/anthropic/",

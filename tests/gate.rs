@@ -272,7 +272,7 @@ mod terminal {
     /// `cargo test` run by hand may inherit the developer's terminal, so the check runs in a child copy of this test
     /// binary with stdin from /dev/null and stdout/stderr piped: no terminal anywhere, whoever runs the suite.
     #[test]
-    fn gate_6_16_terminal_gate_without_a_terminal_cannot_ask_and_declines_without_prompting() {
+    fn invariant_6_gate_6_16_terminal_gate_without_a_terminal_cannot_ask_and_declines_without_prompting() {
         if std::env::var_os(CHILD).is_some() {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let gate = TerminalGate::stderr();

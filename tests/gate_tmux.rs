@@ -267,7 +267,7 @@ fn gate_12_escape_at_the_prompt_aborts() {
 }
 
 #[test]
-fn gate_8_escape_sequences_from_the_model_are_shown_stripped() {
+fn invariant_6_gate_8_escape_sequences_from_the_model_are_shown_stripped() {
     if !tmux_available("gate_8_escape_sequences_from_the_model_are_shown_stripped") {
         return;
     }
