@@ -4,10 +4,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
+pub mod builtin;
 pub mod config;
 pub mod error;
 pub mod gate;
 pub mod llm;
+pub mod operator;
 pub mod select;
 pub mod source;
 pub mod tool;

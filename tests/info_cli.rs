@@ -135,23 +135,33 @@ fn info_names_a_relative_application_path_against_the_working_directory() {
 }
 
 #[test]
-fn info_says_built_ins_are_not_listed_and_warns_on_an_empty_tool_set() {
+fn info_3_lists_enabled_built_ins_after_commands_and_warns_on_an_empty_tool_set() {
     let dir = tempfile::tempdir().unwrap();
     let app = fake_app(dir.path(), "cowsay");
-    std::fs::write(
-        dir.path().join("agent.yaml"),
-        format!(
-            "application_path: {}\nexclude: {{tools: ['.*']}}\nharness:\n  tools: [{{name: read_file}}]\n",
-            app.display()
-        ),
-    )
-    .unwrap();
+    let write = |extra: &str| {
+        std::fs::write(
+            dir.path().join("agent.yaml"),
+            format!("application_path: {}\nharness:\n  tools: [{{name: base64_encode, confirm: true}}]\n{extra}", app.display()),
+        )
+        .unwrap()
+    };
+    write("");
+    let out = info(&["--json"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = doc["tools"].as_array().unwrap();
+    let last = tools.last().unwrap();
+    assert_eq!((last["name"].as_str(), last["source"].as_str(), last["gated"].as_bool()), (Some("base64_encode"), Some("local"), Some(true)));
+    assert_eq!(last["gate_tag"], "ai:confirm");
+
+    write("exclude: {tools: ['.*']}\n");
     let out = info(&[], dir.path());
     assert!(out.status.success());
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("warning: built-in tools are not available in this build and are not listed: read_file"),
-        "{stderr}"
-    );
     assert!(stderr.contains("warning: no tools remain after filtering"), "{stderr}");
+
+    std::fs::write(dir.path().join("agent.yaml"), format!("application_path: {}\nharness:\n  tools: [{{name: nope}}]\n", app.display())).unwrap();
+    let out = info(&[], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("unknown built-in tool \"nope\""), "{}", text(&out.stderr));
 }

@@ -2,7 +2,10 @@
 
 use clap::Args;
 use comfy_table::{ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle};
+use fisk_ai::builtin::{BuiltinEnv, BuiltinRegistry};
 use fisk_ai::config::Mode;
+use fisk_ai::operator::NoOperator;
+use std::sync::Arc;
 use fisk_ai::select::Toolset;
 use fisk_ai::source::fisk::{FiskApp, GlobalFlag};
 use fisk_ai::{Config, Selection, Warning};
@@ -48,25 +51,14 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
         }
         None => (Vec::new(), Vec::new()),
     };
+    let mut tools = tools;
+    // Built-ins are listed as a run would have them; nobody is asked anything by `info`.
+    let env = BuiltinEnv::new(&config, Arc::new(NoOperator))?;
+    tools.extend(BuiltinRegistry::with_defaults().build_enabled(&config, &env)?);
     let toolset = Selection::from_config(&config)?.apply(tools)?;
     warnings.extend(toolset.warnings().iter().cloned());
     for w in &warnings {
         eprintln!("warning: {w}");
-    }
-    // Built-in tools arrive in a later release; say so rather than listing a set a run would not have.
-    let h = &config.harness;
-    let mut builtins: Vec<String> = h.tools.iter().map(|t| t.name.clone()).collect();
-    if h.human_in_the_loop.enabled {
-        builtins.push("human_in_the_loop".into());
-    }
-    if h.memory.enabled {
-        builtins.push("memory".into());
-    }
-    if !builtins.is_empty() {
-        eprintln!(
-            "warning: built-in tools are not available in this build and are not listed: {}",
-            builtins.join(", ")
-        );
     }
     if let Err(e) = toolset.ensure_not_empty(config.application_path.is_some()) {
         eprintln!("warning: {e}");

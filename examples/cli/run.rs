@@ -131,6 +131,14 @@ fn fit(display: &str, width: Option<usize>) -> String {
         .join(" ")
 }
 
+fn is_hitl(name: &str) -> bool {
+    name.starts_with("ask_human_")
+}
+
+fn quiet_result(name: &str, verbose: bool) -> bool {
+    (is_hitl(name) && !verbose) || name.starts_with("memory_") || name == "read_file" || name == "base64_encode"
+}
+
 fn strip(text: &str) -> String {
     strip_ansi_escapes::strip_str(text)
 }
@@ -221,10 +229,12 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
                 err.line("");
                 err.line(strip(text).trim_end());
             }
-            RunEvent::ToolCall { display, .. } => {
+            // CLI-7: HITL calls render their own interaction and are traced only with --verbose.
+            RunEvent::ToolCall { name, display, .. } if verbose || !is_hitl(name) => {
                 err.line(&format!("-> {}", fit(&sanitize(display, PROMPT_LIMIT), width)));
             }
-            RunEvent::ToolResult { output, .. } if tool_output => {
+            // CLI-8: built-in results (memory, read_file, base64_encode) are not echoed; HITL only with --verbose.
+            RunEvent::ToolResult { name, output, .. } if tool_output && !quiet_result(name, verbose) => {
                 let shown = match output.exec_report() {
                     Some(_) => serde_json::from_str::<serde_json::Value>(output.content())
                         .ok()

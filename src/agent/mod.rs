@@ -26,7 +26,9 @@ mod run;
 pub use events::{EventSink, NoEvents, RunEvent};
 pub use outcome::{RunOutcome, RunStats, TerminalReason};
 
+use crate::builtin::{BuiltinEnv, BuiltinRegistry, BuiltinTool};
 use crate::config::{Config, Mode};
+use crate::operator::{NoOperator, Prompter};
 use crate::gate::{ConfirmGate, DenyAll};
 use crate::llm::{ModelProvider, ToolPlan};
 use crate::select::{Selection, Toolset};
@@ -140,14 +142,30 @@ impl RunOptions {
 }
 
 /// Builds an [`Agent`]; by value, finished with [`AgentBuilder::build`].
-#[derive(Default)]
 pub struct AgentBuilder {
     config: Option<Config>,
     provider: Option<Arc<dyn ModelProvider>>,
     gate: Option<Arc<dyn ConfirmGate>>,
+    prompter: Option<Arc<dyn Prompter>>,
     sources: Vec<Arc<dyn ToolSource>>,
     tools: Vec<Arc<dyn Tool>>,
+    registry: BuiltinRegistry,
     working_dir: Option<PathBuf>,
+}
+
+impl Default for AgentBuilder {
+    fn default() -> Self {
+        AgentBuilder {
+            config: None,
+            provider: None,
+            gate: None,
+            prompter: None,
+            sources: Vec::new(),
+            tools: Vec::new(),
+            registry: BuiltinRegistry::with_defaults(),
+            working_dir: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -187,6 +205,21 @@ impl AgentBuilder {
     #[must_use]
     pub fn gate(mut self, gate: impl ConfirmGate + 'static) -> Self {
         self.gate = Some(Arc::new(gate));
+        self
+    }
+
+    /// Who answers the `ask_human_*` tools; without one nobody can be asked and they decline (HITL-7).
+    #[must_use]
+    pub fn prompter(mut self, prompter: impl Prompter + 'static) -> Self {
+        self.prompter = Some(Arc::new(prompter));
+        self
+    }
+
+    /// Register a built-in factory of the host's; it is enabled like the crate's own, by a `harness.tools` entry
+    /// of the same name (replacing a factory of that name).
+    #[must_use]
+    pub fn builtin(mut self, factory: impl BuiltinTool + 'static) -> Self {
+        self.registry.register(Arc::new(factory));
         self
     }
 
@@ -245,6 +278,9 @@ impl AgentBuilder {
             warnings.extend(loaded.warnings);
         }
         candidates.extend(self.tools);
+        let prompter: Arc<dyn Prompter> = self.prompter.unwrap_or_else(|| Arc::new(NoOperator));
+        let env = BuiltinEnv::new(&config, prompter.clone())?;
+        candidates.extend(self.registry.build_enabled(&config, &env)?);
         let toolset = Selection::from_config(&config)?.apply(candidates)?;
         warnings.extend(toolset.warnings().iter().cloned());
         toolset.ensure_not_empty(config.application_path.is_some())?;

@@ -75,6 +75,12 @@ pub trait Tool: Send + Sync {
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput;
 }
 
+impl std::fmt::Debug for dyn Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("name", &self.spec().name()).field("kind", &self.spec().kind()).finish()
+    }
+}
+
 /// Per-call settings: cancellation and an optional deadline.
 ///
 /// In the agent loop a command has no deadline of its own (EXEC-15); serving paths set `tool_timeout`.

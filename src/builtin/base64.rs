@@ -1,0 +1,69 @@
+//! `base64_encode` (BUILTIN-14).
+
+use super::{BuiltinEnv, BuiltinTool, reject_unknown_options};
+use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use async_trait::async_trait;
+use base64::Engine;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// The `base64_encode` factory; it takes no options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Base64Factory;
+
+impl BuiltinTool for Base64Factory {
+    fn name(&self) -> &str {
+        "base64_encode"
+    }
+
+    fn served_over_mcp(&self) -> bool {
+        true
+    }
+
+    fn build(&self, options: &Map<String, Value>, _env: &BuiltinEnv) -> crate::Result<Arc<dyn Tool>> {
+        reject_unknown_options(self.name(), options, &[])?;
+        let schema = json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "The text to encode (its UTF-8 bytes)"}},
+            "required": ["text"],
+            "additionalProperties": false
+        });
+        let spec = ToolSpec::new("base64_encode", ToolKind::Builtin, schema).with_description(
+            "Encode text as standard base64 (with = padding) over its UTF-8 bytes. Returns {\"encoded\": \"...\"}.",
+        );
+        Ok(Arc::new(Base64Encode(spec)))
+    }
+}
+
+#[derive(Debug)]
+struct Base64Encode(ToolSpec);
+
+#[derive(serde::Deserialize)]
+struct Args {
+    text: String,
+}
+
+#[async_trait]
+impl Tool for Base64Encode {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    fn display(&self, _input: &ToolInput) -> String {
+        "base64_encode".to_owned()
+    }
+
+    async fn call(&self, input: &ToolInput, _ctx: &CallContext) -> ToolOutput {
+        let value = match input.to_value() {
+            Ok(v) => v,
+            Err(e) => return ToolOutput::error(format!("base64_encode: invalid JSON arguments: {e}")),
+        };
+        if let Err(e) = self.0.validate_input(&value) {
+            return ToolOutput::error(format!("base64_encode: {e}"));
+        }
+        match serde_json::from_value::<Args>(value) {
+            Ok(args) => ToolOutput::json(&json!({"encoded": base64::engine::general_purpose::STANDARD.encode(args.text)})),
+            Err(e) => ToolOutput::error(format!("base64_encode: {e}")),
+        }
+    }
+}

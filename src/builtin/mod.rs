@@ -1,0 +1,225 @@
+//! In-process tools: the [`BuiltinTool`] factories `harness.tools` enables (SPEC section 12), and the registry a
+//! host extends with its own.
+//!
+//! A factory has a name and builds a [`Tool`] from the entry's `options`; only listed tools are enabled, an unknown
+//! name, a duplicate or an unknown option key is a configuration error naming it, and `confirm: true` gates the
+//! tool exactly like `ai:confirm` gates a command (BUILTIN-1..3).
+
+mod base64;
+
+pub use base64::Base64Factory;
+
+use crate::config::Config;
+use crate::operator::Prompter;
+use crate::tool::Tool;
+use crate::{Error, Result};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a factory may need to build its tool.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct BuiltinEnv {
+    /// The top-level `root_directory`, absolute, when set.
+    pub root_directory: Option<PathBuf>,
+    /// The process working directory when the agent was built.
+    pub working_dir: PathBuf,
+    /// The agent's identity.
+    pub identity: String,
+    /// Who answers questions (the agent's prompter; one that can reach nobody when serving).
+    pub prompter: Arc<dyn Prompter>,
+}
+
+impl fmt::Debug for BuiltinEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuiltinEnv")
+            .field("root_directory", &self.root_directory)
+            .field("working_dir", &self.working_dir)
+            .field("identity", &self.identity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BuiltinEnv {
+    /// An environment for `config`, with the process working directory and `prompter`.
+    pub fn new(config: &Config, prompter: Arc<dyn Prompter>) -> Result<Self> {
+        let working_dir = std::env::current_dir()
+            .map_err(|e| Error::new(crate::ErrorKind::Io, format!("cannot read the working directory: {e}")))?;
+        Ok(BuiltinEnv {
+            root_directory: config.root_directory.clone(),
+            working_dir,
+            identity: config.identity()?,
+            prompter,
+        })
+    }
+
+    /// The directory relative paths of a tool resolve under: `root_directory`, else the working directory.
+    pub fn base_dir(&self) -> &Path {
+        self.root_directory.as_deref().unwrap_or(&self.working_dir)
+    }
+}
+
+/// A factory for one in-process tool, enabled by a `harness.tools` entry of the same name.
+///
+/// ```
+/// use fisk_ai::builtin::{BuiltinEnv, BuiltinTool, reject_unknown_options};
+/// use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+/// use fisk_ai::async_trait;
+/// use serde_json::{Map, Value, json};
+/// use std::sync::Arc;
+///
+/// /// `harness.tools: [{name: uptime, options: {unit: s}}]`
+/// struct UptimeFactory;
+///
+/// impl BuiltinTool for UptimeFactory {
+///     fn name(&self) -> &str {
+///         "uptime"
+///     }
+///
+///     fn build(&self, options: &Map<String, Value>, _env: &BuiltinEnv) -> fisk_ai::Result<Arc<dyn Tool>> {
+///         reject_unknown_options(self.name(), options, &["unit"])?;
+///         let spec = ToolSpec::new("uptime", ToolKind::Builtin, json!({"type": "object", "properties": {}}))
+///             .with_description("Seconds since the host booted");
+///         Ok(Arc::new(Uptime(spec)))
+///     }
+/// }
+///
+/// struct Uptime(ToolSpec);
+///
+/// #[async_trait]
+/// impl Tool for Uptime {
+///     fn spec(&self) -> &ToolSpec {
+///         &self.0
+///     }
+///     async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
+///         ToolOutput::json(&json!({"uptime": 42}))
+///     }
+/// }
+/// # let _ = UptimeFactory;
+/// ```
+pub trait BuiltinTool: Send + Sync {
+    /// The tool name, as listed under `harness.tools`.
+    fn name(&self) -> &str;
+
+    /// Whether the tool may be served over MCP (only `read_file` and `base64_encode` of the crate's own are).
+    fn served_over_mcp(&self) -> bool {
+        false
+    }
+
+    /// Build the tool from the entry's `options`. An unknown option key must be an error naming it and the tool
+    /// ([`reject_unknown_options`]).
+    fn build(&self, options: &Map<String, Value>, env: &BuiltinEnv) -> Result<Arc<dyn Tool>>;
+}
+
+/// Fail with a configuration error naming the first key of `options` not in `allowed` (BUILTIN-2).
+pub fn reject_unknown_options(tool: &str, options: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
+    match options.keys().find(|k| !allowed.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(key) => Err(Error::config_key(
+            format!("harness.tools.{tool}.options.{key}"),
+            format!(
+                "harness.tools entry {tool}: unknown option \"{key}\"; {}",
+                if allowed.is_empty() { "it takes no options".to_owned() } else { format!("known: {}", allowed.join(", ")) }
+            ),
+        )),
+    }
+}
+
+/// The built-in factories an agent knows, by name: the crate's (`read_file`, `base64_encode`) plus any a host
+/// registers.
+#[derive(Clone, Default)]
+pub struct BuiltinRegistry {
+    factories: BTreeMap<String, Arc<dyn BuiltinTool>>,
+}
+
+impl fmt::Debug for BuiltinRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.factories.keys()).finish()
+    }
+}
+
+impl BuiltinRegistry {
+    /// A registry with no factories.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// A registry with the crate's own `harness.tools` built-ins.
+    pub fn with_defaults() -> Self {
+        Self::empty().with(Base64Factory)
+    }
+
+    /// Add (or replace) a factory.
+    #[must_use]
+    pub fn with(mut self, factory: impl BuiltinTool + 'static) -> Self {
+        self.register(Arc::new(factory));
+        self
+    }
+
+    /// Add (or replace) a shared factory.
+    pub fn register(&mut self, factory: Arc<dyn BuiltinTool>) {
+        self.factories.insert(factory.name().to_owned(), factory);
+    }
+
+    /// The factory named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn BuiltinTool>> {
+        self.factories.get(name)
+    }
+
+    /// The known names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.factories.keys().map(String::as_str)
+    }
+
+    /// Build every `harness.tools` entry of `config` in list order (BUILTIN-1..3): an unknown name is an error
+    /// listing the known ones; `confirm: true` gates the tool.
+    pub fn build_enabled(&self, config: &Config, env: &BuiltinEnv) -> Result<Vec<Arc<dyn Tool>>> {
+        let mut out = Vec::with_capacity(config.harness.tools.len());
+        for entry in &config.harness.tools {
+            let factory = self.get(&entry.name).ok_or_else(|| {
+                Error::config_key(
+                    "harness.tools",
+                    format!(
+                        "harness.tools: unknown built-in tool \"{}\"; known: {}",
+                        entry.name,
+                        self.names().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            })?;
+            let tool = factory.build(&entry.options, env)?;
+            out.push(if entry.confirm { Arc::new(Confirmed::new(tool)) } else { tool });
+        }
+        Ok(out)
+    }
+}
+
+/// A built-in whose entry says `confirm: true`: the same tool, gated with trigger `ai:confirm` (GATE-3).
+struct Confirmed {
+    inner: Arc<dyn Tool>,
+    spec: crate::tool::ToolSpec,
+}
+
+impl Confirmed {
+    fn new(inner: Arc<dyn Tool>) -> Self {
+        let spec = inner.spec().clone().with_confirm(true);
+        Confirmed { inner, spec }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for Confirmed {
+    fn spec(&self) -> &crate::tool::ToolSpec {
+        &self.spec
+    }
+
+    fn display(&self, input: &crate::tool::ToolInput) -> String {
+        self.inner.display(input)
+    }
+
+    async fn call(&self, input: &crate::tool::ToolInput, ctx: &crate::tool::CallContext) -> crate::tool::ToolOutput {
+        self.inner.call(input, ctx).await
+    }
+}
