@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod gate;
 pub mod llm;
+pub mod memory;
 pub mod operator;
 pub mod select;
 pub mod source;

@@ -77,6 +77,13 @@ pub enum Warning {
         /// How many tools.
         count: usize,
     },
+    /// HITL-11: the `ask_human_*` tools are enabled but no operator can be asked, so they will decline.
+    HitlWithoutOperator,
+    /// MEM-16: the memory index could not be read at run start; the run goes on without it.
+    MemoryIndexUnavailable {
+        /// Why.
+        reason: String,
+    },
     /// GATE-5: gated tools exist but no operator can be asked, so they will be declined.
     GatedWithoutOperator {
         /// How many tools are gated.
@@ -106,6 +113,8 @@ impl Warning {
             Warning::ToolSearchUnavailable { .. } => "tool_search_unavailable",
             Warning::ToolSearchDisabled { .. } => "tool_search_disabled",
             Warning::GatedWithoutOperator { .. } => "gated_without_operator",
+            Warning::HitlWithoutOperator => "hitl_without_operator",
+            Warning::MemoryIndexUnavailable { .. } => "memory_index_unavailable",
         }
     }
 }
@@ -151,6 +160,13 @@ impl fmt::Display for Warning {
                 "all {count} tools are sent directly because llm.no_tool_search is set; unset it to defer them \
                  behind tool search"
             ),
+            Warning::HitlWithoutOperator => f.write_str(
+                "the ask_human_* tools are enabled but no operator can be asked (no interactive terminal); they will \
+                 decline every question",
+            ),
+            Warning::MemoryIndexUnavailable { reason } => {
+                write!(f, "the memory index could not be read, so the run starts without it: {reason}")
+            }
             Warning::GatedWithoutOperator { count } => write!(
                 f,
                 "{count} tool(s) need operator approval but no operator can be asked (no interactive terminal); \

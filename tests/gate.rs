@@ -289,7 +289,7 @@ mod terminal {
         let out = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "terminal::gate_6_16_terminal_gate_without_a_terminal_cannot_ask_and_declines_without_prompting",
+                "terminal::invariant_6_gate_6_16_terminal_gate_without_a_terminal_cannot_ask_and_declines_without_prompting",
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -4,6 +4,7 @@ use clap::Args;
 use comfy_table::{ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle};
 use fisk_ai::builtin::{BuiltinEnv, BuiltinRegistry};
 use fisk_ai::config::Mode;
+use fisk_ai::memory::FileMemoryStore;
 use fisk_ai::operator::NoOperator;
 use std::sync::Arc;
 use fisk_ai::select::Toolset;
@@ -54,6 +55,15 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     let mut tools = tools;
     // Built-ins are listed as a run would have them; nobody is asked anything by `info`.
     let env = BuiltinEnv::new(&config, Arc::new(NoOperator))?;
+    let harness = &config.harness;
+    if harness.human_in_the_loop.enabled {
+        tools.extend(fisk_ai::operator::hitl_tools(Arc::new(NoOperator)));
+    }
+    if harness.memory.enabled {
+        // Building the file store touches no disk; info only needs the tools' descriptions.
+        let store = FileMemoryStore::from_config(&harness.memory.options, &identity, None, &env.working_dir);
+        tools.extend(fisk_ai::memory::memory_tools(Arc::new(store)));
+    }
     tools.extend(BuiltinRegistry::with_defaults().build_enabled(&config, &env)?);
     let toolset = Selection::from_config(&config)?.apply(tools)?;
     warnings.extend(toolset.warnings().iter().cloned());

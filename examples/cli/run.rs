@@ -4,6 +4,7 @@ use clap::Args;
 use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, TerminalReason};
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, sanitize};
+use fisk_ai::operator::TerminalPrompter;
 use fisk_ai::llm::anthropic::AnthropicProvider;
 use fisk_ai::tool::CancellationToken;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -182,7 +183,13 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
     if config.application_path.is_none() {
         err.line("notice: no application is wrapped (application_path is unset); only built-in tools are available");
     }
-    let agent = Agent::builder().config(config).provider(provider).gate(TerminalGate::stderr()).build().await?;
+    let agent = Agent::builder()
+        .config(config)
+        .provider(provider)
+        .gate(TerminalGate::stderr())
+        .prompter(TerminalPrompter::stderr())
+        .build()
+        .await?;
     if let Some(t) = &trace {
         t.header(agent.model(), agent.toolset().len());
     }

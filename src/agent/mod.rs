@@ -28,6 +28,7 @@ pub use outcome::{RunOutcome, RunStats, TerminalReason};
 
 use crate::builtin::{BuiltinEnv, BuiltinRegistry, BuiltinTool};
 use crate::config::{Config, Mode};
+use crate::memory::{FileMemoryStore, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
 use crate::gate::{ConfirmGate, DenyAll};
 use crate::llm::{ModelProvider, ToolPlan};
@@ -56,6 +57,8 @@ struct Inner {
     system: Vec<String>,
     warnings: Vec<Warning>,
     triggers: Vec<String>,
+    /// The memory store whose index is appended to the system prompt at each run start (MEM-15).
+    memory_index: Option<Arc<dyn MemoryStore>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -141,16 +144,29 @@ impl RunOptions {
     }
 }
 
+/// OVR-6: a directory option, when set, must be an absolute path to an existing directory.
+fn checked_dir<'a>(what: &str, dir: Option<&'a std::path::Path>) -> Result<Option<&'a std::path::Path>> {
+    match dir {
+        Some(d) if !d.is_absolute() || !d.is_dir() => Err(Error::config(format!(
+            "the {what} {} must be an absolute path to an existing directory",
+            d.display()
+        ))),
+        other => Ok(other),
+    }
+}
+
 /// Builds an [`Agent`]; by value, finished with [`AgentBuilder::build`].
 pub struct AgentBuilder {
     config: Option<Config>,
     provider: Option<Arc<dyn ModelProvider>>,
     gate: Option<Arc<dyn ConfirmGate>>,
     prompter: Option<Arc<dyn Prompter>>,
+    memory: Option<Arc<dyn MemoryStore>>,
     sources: Vec<Arc<dyn ToolSource>>,
     tools: Vec<Arc<dyn Tool>>,
     registry: BuiltinRegistry,
     working_dir: Option<PathBuf>,
+    store_base: Option<PathBuf>,
 }
 
 impl Default for AgentBuilder {
@@ -160,10 +176,12 @@ impl Default for AgentBuilder {
             provider: None,
             gate: None,
             prompter: None,
+            memory: None,
             sources: Vec::new(),
             tools: Vec::new(),
             registry: BuiltinRegistry::with_defaults(),
             working_dir: None,
+            store_base: None,
         }
     }
 }
@@ -215,6 +233,22 @@ impl AgentBuilder {
         self
     }
 
+    /// The memory store behind `memory_*` when `harness.memory.enabled` (OVR-7); borrowed, never closed by a run.
+    /// Without one the file backend of `harness.memory` is used.
+    #[must_use]
+    pub fn memory_store(mut self, store: impl MemoryStore + 'static) -> Self {
+        self.memory = Some(Arc::new(store));
+        self
+    }
+
+    /// Resolve relative store paths (the memory directory) under `dir` (OVR-6): an absolute path to an existing
+    /// directory.
+    #[must_use]
+    pub fn store_base(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.store_base = Some(dir.into());
+        self
+    }
+
     /// Register a built-in factory of the host's; it is enabled like the crate's own, by a `harness.tools` entry
     /// of the same name (replacing a factory of that name).
     #[must_use]
@@ -257,13 +291,7 @@ impl AgentBuilder {
         for name in caps.credentials {
             env = env.with_scrubbed(*name);
         }
-        if let Some(dir) = &self.working_dir {
-            if !dir.is_absolute() || !dir.is_dir() {
-                return Err(Error::config(format!(
-                    "the tool working directory {} must be an absolute path to an existing directory",
-                    dir.display()
-                )));
-            }
+        if let Some(dir) = checked_dir("tool working directory", self.working_dir.as_deref())? {
             env = env.with_working_dir(dir);
         }
 
@@ -280,6 +308,53 @@ impl AgentBuilder {
         candidates.extend(self.tools);
         let prompter: Arc<dyn Prompter> = self.prompter.unwrap_or_else(|| Arc::new(NoOperator));
         let env = BuiltinEnv::new(&config, prompter.clone())?;
+        let harness = &config.harness;
+        let mut system: Vec<String> = config.system_prompt.iter().cloned().collect();
+        // SEL-12 and LOOP-2 order: HITL, then memory, then harness.tools.
+        if harness.human_in_the_loop.enabled {
+            candidates.extend(crate::operator::hitl_tools(prompter.clone()));
+            system.push(crate::operator::hitl_note().to_owned());
+            if !prompter.can_ask() {
+                warnings.push(Warning::HitlWithoutOperator);
+            }
+        }
+        let memory = if harness.memory.enabled {
+            let store = match self.memory {
+                Some(store) if harness.memory.backend == "file" => store,
+                Some(_) => {
+                    return Err(Error::config_key(
+                        "harness.memory.backend",
+                        format!(
+                            "a memory store was injected but harness.memory.backend names \"{}\"; remove one of them",
+                            harness.memory.backend
+                        ),
+                    ));
+                }
+                None if harness.memory.backend == "file" => {
+                    let base = checked_dir("store base", self.store_base.as_deref())?;
+                    Arc::new(FileMemoryStore::from_config(
+                        &harness.memory.options,
+                        &config.identity()?,
+                        base,
+                        &env.working_dir,
+                    )) as Arc<dyn MemoryStore>
+                }
+                None => {
+                    return Err(Error::config_key(
+                        "harness.memory.backend",
+                        format!(
+                            "the {} memory backend is not supported in this build; use backend: file",
+                            harness.memory.backend
+                        ),
+                    ));
+                }
+            };
+            candidates.extend(crate::memory::memory_tools(store.clone()));
+            system.push(crate::memory::memory_note().to_owned());
+            (!harness.memory.no_index).then_some(store)
+        } else {
+            None
+        };
         candidates.extend(self.registry.build_enabled(&config, &env)?);
         let toolset = Selection::from_config(&config)?.apply(candidates)?;
         warnings.extend(toolset.warnings().iter().cloned());
@@ -304,8 +379,19 @@ impl AgentBuilder {
                 triggers.push(t.to_owned());
             }
         }
-        let system = config.system_prompt.iter().cloned().collect();
         let plan = ToolPlan::new(toolset, search_allowed);
-        Ok(Agent { inner: Arc::new(Inner { config, model, provider, gate, plan, system, warnings, triggers }) })
+        Ok(Agent {
+            inner: Arc::new(Inner {
+                config,
+                model,
+                provider,
+                gate,
+                plan,
+                system,
+                warnings,
+                triggers,
+                memory_index: memory,
+            }),
+        })
     }
 }

@@ -34,6 +34,8 @@ enum Dispatch {
 
 struct Run<'a> {
     inner: &'a Inner,
+    system: &'a [String],
+    index_warning: Option<Warning>,
     events: &'a dyn EventSink,
     options: &'a RunOptions,
     stats: RunStats,
@@ -46,8 +48,20 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
     let no_events = NoEvents;
     let events: &dyn EventSink = options.events.as_deref().unwrap_or(&no_events);
     let prompt = if prompt.trim().is_empty() { DEFAULT_PROMPT } else { prompt };
+    // MEM-15/16: the memory index is a start-of-run snapshot appended to the system prompt; failing to read it
+    // is a warning, not a failed run.
+    let mut system = std::borrow::Cow::Borrowed(inner.system.as_slice());
+    let mut index_warning = None;
+    if let Some(store) = &inner.memory_index {
+        match crate::memory::memory_index(store.as_ref()).await {
+            Ok(index) => system.to_mut().push(index),
+            Err(e) => index_warning = Some(Warning::MemoryIndexUnavailable { reason: e.to_string() }),
+        }
+    }
     let mut run = Run {
         inner,
+        system: &system,
+        index_warning,
         events,
         options: &options,
         stats: RunStats::new(&inner.model),
@@ -77,7 +91,7 @@ impl Run<'_> {
 
     async fn drive(&mut self) -> Ended {
         let inner = self.inner;
-        for w in &inner.warnings {
+        for w in inner.warnings.iter().chain(&self.index_warning) {
             self.emit(RunEvent::Warning(w));
         }
         let llm = &inner.config.llm;
@@ -113,7 +127,7 @@ impl Run<'_> {
             let (preview, size) = preview(&self.messages);
             self.emit(RunEvent::LlmRequest { iteration, messages: self.messages.len(), size, preview: &preview });
 
-            let request = Request::new(&inner.model, &inner.system, &self.messages, &inner.plan)
+            let request = Request::new(&inner.model, self.system, &self.messages, &inner.plan)
                 .with_thinking(llm.thinking.enabled)
                 .with_max_output_tokens(max_output)
                 .with_cache(cache);

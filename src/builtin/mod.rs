@@ -6,8 +6,10 @@
 //! tool exactly like `ai:confirm` gates a command (BUILTIN-1..3).
 
 mod base64;
+mod read_file;
 
 pub use base64::Base64Factory;
+pub use read_file::ReadFileFactory;
 
 use crate::config::Config;
 use crate::operator::Prompter;
@@ -149,7 +151,7 @@ impl BuiltinRegistry {
 
     /// A registry with the crate's own `harness.tools` built-ins.
     pub fn with_defaults() -> Self {
-        Self::empty().with(Base64Factory)
+        Self::empty().with(ReadFileFactory).with(Base64Factory)
     }
 
     /// Add (or replace) a factory.
