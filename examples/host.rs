@@ -115,7 +115,9 @@ llm:
 
     let events = |e: &RunEvent<'_>| match e {
         RunEvent::ToolCall { display, .. } => println!("-> {display}"),
-        RunEvent::ToolResult { name, output, .. } => println!("<- {name}: {}", output.content().lines().next().unwrap_or("")),
+        RunEvent::ToolResult { name, output, .. } => {
+            println!("<- {name}: {}", output.content().lines().next().unwrap_or(""))
+        }
         RunEvent::Warning(w) => eprintln!("warning: {w}"),
         _ => {}
     };

@@ -25,7 +25,11 @@ fn calls(blocks: Vec<(&str, &str, Value)>) -> Response {
     Response::new(
         blocks
             .into_iter()
-            .map(|(id, name, input)| Block::ToolUse { id: id.into(), name: name.into(), input: ToolInput::from_value(&input) })
+            .map(|(id, name, input)| Block::ToolUse {
+                id: id.into(),
+                name: name.into(),
+                input: ToolInput::from_value(&input),
+            })
             .collect(),
         StopReason::ToolUse,
         Usage::default(),
@@ -38,10 +42,19 @@ fn done() -> Response {
 
 fn result_values(provider: &ScriptedProvider, request: usize) -> Vec<Value> {
     let reqs = provider.requests();
-    reqs[request].messages.last().unwrap().content.iter().map(|b| match b {
-        Block::ToolResult { content, .. } => serde_json::from_str(content).unwrap_or(Value::String(content.clone())),
-        other => panic!("{other:?}"),
-    }).collect()
+    reqs[request]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .iter()
+        .map(|b| match b {
+            Block::ToolResult { content, .. } => {
+                serde_json::from_str(content).unwrap_or(Value::String(content.clone()))
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect()
 }
 
 struct Yes;
@@ -64,8 +77,16 @@ impl Prompter for Yes {
 
 #[tokio::test]
 async fn hitl_1_11_12_tools_follow_commands_with_their_note_and_decline_without_an_operator() {
-    let provider = Arc::new(ScriptedProvider::new([calls(vec![("1", "ask_human_confirm", json!({"question": "Feed the cows?"}))]), done()]));
-    let agent = Agent::builder().config(config("  human_in_the_loop: {enabled: true}\n")).provider_arc(provider.clone()).build().await.unwrap();
+    let provider = Arc::new(ScriptedProvider::new([
+        calls(vec![("1", "ask_human_confirm", json!({"question": "Feed the cows?"}))]),
+        done(),
+    ]));
+    let agent = Agent::builder()
+        .config(config("  human_in_the_loop: {enabled: true}\n"))
+        .provider_arc(provider.clone())
+        .build()
+        .await
+        .unwrap();
     let names: Vec<&str> = agent.toolset().iter().map(|t| t.spec().name()).collect();
     assert_eq!(names[5..], ["ask_human_confirm", "ask_human_select", "ask_human_input"]);
     assert!(agent.warnings().contains(&Warning::HitlWithoutOperator));
@@ -98,16 +119,26 @@ async fn hitl_6_answers_from_the_hosts_prompter_reach_the_model() {
         .unwrap();
     assert!(!agent.warnings().contains(&Warning::HitlWithoutOperator));
     agent.run("x", RunOptions::default()).await;
-    assert_eq!(result_values(&provider, 1), [json!({"confirmed": true}), json!({"selected": "daisy"}), json!({"value": "typed"})]);
+    assert_eq!(
+        result_values(&provider, 1),
+        [json!({"confirmed": true}), json!({"selected": "daisy"}), json!({"value": "typed"})]
+    );
 }
 
 #[tokio::test]
 async fn mem_15_17_19_memory_on_files_persists_across_runs_and_is_indexed_at_run_start() {
     let dir = tempfile::tempdir().unwrap();
     let mem_dir = dir.path().join("mem");
-    let harness = format!("  memory:\n    enabled: true\n    options: {{directory: {}}}\n  tools: [{{name: base64_encode}}]\n", mem_dir.display());
+    let harness = format!(
+        "  memory:\n    enabled: true\n    options: {{directory: {}}}\n  tools: [{{name: base64_encode}}]\n",
+        mem_dir.display()
+    );
     let provider = Arc::new(ScriptedProvider::new([
-        calls(vec![("1", "memory_write", json!({"key": "herd.size", "description": "How many cows", "content": "3 cows"}))]),
+        calls(vec![(
+            "1",
+            "memory_write",
+            json!({"key": "herd.size", "description": "How many cows", "content": "3 cows"}),
+        )]),
         done(),
         calls(vec![("2", "memory_read", json!({"key": "herd.size"}))]),
         done(),
@@ -151,7 +182,13 @@ async fn mem_15_no_index_leaves_the_index_out_and_ovr_7_injected_stores_are_used
 #[tokio::test]
 async fn ovr_7_mem_18_an_injected_store_with_another_backend_and_unsupported_backends_fail_at_build() {
     let jet = "  memory: {enabled: true, backend: jetstream, options: {bucket: B}}\n";
-    let err = Agent::builder().config(config(jet)).provider(ScriptedProvider::new([])).memory_store(InMemoryStore::new()).build().await.unwrap_err();
+    let err = Agent::builder()
+        .config(config(jet))
+        .provider(ScriptedProvider::new([]))
+        .memory_store(InMemoryStore::new())
+        .build()
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("injected"), "{err}");
     let err = Agent::builder().config(config(jet)).provider(ScriptedProvider::new([])).build().await.unwrap_err();
     assert!(err.to_string().contains("jetstream") && err.to_string().contains("not supported"), "{err}");

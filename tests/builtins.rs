@@ -137,7 +137,13 @@ async fn builtin_1_3_host_built_ins_are_enabled_by_harness_tools_and_confirm_gat
     agent.run("x", RunOptions::default()).await;
     assert_eq!(calls.load(Ordering::SeqCst), 1, "the gated call did not run");
     // Not listed: not enabled, even though registered.
-    let agent = Agent::builder().config(config("  confirm_tags: []\n")).provider(ScriptedProvider::new([])).builtin(Ping { calls }).build().await.unwrap();
+    let agent = Agent::builder()
+        .config(config("  confirm_tags: []\n"))
+        .provider(ScriptedProvider::new([]))
+        .builtin(Ping { calls })
+        .build()
+        .await
+        .unwrap();
     assert!(agent.toolset().get("ping").is_none());
 }
 
@@ -149,7 +155,8 @@ async fn sel_8_search_1_built_ins_are_filtered_by_name_counted_for_search_and_ne
         harness.push_str(&format!(", {{name: p{i}}}"));
     }
     harness.push_str("]\n");
-    let mut builder = Agent::builder().config(config(&harness)).provider(ScriptedProvider::new([]).with_caps(searching));
+    let mut builder =
+        Agent::builder().config(config(&harness)).provider(ScriptedProvider::new([]).with_caps(searching));
     struct Named(String);
     impl BuiltinTool for Named {
         fn name(&self) -> &str {

@@ -11,7 +11,11 @@ fn host_example_runs_with_its_own_builtin_and_gate_and_no_api_key() {
     let exe = std::env::current_exe().unwrap();
     let bin = exe.parent().and_then(Path::parent).unwrap().join("examples").join("host");
     if !bin.exists() {
-        let status = std::process::Command::new(env!("CARGO")).args(["build", "--example", "host"]).current_dir(root()).status().unwrap();
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--example", "host"])
+            .current_dir(root())
+            .status()
+            .unwrap();
         assert!(status.success());
     }
     let out = std::process::Command::new(bin).current_dir(root()).env_remove("ANTHROPIC_API_KEY").output().unwrap();

@@ -141,7 +141,10 @@ fn info_3_lists_enabled_built_ins_after_commands_and_warns_on_an_empty_tool_set(
     let write = |extra: &str| {
         std::fs::write(
             dir.path().join("agent.yaml"),
-            format!("application_path: {}\nharness:\n  tools: [{{name: base64_encode, confirm: true}}]\n{extra}", app.display()),
+            format!(
+                "application_path: {}\nharness:\n  tools: [{{name: base64_encode, confirm: true}}]\n{extra}",
+                app.display()
+            ),
         )
         .unwrap()
     };
@@ -151,7 +154,10 @@ fn info_3_lists_enabled_built_ins_after_commands_and_warns_on_an_empty_tool_set(
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let tools = doc["tools"].as_array().unwrap();
     let last = tools.last().unwrap();
-    assert_eq!((last["name"].as_str(), last["source"].as_str(), last["gated"].as_bool()), (Some("base64_encode"), Some("local"), Some(true)));
+    assert_eq!(
+        (last["name"].as_str(), last["source"].as_str(), last["gated"].as_bool()),
+        (Some("base64_encode"), Some("local"), Some(true))
+    );
     assert_eq!(last["gate_tag"], "ai:confirm");
 
     write("exclude: {tools: ['.*']}\n");
@@ -160,7 +166,11 @@ fn info_3_lists_enabled_built_ins_after_commands_and_warns_on_an_empty_tool_set(
     let stderr = text(&out.stderr);
     assert!(stderr.contains("warning: no tools remain after filtering"), "{stderr}");
 
-    std::fs::write(dir.path().join("agent.yaml"), format!("application_path: {}\nharness:\n  tools: [{{name: nope}}]\n", app.display())).unwrap();
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        format!("application_path: {}\nharness:\n  tools: [{{name: nope}}]\n", app.display()),
+    )
+    .unwrap();
     let out = info(&[], dir.path());
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("unknown built-in tool \"nope\""), "{}", text(&out.stderr));

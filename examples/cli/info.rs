@@ -6,13 +6,13 @@ use fisk_ai::builtin::{BuiltinEnv, BuiltinRegistry};
 use fisk_ai::config::Mode;
 use fisk_ai::memory::FileMemoryStore;
 use fisk_ai::operator::NoOperator;
-use std::sync::Arc;
 use fisk_ai::select::Toolset;
 use fisk_ai::source::fisk::{FiskApp, GlobalFlag};
 use fisk_ai::{Config, Selection, Warning};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(Args)]
 pub(crate) struct InfoArgs {

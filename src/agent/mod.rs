@@ -28,10 +28,10 @@ pub use outcome::{RunOutcome, RunStats, TerminalReason};
 
 use crate::builtin::{BuiltinEnv, BuiltinRegistry, BuiltinTool};
 use crate::config::{Config, Mode};
-use crate::memory::{FileMemoryStore, MemoryStore};
-use crate::operator::{NoOperator, Prompter};
 use crate::gate::{ConfirmGate, DenyAll};
 use crate::llm::{ModelProvider, ToolPlan};
+use crate::memory::{FileMemoryStore, MemoryStore};
+use crate::operator::{NoOperator, Prompter};
 use crate::select::{Selection, Toolset};
 use crate::source::ToolSource;
 use crate::source::fisk::{ChildEnv, FiskApp};
@@ -147,10 +147,9 @@ impl RunOptions {
 /// OVR-6: a directory option, when set, must be an absolute path to an existing directory.
 fn checked_dir<'a>(what: &str, dir: Option<&'a std::path::Path>) -> Result<Option<&'a std::path::Path>> {
     match dir {
-        Some(d) if !d.is_absolute() || !d.is_dir() => Err(Error::config(format!(
-            "the {what} {} must be an absolute path to an existing directory",
-            d.display()
-        ))),
+        Some(d) if !d.is_absolute() || !d.is_dir() => {
+            Err(Error::config(format!("the {what} {} must be an absolute path to an existing directory", d.display())))
+        }
         other => Ok(other),
     }
 }

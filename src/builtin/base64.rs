@@ -62,7 +62,9 @@ impl Tool for Base64Encode {
             return ToolOutput::error(format!("base64_encode: {e}"));
         }
         match serde_json::from_value::<Args>(value) {
-            Ok(args) => ToolOutput::json(&json!({"encoded": base64::engine::general_purpose::STANDARD.encode(args.text)})),
+            Ok(args) => {
+                ToolOutput::json(&json!({"encoded": base64::engine::general_purpose::STANDARD.encode(args.text)}))
+            }
             Err(e) => ToolOutput::error(format!("base64_encode: {e}")),
         }
     }

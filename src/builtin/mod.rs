@@ -124,7 +124,11 @@ pub fn reject_unknown_options(tool: &str, options: &Map<String, Value>, allowed:
             format!("harness.tools.{tool}.options.{key}"),
             format!(
                 "harness.tools entry {tool}: unknown option \"{key}\"; {}",
-                if allowed.is_empty() { "it takes no options".to_owned() } else { format!("known: {}", allowed.join(", ")) }
+                if allowed.is_empty() {
+                    "it takes no options".to_owned()
+                } else {
+                    format!("known: {}", allowed.join(", "))
+                }
             ),
         )),
     }
