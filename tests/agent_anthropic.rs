@@ -1,4 +1,5 @@
 //! The agent loop over the real Anthropic provider and loopback HTTP (BUDGET-4, PROV-5).
+#![cfg(feature = "anthropic")]
 
 mod common;
 mod fake_anthropic;

@@ -5,6 +5,7 @@
 //! `FISK_AI_PRISM` names the prism binary (`.ci/prism.sh` installs it) and `FISK_AI_ANTHROPIC_OPENAPI` the spec.
 //! Without them the test prints a `SKIPPED` line and passes, except under `CI`, where it fails.
 #![cfg(feature = "anthropic")]
+#![cfg(feature = "anthropic")]
 
 mod fake_anthropic;
 

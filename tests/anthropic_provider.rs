@@ -2,6 +2,7 @@
 //! `AnthropicProvider` against the in-process fake server, multi-turn sequences built from the fixtures, and
 //! assertions on every request the server received.
 #![cfg(feature = "anthropic")]
+#![cfg(feature = "anthropic")]
 
 mod fake_anthropic;
 

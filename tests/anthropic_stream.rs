@@ -1,6 +1,7 @@
 //! Streamed replies (wire doc §13): SSE accumulation into the same neutral reply a non-streaming call gives, chunk
 //! boundaries anywhere, and streams that fail after the 200.
 #![cfg(feature = "anthropic")]
+#![cfg(feature = "anthropic")]
 
 mod fake_anthropic;
 

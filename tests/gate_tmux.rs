@@ -4,6 +4,7 @@
 //!
 //! Without tmux these tests print `SKIPPED:` and pass, except when `CI` is set, where they fail.
 #![cfg(feature = "terminal")]
+#![cfg(feature = "terminal")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
