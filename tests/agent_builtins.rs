@@ -193,3 +193,35 @@ async fn ovr_7_mem_18_an_injected_store_with_another_backend_and_unsupported_bac
     let err = Agent::builder().config(config(jet)).provider(ScriptedProvider::new([])).build().await.unwrap_err();
     assert!(err.to_string().contains("jetstream") && err.to_string().contains("not supported"), "{err}");
 }
+
+#[tokio::test]
+async fn mem_25_read_before_update_is_per_run_not_per_agent() {
+    let store = InMemoryStore::new().with_read_before_update(true);
+    let write = |id: &str, overwrite: bool| {
+        (
+            id.to_owned(),
+            json!({"key": "k", "description": "d", "content": format!("from {id}"), "overwrite": overwrite}),
+        )
+    };
+    let provider = Arc::new(ScriptedProvider::new([
+        // Run 1 creates the key (which grants this run overwrite authority) and overwrites it.
+        calls(vec![("1", "memory_write", write("1", false).1), ("2", "memory_write", write("2", true).1)]),
+        done(),
+        // Run 2 never read the key: its blind overwrite must be refused.
+        calls(vec![("3", "memory_write", write("3", true).1)]),
+        done(),
+    ]));
+    let agent = Agent::builder()
+        .config(config("  memory: {enabled: true, no_index: true}\n"))
+        .provider_arc(provider.clone())
+        .memory_store(store)
+        .build()
+        .await
+        .unwrap();
+    agent.run("one", RunOptions::default()).await;
+    assert_eq!(result_values(&provider, 1), [json!({"written": true}), json!({"written": true})]);
+    agent.run("two", RunOptions::default()).await;
+    let refused = &result_values(&provider, 3)[0];
+    assert_eq!(refused["written"], false, "{refused}");
+    assert!(refused["reason"].as_str().unwrap().contains("read"), "{refused}");
+}

@@ -57,8 +57,11 @@ struct Inner {
     system: Vec<String>,
     warnings: Vec<Warning>,
     triggers: Vec<String>,
-    /// The memory store whose index is appended to the system prompt at each run start (MEM-15).
-    memory_index: Option<Arc<dyn MemoryStore>>,
+    /// The memory store, when memory is enabled: each run gets its own memory tools over it, so per-run rules
+    /// (MEM-25 read-before-update, MEM-27 count once per run) never leak between runs.
+    memory: Option<Arc<dyn MemoryStore>>,
+    /// Whether its index is appended to the system prompt at each run start (MEM-15).
+    memory_index: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -350,10 +353,11 @@ impl AgentBuilder {
             };
             candidates.extend(crate::memory::memory_tools(store.clone()));
             system.push(crate::memory::memory_note().to_owned());
-            (!harness.memory.no_index).then_some(store)
+            Some(store)
         } else {
             None
         };
+        let memory_index = memory.is_some() && !harness.memory.no_index;
         candidates.extend(self.registry.build_enabled(&config, &env)?);
         let toolset = Selection::from_config(&config)?.apply(candidates)?;
         warnings.extend(toolset.warnings().iter().cloned());
@@ -389,7 +393,8 @@ impl AgentBuilder {
                 system,
                 warnings,
                 triggers,
-                memory_index: memory,
+                memory,
+                memory_index,
             }),
         })
     }

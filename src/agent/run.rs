@@ -5,7 +5,7 @@ use super::outcome::{RunOutcome, RunStats, TerminalReason};
 use super::{Inner, RunOptions};
 use crate::gate::{Approvals, ConfirmRequest, Decision, DeclineReason, declined};
 use crate::llm::{Block, CacheMode, Message, Request, Role, StopReason};
-use crate::tool::{CallContext, ToolInput, ToolKind, ToolOutput};
+use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput};
 use crate::warning::Warning;
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -34,6 +34,7 @@ enum Dispatch {
 
 struct Run<'a> {
     inner: &'a Inner,
+    run_tools: &'a [Arc<dyn Tool>],
     system: &'a [String],
     index_warning: Option<Warning>,
     events: &'a dyn EventSink,
@@ -52,14 +53,18 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
     // is a warning, not a failed run.
     let mut system = std::borrow::Cow::Borrowed(inner.system.as_slice());
     let mut index_warning = None;
-    if let Some(store) = &inner.memory_index {
+    if let Some(store) = inner.memory.as_ref().filter(|_| inner.memory_index) {
         match crate::memory::memory_index(store.as_ref()).await {
             Ok(index) => system.to_mut().push(index),
             Err(e) => index_warning = Some(Warning::MemoryIndexUnavailable { reason: e.to_string() }),
         }
     }
+    // This run's own memory tools (same names and specs as the selected ones; fresh per-run state).
+    let run_tools: Vec<Arc<dyn Tool>> =
+        inner.memory.as_ref().map(|store| crate::memory::memory_tools(store.clone())).unwrap_or_default();
     let mut run = Run {
         inner,
+        run_tools: &run_tools,
         system: &system,
         index_warning,
         events,
@@ -240,7 +245,8 @@ impl Run<'_> {
             self.emit(RunEvent::Warning(&w));
             return Dispatch::Result(Block::tool_result(id, missing.to_string(), true));
         }
-        let tool = selected.tool().clone();
+        // Selection decided that this tool may run and how it is gated; per-run state lives in the run's instance.
+        let tool = self.run_tools.iter().find(|t| t.spec().name() == name).unwrap_or(selected.tool()).clone();
         let display = tool.display(input);
         if let Some(trigger) = selected.gate_trigger() {
             // GATE-6 order: allowance, no operator, cancelled, then ask.
@@ -278,7 +284,7 @@ impl Run<'_> {
 }
 
 /// A tool that panics yields an error result the model can read (never a crashed run).
-async fn call_tool(tool: Arc<dyn crate::tool::Tool>, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
+async fn call_tool(tool: Arc<dyn Tool>, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
     match AssertUnwindSafe(tool.call(input, ctx)).catch_unwind().await {
         Ok(out) => out,
         Err(_) => ToolOutput::error(format!("tool \"{}\" failed internally", tool.spec().name())),
