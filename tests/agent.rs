@@ -540,6 +540,9 @@ fn loop_13_summary_line_format() {
         })
     });
     stats.latency = std::time::Duration::from_micros(3_613_400);
+    let mut rounded = stats.clone();
+    rounded.latency = std::time::Duration::from_micros(3_613_600);
+    assert!(rounded.summary(false, None, false).ends_with(" latency=3.614s"), "rounded, not truncated");
     assert_eq!(
         stats.summary(false, None, false),
         "Run summary: model=test-model llm_calls=1 tool_calls=0 tokens=3536/113 cached=7 latency=3.613s"
@@ -548,4 +551,61 @@ fn loop_13_summary_line_format() {
         stats.summary(true, Some("abc"), true),
         "Run suspended: session=abc model=test-model llm_calls=1 tool_calls=0 tokens=3536/113 cached=7 cache_write=9 latency=3.613s"
     );
+}
+
+#[tokio::test]
+async fn budget_3_a_paused_turn_is_checked_too_and_its_narration_is_shown() {
+    let provider = Arc::new(ScriptedProvider::new([
+        Response::new(vec![Block::text("Still searching.")], StopReason::PauseTurn, usage(5000, 10)),
+        text("never", StopReason::EndTurn),
+    ]));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let outcome = agent_with(provider.clone(), config("  budget:\n    max_tokens: 1000\n"))
+        .await
+        .run(
+            "x",
+            RunOptions::new().with_events(move |e: &RunEvent<'_>| {
+                if let RunEvent::Assistant { text, terminal } = e {
+                    sink.lock().unwrap().push((text.to_string(), *terminal));
+                }
+            }),
+        )
+        .await;
+    assert_eq!(outcome.reason, TerminalReason::Budget);
+    assert_eq!(provider.requests().len(), 1);
+    assert_eq!(*seen.lock().unwrap(), [("Still searching.".to_string(), false)]);
+}
+
+#[tokio::test]
+async fn loop_7_a_refusal_still_delivers_its_text() {
+    let provider = Arc::new(ScriptedProvider::new([Response::new(
+        vec![Block::text("I can't help with that.")],
+        StopReason::Refusal,
+        Usage::default(),
+    )]));
+    let outcome = agent_with(provider, config("")).await.run("x", RunOptions::default()).await;
+    assert_eq!(outcome.reason, TerminalReason::Error);
+    assert_eq!(outcome.answer.as_deref(), Some("I can't help with that."));
+}
+
+#[tokio::test]
+async fn prov_5_the_runs_call_timeout_reaches_the_provider() {
+    let provider = Arc::new(ScriptedProvider::new([text("ok", StopReason::EndTurn)]));
+    agent_with(provider.clone(), config("  budget:\n    call_timeout: 7s\n"))
+        .await
+        .run("x", RunOptions::default())
+        .await;
+    assert_eq!(provider.requests()[0].timeout, Some(std::time::Duration::from_secs(7)));
+    let provider = Arc::new(ScriptedProvider::new([text("ok", StopReason::EndTurn)]));
+    agent_with(provider.clone(), config("")).await.run("x", RunOptions::default()).await;
+    assert_eq!(provider.requests()[0].timeout, Some(std::time::Duration::from_secs(120)));
+}
+
+#[tokio::test]
+async fn ovr_5_a_crash_is_flagged_as_internal() {
+    let agent = Agent::builder().config(config("")).provider(Boom).build().await.unwrap();
+    assert!(agent.run("x", RunOptions::default()).await.internal_error);
+    let provider = Arc::new(ScriptedProvider::with_results([Err(ProviderError::status(500, "boom"))]));
+    assert!(!agent_with(provider, config("")).await.run("x", RunOptions::default()).await.internal_error);
 }

@@ -28,9 +28,14 @@ async fn budget_4_a_model_call_past_its_timeout_ends_the_run_cleanly_with_stats(
         .unwrap()
         .with_streaming(false)
         .with_max_retries(1)
-        .with_backoff(Duration::from_millis(1), Duration::from_millis(1))
-        .with_call_timeout(Duration::from_millis(200));
-    let agent = Agent::builder().config(config("")).provider(provider).build().await.unwrap();
+        .with_backoff(Duration::from_millis(1), Duration::from_millis(1));
+    // llm.budget.call_timeout bounds each attempt (PROV-5), over the provider's own 120 s default.
+    let agent = Agent::builder()
+        .config(config("  budget:\n    call_timeout: 200ms\n"))
+        .provider(provider)
+        .build()
+        .await
+        .unwrap();
     let outcome = agent.run("x", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Error);
     let error = outcome.error.unwrap();

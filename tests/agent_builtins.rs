@@ -225,3 +225,20 @@ async fn mem_25_read_before_update_is_per_run_not_per_agent() {
     assert_eq!(refused["written"], false, "{refused}");
     assert!(refused["reason"].as_str().unwrap().contains("read"), "{refused}");
 }
+
+#[tokio::test]
+async fn hitl_11_12_notes_and_warnings_follow_the_selected_tools_not_the_configuration() {
+    let provider = Arc::new(ScriptedProvider::new([done()]));
+    let mut cfg = config("  human_in_the_loop: {enabled: true}\n  memory: {enabled: true}\n");
+    cfg.exclude = Some(fisk_ai::config::Filter::new(["^ask_human_", "^memory_"], [] as [&str; 0]));
+    let agent = Agent::builder()
+        .config(cfg)
+        .provider_arc(provider.clone())
+        .memory_store(InMemoryStore::new())
+        .build()
+        .await
+        .unwrap();
+    assert!(!agent.warnings().contains(&Warning::HitlWithoutOperator));
+    agent.run("x", RunOptions::default()).await;
+    assert_eq!(provider.requests()[0].system, ["Tell cow jokes."]);
+}

@@ -245,6 +245,14 @@ async fn cli_2_3_4_missing_key_bad_base_url_and_chat_are_rejected_before_any_wor
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("http://example.com"), "{}", text(&out.stderr));
     assert!(!dir.path().join("http-debug.log").exists());
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        "identity: x\nsystem_prompt: s\nllm:\n  model: m\n  provider: nosuch\n",
+    )
+    .unwrap();
+    let out = run(&["x"], Some("k"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("unknown provider \"nosuch\"; available: anthropic"), "{}", text(&out.stderr));
     let out = run(&["--chat"], Some("k"));
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("full-screen"));

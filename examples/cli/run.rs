@@ -6,7 +6,7 @@ use fisk_ai::agent::{Agent, RunEvent, RunOptions, TerminalReason};
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, sanitize};
 use fisk_ai::llm::anthropic::AnthropicProvider;
 use fisk_ai::operator::TerminalPrompter;
-use fisk_ai::tool::CancellationToken;
+use fisk_ai::tool::{CancellationToken, ToolKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -132,12 +132,16 @@ fn fit(display: &str, width: Option<usize>) -> String {
         .join(" ")
 }
 
-fn is_hitl(name: &str) -> bool {
-    name.starts_with("ask_human_")
+fn is_hitl(kind: ToolKind, name: &str) -> bool {
+    kind == ToolKind::Builtin && name.starts_with("ask_human_")
 }
 
-fn quiet_result(name: &str, verbose: bool) -> bool {
-    (is_hitl(name) && !verbose) || name.starts_with("memory_") || name == "read_file" || name == "base64_encode"
+fn quiet_result(kind: ToolKind, name: &str, verbose: bool) -> bool {
+    kind == ToolKind::Builtin
+        && ((is_hitl(kind, name) && !verbose)
+            || name.starts_with("memory_")
+            || name == "read_file"
+            || name == "base64_encode")
 }
 
 fn strip(text: &str) -> String {
@@ -161,6 +165,15 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
         provider = provider.with_base_url(url)?;
     }
     let config = Config::load(&args.config)?;
+    // PROV-3: providers are resolved by name.
+    if !fisk_ai::llm::PROVIDERS.contains(&config.llm.provider.as_str()) {
+        return Err(format!(
+            "llm.provider: unknown provider \"{}\"; available: {}",
+            config.llm.provider,
+            fisk_ai::llm::PROVIDERS.join(", ")
+        )
+        .into());
+    }
     provider = provider.with_call_timeout(config.llm.budget.call_timeout());
     let err = Arc::new(Stderr { spinner: Mutex::new(None), animate: std::io::stderr().is_terminal() });
     if args.http_debug {
@@ -237,11 +250,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
                 err.line(strip(text).trim_end());
             }
             // CLI-7: HITL calls render their own interaction and are traced only with --verbose.
-            RunEvent::ToolCall { name, display, .. } if verbose || !is_hitl(name) => {
+            RunEvent::ToolCall { name, kind, display, .. } if verbose || !is_hitl(*kind, name) => {
                 err.line(&format!("-> {}", fit(&sanitize(display, PROMPT_LIMIT), width)));
             }
             // CLI-8: built-in results (memory, read_file, base64_encode) are not echoed; HITL only with --verbose.
-            RunEvent::ToolResult { name, output, .. } if tool_output && !quiet_result(name, verbose) => {
+            RunEvent::ToolResult { name, kind, output, .. } if tool_output && !quiet_result(*kind, name, verbose) => {
                 let shown = match output.exec_report() {
                     Some(_) => serde_json::from_str::<serde_json::Value>(output.content())
                         .ok()
@@ -250,9 +263,6 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
                     None => output.content().to_owned(),
                 };
                 err.line(&format!("<- {}", strip(shown.trim_end())));
-            }
-            RunEvent::Allowed { command, .. } => {
-                err.line(&format!("ok: will not ask again for \"{command}\" in this conversation"));
             }
             _ => {}
         }
@@ -275,8 +285,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
     if let Some(e) = &outcome.error {
         err.line(&format!("error: {}", sanitize(e, PROMPT_LIMIT)));
     }
-    err.line("");
-    err.line(&outcome.stats.summary(outcome.reason == TerminalReason::Suspended, None, verbose));
+    // CLI-13: the summary closes every run, but not a crashed one.
+    if !outcome.internal_error {
+        err.line("");
+        err.line(&outcome.stats.summary(outcome.reason == TerminalReason::Suspended, None, verbose));
+    }
     if let Some(t) = &trace {
         t.footer(&outcome);
     }

@@ -1,5 +1,5 @@
 use crate::llm::{StopReason, Usage};
-use crate::tool::ToolOutput;
+use crate::tool::{ToolKind, ToolOutput};
 use crate::warning::Warning;
 
 /// Something that happened during a run (OVR-4). Borrowed: a sink that keeps an event clones what it needs, so the
@@ -62,6 +62,8 @@ pub enum RunEvent<'a> {
         id: &'a str,
         /// The tool.
         name: &'a str,
+        /// What kind of tool it is (a renderer may trace built-ins differently, CLI-7).
+        kind: ToolKind,
         /// The resolved command line or summary (EXEC-6).
         display: &'a str,
     },
@@ -71,6 +73,8 @@ pub enum RunEvent<'a> {
         id: &'a str,
         /// The tool.
         name: &'a str,
+        /// What kind of tool it is.
+        kind: ToolKind,
         /// What it produced.
         output: &'a ToolOutput,
     },
@@ -83,17 +87,19 @@ pub enum RunEvent<'a> {
     },
 }
 
-/// Receives [`RunEvent`]s. Implemented for closures and for unbounded channels of owned renderings.
+/// Receives [`RunEvent`]s. Implemented for every `Fn(&RunEvent)` closure; a sink that forwards events to a channel
+/// converts them to an owned form of its choosing.
 ///
 /// ```
 /// use fisk_ai::agent::{EventSink, RunEvent};
+/// use fisk_ai::tool::ToolKind;
 ///
 /// let sink = |e: &RunEvent<'_>| {
 ///     if let RunEvent::ToolCall { display, .. } = e {
 ///         eprintln!("-> {display}");
 ///     }
 /// };
-/// sink.emit(&RunEvent::ToolCall { id: "1", name: "say", display: "say -- hi" });
+/// sink.emit(&RunEvent::ToolCall { id: "1", name: "say", kind: ToolKind::Command, display: "say -- hi" });
 /// ```
 pub trait EventSink: Send + Sync {
     /// Handle one event. Called on the run's task: keep it quick.

@@ -315,10 +315,6 @@ impl AgentBuilder {
         // SEL-12 and LOOP-2 order: HITL, then memory, then harness.tools.
         if harness.human_in_the_loop.enabled {
             candidates.extend(crate::operator::hitl_tools(prompter.clone()));
-            system.push(crate::operator::hitl_note().to_owned());
-            if !prompter.can_ask() {
-                warnings.push(Warning::HitlWithoutOperator);
-            }
         }
         let memory = if harness.memory.enabled {
             let store = match self.memory {
@@ -352,16 +348,32 @@ impl AgentBuilder {
                 }
             };
             candidates.extend(crate::memory::memory_tools(store.clone()));
-            system.push(crate::memory::memory_note().to_owned());
             Some(store)
         } else {
             None
         };
-        let memory_index = memory.is_some() && !harness.memory.no_index;
         candidates.extend(self.registry.build_enabled(&config, &env)?);
         let toolset = Selection::from_config(&config)?.apply(candidates)?;
         warnings.extend(toolset.warnings().iter().cloned());
         toolset.ensure_not_empty(config.application_path.is_some())?;
+
+        // The notes (LOOP-2) and HITL-11 concern the tools that survived selection, not the ones configured.
+        let kept = |prefix: &str| {
+            toolset
+                .iter()
+                .any(|t| t.spec().kind() == crate::tool::ToolKind::Builtin && t.spec().name().starts_with(prefix))
+        };
+        if harness.human_in_the_loop.enabled && kept("ask_human_") {
+            system.push(crate::operator::hitl_note().to_owned());
+            if !prompter.can_ask() {
+                warnings.push(Warning::HitlWithoutOperator);
+            }
+        }
+        let memory = memory.filter(|_| kept("memory_"));
+        if memory.is_some() {
+            system.push(crate::memory::memory_note().to_owned());
+        }
+        let memory_index = memory.is_some() && !harness.memory.no_index;
 
         let search_allowed = caps.tool_search && !config.llm.no_tool_search;
         if toolset.len() >= crate::llm::TOOL_SEARCH_THRESHOLD && !search_allowed {

@@ -105,7 +105,9 @@ impl RunStats {
         if verbose && self.usage.cache_creation_tokens > 0 {
             s.push_str(&format!(" cache_write={}", self.usage.cache_creation_tokens));
         }
-        let ms = Duration::from_millis(u64::try_from(self.latency.as_millis()).unwrap_or(u64::MAX));
+        // Rounded to the millisecond (LOOP-13), not truncated.
+        let rounded = self.latency.saturating_add(Duration::from_micros(500)).as_millis();
+        let ms = Duration::from_millis(u64::try_from(rounded).unwrap_or(u64::MAX));
         s.push_str(&format!(" latency={}", format_duration(ms)));
         s
     }
@@ -127,4 +129,6 @@ pub struct RunOutcome {
     pub session_id: String,
     /// The conversation as it stood at the end.
     pub messages: Vec<Message>,
+    /// Whether the run crashed (OVR-5): the error is an internal one and no summary should be shown (CLI-13).
+    pub internal_error: bool,
 }

@@ -74,9 +74,13 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
         approvals: Approvals::new(),
     };
     // OVR-5: a panic anywhere in the run becomes an internal-error outcome, not a crash of the host.
+    let mut crashed = false;
     let end = match AssertUnwindSafe(run.drive()).catch_unwind().await {
         Ok(end) => end,
-        Err(_) => ended(TerminalReason::Error, "internal error: the run crashed"),
+        Err(_) => {
+            crashed = true;
+            ended(TerminalReason::Error, "internal error: the run crashed")
+        }
     };
     run.stats.latency = started.elapsed();
     RunOutcome {
@@ -86,6 +90,7 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
         stats: run.stats,
         session_id: String::new(),
         messages: run.messages,
+        internal_error: crashed,
     }
 }
 
@@ -135,7 +140,8 @@ impl Run<'_> {
             let request = Request::new(&inner.model, self.system, &self.messages, &inner.plan)
                 .with_thinking(llm.thinking.enabled)
                 .with_max_output_tokens(max_output)
-                .with_cache(cache);
+                .with_cache(cache)
+                .with_timeout(Some(llm.budget.call_timeout()));
             let reply = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return ended(TerminalReason::Error, "the run was cancelled"),
@@ -174,17 +180,23 @@ impl Run<'_> {
                         ),
                     };
                 }
-                StopReason::Refusal => return ended(TerminalReason::Error, "model refused to respond"),
+                // LOOP-7: whatever the model said is still delivered; the reason is an error.
+                StopReason::Refusal => {
+                    if !text.is_empty() {
+                        self.emit(RunEvent::Assistant { text: &text, terminal: true });
+                    }
+                    return Ended {
+                        reason: TerminalReason::Error,
+                        answer: (!text.is_empty()).then_some(text),
+                        error: Some("model refused to respond".into()),
+                    };
+                }
                 StopReason::ContextWindowExceeded => {
                     return ended(TerminalReason::Error, "the conversation no longer fits the model's context window");
                 }
                 _ => {}
             }
-            if calls == 0 {
-                // LOOP-8: a paused server-side turn continues with no new user message.
-                if stop == StopReason::PauseTurn {
-                    continue;
-                }
+            if calls == 0 && stop != StopReason::PauseTurn {
                 // LOOP-7: the final answer.
                 self.emit(RunEvent::Assistant { text: &text, terminal: true });
                 return Ended { reason: TerminalReason::Completed, answer: Some(text), error: None };
@@ -192,7 +204,7 @@ impl Run<'_> {
             if !text.is_empty() {
                 self.emit(RunEvent::Assistant { text: &text, terminal: false });
             }
-            // BUDGET-3: checked after a non-terminal turn, before its tools run.
+            // BUDGET-3: checked after every non-terminal turn (a paused one too), before its tools run.
             if self.stats.usage.total() >= max_tokens {
                 return ended(
                     TerminalReason::Budget,
@@ -201,6 +213,10 @@ impl Run<'_> {
                         self.stats.llm_calls
                     ),
                 );
+            }
+            // LOOP-8: a paused server-side turn continues with no new user message.
+            if calls == 0 {
+                continue;
             }
             // LOOP-9: one at a time, in order; one user message with every result.
             let calls: Vec<(String, String, ToolInput)> = self
@@ -274,10 +290,11 @@ impl Run<'_> {
                 }
             }
         }
-        self.emit(RunEvent::ToolCall { id, name, display: &display });
+        let kind = spec.kind();
+        self.emit(RunEvent::ToolCall { id, name, kind, display: &display });
         let ctx = CallContext::new().with_cancel(self.options.cancel.child_token());
         let output = call_tool(tool, input, &ctx).await;
-        self.emit(RunEvent::ToolResult { id, name, output: &output });
+        self.emit(RunEvent::ToolResult { id, name, kind, output: &output });
         let is_error = output.is_error();
         Dispatch::Result(Block::tool_result(id, output.into_content(), is_error))
     }

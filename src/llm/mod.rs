@@ -11,6 +11,12 @@ mod plan;
 mod scripted;
 
 pub use plan::{TOOL_SEARCH_THRESHOLD, ToolPlan};
+
+/// The providers `llm.provider` can name in this build (PROV-3).
+pub const PROVIDERS: &[&str] = &[
+    #[cfg(feature = "anthropic")]
+    "anthropic",
+];
 pub use scripted::{RecordedRequest, ScriptedProvider};
 
 use crate::tool::ToolInput;
@@ -275,12 +281,23 @@ pub struct Request<'a> {
     pub max_output_tokens: Option<u32>,
     /// Prompt caching (PROV-9).
     pub cache: CacheMode,
+    /// The per-call timeout the run asks for (`llm.budget.call_timeout`, PROV-5); `None` for the provider's own.
+    pub timeout: Option<Duration>,
 }
 
 impl<'a> Request<'a> {
     /// A request with thinking off, the default output cap and default caching.
     pub fn new(model: &'a str, system: &'a [String], messages: &'a [Message], tools: &'a ToolPlan) -> Self {
-        Request { model, system, messages, tools, thinking: false, max_output_tokens: None, cache: CacheMode::Default }
+        Request {
+            model,
+            system,
+            messages,
+            tools,
+            thinking: false,
+            max_output_tokens: None,
+            cache: CacheMode::Default,
+            timeout: None,
+        }
     }
 
     /// Ask for reasoning.
@@ -301,6 +318,13 @@ impl<'a> Request<'a> {
     #[must_use]
     pub fn with_cache(mut self, cache: CacheMode) -> Self {
         self.cache = cache;
+        self
+    }
+
+    /// Bound the call (PROV-5).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
         self
     }
 }

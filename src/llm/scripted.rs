@@ -44,6 +44,8 @@ pub struct RecordedRequest {
     pub thinking: bool,
     /// The output cap.
     pub max_output_tokens: Option<u32>,
+    /// The call timeout the run asked for.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl ScriptedProvider {
@@ -99,6 +101,7 @@ impl ModelProvider for ScriptedProvider {
             search: req.tools.search(),
             thinking: req.thinking,
             max_output_tokens: req.max_output_tokens,
+            timeout: req.timeout,
         });
         self.script.lock().unwrap_or_else(|e| e.into_inner()).pop_front().unwrap_or_else(|| {
             Err(ProviderError::new(ProviderErrorKind::Config, "the scripted provider has no reply left"))

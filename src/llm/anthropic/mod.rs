@@ -369,19 +369,21 @@ impl ModelProvider for AnthropicProvider {
         })?;
         self.check(req)?;
         let body = Bytes::from(self.request_body(req));
+        // The run's llm.budget.call_timeout wins over the provider's own default (PROV-5).
+        let call_timeout = req.timeout.unwrap_or(self.call_timeout);
         let mut attempt = 0u32;
         loop {
             let request = WireRequest { attempt, method: "POST", url: &self.url, body: &body };
             self.observers.iter().for_each(|o| o.on_request(&request));
             let failure =
-                match tokio::time::timeout(self.call_timeout, self.attempt(client, key, body.clone(), attempt)).await {
+                match tokio::time::timeout(call_timeout, self.attempt(client, key, body.clone(), attempt)).await {
                     Ok(Ok(response)) => return Ok(response),
                     Ok(Err(failure)) => failure,
                     Err(_) => Failure::from(ProviderError::new(
                         ProviderErrorKind::Timeout,
                         format!(
                             "anthropic: no complete reply within the call timeout of {} (llm.budget.call_timeout)",
-                            format_duration(self.call_timeout)
+                            format_duration(call_timeout)
                         ),
                     )),
                 };
