@@ -1,0 +1,167 @@
+//! A real terminal for tests: an example binary runs inside a private tmux server, keys go in with `send-keys`, the
+//! screen comes back with `capture-pane`. The example's stdout goes to a file, so the screen shows only stderr.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long to wait for the screen or the process before giving up; generous for a loaded 2-core CI box.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The example binary `name`, rebuilt once per test binary with this test's own features, so it is never stale (a
+/// run of a single test would otherwise reuse an old binary) and uses the library this test was built against.
+pub fn example(name: &str) -> PathBuf {
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let built = built.get_or_insert_with(HashMap::new);
+    if let Some(path) = built.get(name) {
+        return path.clone();
+    }
+    let features: Vec<&str> = [
+        (cfg!(feature = "anthropic"), "anthropic"),
+        (cfg!(feature = "mcp"), "mcp"),
+        (cfg!(feature = "nats"), "nats"),
+        (cfg!(feature = "terminal"), "terminal"),
+    ]
+    .into_iter()
+    .filter_map(|(on, feature)| on.then_some(feature))
+    .collect();
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--example", name, "--no-default-features", "--features", &features.join(",")])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "building examples/{name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().and_then(Path::parent).unwrap().join("examples").join(name);
+    built.insert(name.to_owned(), path.clone());
+    path
+}
+
+/// Single-quote for sh.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Whether tmux can run here; without it: fail under CI, else say so loudly and skip.
+pub fn tmux_available(test: &str) -> bool {
+    if Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "{test}: tmux is required under CI (apt-get install -y tmux)");
+    eprintln!("SKIPPED: {test}: tmux is not installed; this real-terminal test did not run");
+    false
+}
+
+/// One example run in its own tmux server (its own socket), killed on drop whatever happens.
+pub struct Pane {
+    socket: String,
+    dir: tempfile::TempDir,
+}
+
+impl Pane {
+    /// Start example `name` with `args` (already sh words, so a test can use `$(printf ...)`) and `redirect`.
+    pub fn start(name: &str, test: &str, args: &str, redirect: &str) -> Pane {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!("fisk-{name}-{}-{}-{test}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("stdout");
+        let status = dir.path().join("status");
+        // The pane stays after the example exits (sleep) so its last screen can be read; its exit code goes to a
+        // file so the test knows when it is done.
+        let script = format!(
+            "{bin} {args} >{out} {redirect}\necho $? >{status}.tmp && mv {status}.tmp {status}\nexec sleep 600\n",
+            bin = quote(example(name).to_str().unwrap()),
+            out = quote(out.to_str().unwrap()),
+            status = quote(status.to_str().unwrap()),
+        );
+        let path = dir.path().join("run.sh");
+        std::fs::write(&path, script).unwrap();
+        let pane = Pane { socket, dir };
+        let mut started = pane.tmux(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40"]);
+        started.arg(format!("sh {}", quote(path.to_str().unwrap())));
+        let o = run(&mut started);
+        assert!(o.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&o.stderr));
+        pane
+    }
+
+    fn tmux(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        // A private server with no user config, its socket inside the temp dir so nothing is left behind; never the
+        // developer's own tmux.
+        c.args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .env("TMUX_TMPDIR", self.dir.path());
+        c
+    }
+
+    /// The screen as text, trailing blank lines dropped; `escapes` keeps colour and attribute sequences.
+    pub fn screen(&self, escapes: bool) -> String {
+        let mut args = vec!["capture-pane", "-p", "-t", "t"];
+        if escapes {
+            args.push("-e");
+        }
+        let o = run(&mut self.tmux(&args));
+        String::from_utf8_lossy(&o.stdout).trim_end().to_owned()
+    }
+
+    /// Poll the screen until `done` holds.
+    pub fn wait_screen(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen(false);
+            if done(&screen) {
+                return screen;
+            }
+            assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}; screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Type keys (tmux key names).
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        let o = run(&mut self.tmux(&args));
+        assert!(o.status.success(), "send-keys: {}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// The exit code once the example has exited.
+    pub fn status(&self) -> Option<String> {
+        std::fs::read_to_string(self.dir.path().join("status")).ok().map(|s| s.trim().to_owned())
+    }
+
+    /// Wait for the example to exit; returns (exit code, its stdout).
+    pub fn finished(&self) -> (String, String) {
+        let start = Instant::now();
+        loop {
+            if let Some(code) = self.status() {
+                let out = std::fs::read_to_string(self.dir.path().join("stdout")).unwrap();
+                return (code, out);
+            }
+            assert!(start.elapsed() < PATIENCE, "the example did not exit; screen:\n{}", self.screen(false));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The pane's title, which an OSC 0/2 sequence would set.
+    pub fn title(&self) -> String {
+        let o = run(&mut self.tmux(&["display-message", "-p", "-t", "t", "#{pane_title}"]));
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]).output();
+    }
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().unwrap()
+}
