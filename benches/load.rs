@@ -13,6 +13,14 @@ fn load(bytes: &[u8], globals: &[&str]) -> usize {
     Selection::new().with_confirm_tags(["impact:rw"]).apply(loaded.tools).unwrap().len()
 }
 
+/// The same, then every tool's schema decoded and merged (what the first model request or an MCP listing costs).
+fn load_and_materialize(bytes: &[u8], globals: &[&str]) -> usize {
+    let model = AppModel::from_slice(bytes).unwrap();
+    let loaded = FiskApp::new("app").with_global_flags(globals.iter().copied()).tools_from_model(model).unwrap();
+    let set = Selection::new().with_confirm_tags(["impact:rw"]).apply(loaded.tools).unwrap();
+    set.iter().map(|t| t.spec().input_schema().as_object().map_or(0, |o| o.len())).sum()
+}
+
 fn synthetic(groups: usize, leaves: usize) -> Vec<u8> {
     let commands: Vec<Value> = (0..groups)
         .map(|g| {
@@ -55,6 +63,9 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(serde_json::from_slice::<Value>(&natscli).unwrap()))
     });
     g.bench_function("parse_walk_select", |b| b.iter(|| black_box(load(&natscli, &["context"]))));
+    g.bench_function("parse_walk_select_schemas", |b| {
+        b.iter(|| black_box(load_and_materialize(&natscli, &["context"])))
+    });
     g.finish();
 
     let big = synthetic(100, 100);
@@ -63,6 +74,7 @@ fn benches(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("baseline_value_parse", |b| b.iter(|| black_box(serde_json::from_slice::<Value>(&big).unwrap())));
     g.bench_function("parse_walk_select", |b| b.iter(|| black_box(load(&big, &["context"]))));
+    g.bench_function("parse_walk_select_schemas", |b| b.iter(|| black_box(load_and_materialize(&big, &["context"]))));
     g.finish();
 }
 

@@ -83,7 +83,7 @@ pub struct ToolSpec {
     command_path: Vec<String>,
     description: String,
     plain_description: String,
-    input_schema: Value,
+    input_schema: Schema,
     tags: Tags,
     no_defer: bool,
     confirm: bool,
@@ -101,12 +101,20 @@ impl ToolSpec {
             command_path: Vec::new(),
             description: String::new(),
             plain_description: String::new(),
-            input_schema,
+            input_schema: Schema::Ready(input_schema),
             tags: Tags::default(),
             no_defer: false,
             confirm: false,
             validator: OnceLock::new(),
         }
+    }
+
+    /// A spec whose input schema is built by `make` the first time it is needed (a large application's tools
+    /// then load without decoding every schema).
+    pub fn new_lazy(name: impl Into<String>, kind: ToolKind, make: impl Fn() -> Value + Send + Sync + 'static) -> Self {
+        let mut spec = Self::new(name, kind, Value::Null);
+        spec.input_schema = Schema::Lazy { cell: OnceLock::new(), make: Box::new(make) };
+        spec
     }
 
     /// Set the model description (for command tools: helps plus the `Tags:` line, TOOL-13/14). When no plain
@@ -201,7 +209,10 @@ impl ToolSpec {
 
     /// The JSON Schema the input must satisfy.
     pub fn input_schema(&self) -> &Value {
-        &self.input_schema
+        match &self.input_schema {
+            Schema::Ready(v) => v,
+            Schema::Lazy { cell, make } => cell.get_or_init(make),
+        }
     }
 
     /// The tags in declared order.
@@ -223,20 +234,26 @@ impl ToolSpec {
 
     /// Required parameters absent from `input` (TOOL-18, TOOL-19), in schema order. `None` when nothing is missing.
     pub fn missing_required(&self, input: &str) -> Option<schema::MissingRequired> {
-        schema::missing_required(&self.name, &self.input_schema, input)
+        schema::missing_required(&self.name, self.input_schema(), input)
     }
 
     /// Validate `input` against the input schema. An unknown property, a wrong type, or a value outside an enum
     /// or pattern is an [`InputError`] naming the property.
     pub fn validate_input(&self, input: &Value) -> Result<(), InputError> {
         let validator = self.validator.get_or_init(|| {
-            jsonschema::options().should_validate_formats(false).build(&self.input_schema).map_err(|e| e.to_string())
+            jsonschema::options().should_validate_formats(false).build(self.input_schema()).map_err(|e| e.to_string())
         });
         match validator {
-            Ok(v) => schema::check(&self.input_schema, v, input),
+            Ok(v) => schema::check(self.input_schema(), v, input),
             Err(e) => Err(InputError::new(None, format!("tool \"{}\" has an invalid input schema: {e}", self.name))),
         }
     }
+}
+
+/// A schema given up front, or built on first use.
+enum Schema {
+    Ready(Value),
+    Lazy { cell: OnceLock<Value>, make: Box<dyn Fn() -> Value + Send + Sync> },
 }
 
 impl Clone for ToolSpec {
@@ -248,7 +265,7 @@ impl Clone for ToolSpec {
             command_path: self.command_path.clone(),
             description: self.description.clone(),
             plain_description: self.plain_description.clone(),
-            input_schema: self.input_schema.clone(),
+            input_schema: Schema::Ready(self.input_schema().clone()),
             tags: self.tags.clone(),
             no_defer: self.no_defer,
             confirm: self.confirm,

@@ -192,7 +192,7 @@ impl FiskApp {
     pub fn tools_from_model(&self, app: AppModel) -> Result<Loaded> {
         let globals: Arc<[FlagModel]> = walk::exposed_globals(&app, &self.global_flags, &self.binary)?.into();
         let mut warnings = Vec::new();
-        let (leaves, derived) = walk::leaves(app.commands, &globals, &mut warnings);
+        let (leaves, derived) = walk::leaves(app.commands, &mut warnings);
         if derived > 0 {
             warnings.push(Warning::DerivedSchemas { binary: self.binary.to_path_buf(), commands: derived });
         }
@@ -200,15 +200,19 @@ impl FiskApp {
         let tools = leaves
             .into_iter()
             .map(|leaf| {
-                let spec = ToolSpec::new(leaf.name, ToolKind::Command, leaf.schema)
+                let flags: Arc<[FlagModel]> = leaf.flags.into();
+                let args: Arc<[ArgModel]> = leaf.args.into();
+                let (raw, g, f, a) = (leaf.schema, globals.clone(), flags.clone(), args.clone());
+                let schema = move || walk::input_schema(raw.as_deref(), &g, &f, &a);
+                let spec = ToolSpec::new_lazy(leaf.name, ToolKind::Command, schema)
                     .with_description(leaf.description)
                     .with_plain_description(leaf.plain_description)
                     .with_tags(leaf.tags)
                     .with_command_path(leaf.path);
                 Arc::new(CommandTool {
                     spec,
-                    flags: leaf.flags,
-                    args: leaf.args,
+                    flags,
+                    args,
                     globals: globals.clone(),
                     binary: self.binary.clone(),
                     env: env.clone(),
@@ -234,8 +238,8 @@ impl ToolSource for FiskApp {
 /// One leaf command as a tool.
 struct CommandTool {
     spec: ToolSpec,
-    flags: Vec<FlagModel>,
-    args: Vec<ArgModel>,
+    flags: Arc<[FlagModel]>,
+    args: Arc<[ArgModel]>,
     globals: Arc<[FlagModel]>,
     binary: Arc<Path>,
     env: Arc<ChildEnv>,

