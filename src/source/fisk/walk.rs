@@ -68,14 +68,13 @@ fn walk(
 
 fn leaf(cmd: CmdModel, path: Vec<String>, derived: &mut usize, warnings: &mut Vec<Warning>) -> Leaf {
     let tags = Tags::new(cmd.tags);
-    let display = path.join(" ");
     // TAG-6 and TAG-7 cover every leaf, before deny stripping and filtering.
     for tag in tags.unknown_ai_tags() {
-        warnings.push(Warning::UnknownAiTag { tag: tag.to_owned(), command: display.clone() });
+        warnings.push(Warning::UnknownAiTag { tag: tag.to_owned(), command: path.join(" ") });
     }
     let conflicts = tags.behavior_conflicts();
     if !conflicts.is_empty() {
-        warnings.push(Warning::ConflictingBehaviorTags { command: display, tags: conflicts });
+        warnings.push(Warning::ConflictingBehaviorTags { command: path.join(" "), tags: conflicts });
     }
     let schema = cmd.restricted_schema.filter(|raw| raw.get().trim_start().starts_with('{'));
     if schema.is_none() {
