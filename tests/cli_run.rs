@@ -13,17 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 fn cli() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(Path::parent).unwrap().join("examples").join("cli");
-    if !bin.exists() {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--example", "cli", "--all-features"])
-            .current_dir(root())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    bin
+    example("cli")
 }
 
 /// A streamed Messages API reply carrying `content` blocks, event by event as the API sends them.
@@ -239,7 +229,13 @@ async fn cli_2_3_4_missing_key_bad_base_url_and_chat_are_rejected_before_any_wor
     };
     let out = run(&["x"], None);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("ANTHROPIC_API_KEY"));
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("error: ") && stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+    // CLI-13: the summary closes every exit path, errors included.
+    assert!(
+        stderr.lines().last().unwrap().starts_with("Run summary: llm_calls=0 tool_calls=0 tokens=0/0 latency="),
+        "{stderr}"
+    );
     // PROV-7: checked before the config is read (there is no agent.yaml here) and before http-debug.log exists.
     let out = run(&["--base-url", "http://example.com", "--http-debug", "x"], Some("k"));
     assert_eq!(out.status.code(), Some(1));
@@ -252,7 +248,9 @@ async fn cli_2_3_4_missing_key_bad_base_url_and_chat_are_rejected_before_any_wor
     .unwrap();
     let out = run(&["x"], Some("k"));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("unknown provider \"nosuch\"; available: anthropic"), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("unknown provider \"nosuch\"; available: anthropic"), "{stderr}");
+    assert!(stderr.lines().last().unwrap().starts_with("Run summary: model=m llm_calls=0"), "{stderr}");
     let out = run(&["--chat"], Some("k"));
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("full-screen"));

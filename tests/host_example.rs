@@ -4,20 +4,10 @@
 mod common;
 
 use common::*;
-use std::path::Path;
 
 #[test]
 fn host_example_runs_with_its_own_builtin_and_gate_and_no_api_key() {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(Path::parent).unwrap().join("examples").join("host");
-    if !bin.exists() {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--example", "host"])
-            .current_dir(root())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
+    let bin = example("host");
     let out = std::process::Command::new(bin).current_dir(root()).env_remove("ANTHROPIC_API_KEY").output().unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));

@@ -9,18 +9,7 @@ use std::process::{Command, Output};
 
 /// The example binary, built by `cargo test` alongside the tests (built here if a runner skipped it).
 fn cli() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let bin = profile_dir.join("examples").join("cli");
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "cli", "--all-features"])
-            .current_dir(root())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    bin
+    example("cli")
 }
 
 fn info(args: &[&str], cwd: &Path) -> Output {

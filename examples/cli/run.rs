@@ -2,7 +2,7 @@
 
 use clap::Args;
 use fisk_ai::Config;
-use fisk_ai::agent::{Agent, RunEvent, RunOptions, TerminalReason};
+use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunStats, TerminalReason};
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, sanitize};
 use fisk_ai::llm::anthropic::AnthropicProvider;
 use fisk_ai::operator::TerminalPrompter;
@@ -148,7 +148,24 @@ fn strip(text: &str) -> String {
     strip_ansi_escapes::strip_str(text)
 }
 
+/// Run, and on an error before or around the run print it and still close with the summary (CLI-13, CLI-15).
 pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::error::Error>> {
+    let started = std::time::Instant::now();
+    let mut model = None;
+    match run_agent(args, &mut model).await {
+        Ok(reason) => Ok(reason),
+        Err(e) => {
+            eprintln!("error: {}", sanitize(&e.to_string(), PROMPT_LIMIT));
+            let mut stats = RunStats::new(model.as_deref().unwrap_or_default());
+            stats.latency = started.elapsed();
+            eprintln!();
+            eprintln!("{}", stats.summary(false, None, false));
+            Ok(TerminalReason::Error)
+        }
+    }
+}
+
+async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<TerminalReason, Box<dyn std::error::Error>> {
     if args.chat {
         return Err("--chat needs the full-screen terminal UI, which this CLI does not provide".into());
     }
@@ -165,6 +182,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
         provider = provider.with_base_url(url)?;
     }
     let config = Config::load(&args.config)?;
+    model.clone_from(&config.llm.model);
     // PROV-3: providers are resolved by name.
     if !fisk_ai::llm::PROVIDERS.contains(&config.llm.provider.as_str()) {
         return Err(format!(

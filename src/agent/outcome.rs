@@ -64,7 +64,8 @@ pub struct RunStats {
 }
 
 impl RunStats {
-    pub(crate) fn new(model: &str) -> Self {
+    /// Zero counters for `model`, starting now (for a front end that reports a run that never started).
+    pub fn new(model: &str) -> Self {
         RunStats {
             llm_calls: 0,
             tool_calls: 0,

@@ -50,3 +50,34 @@ pub fn exec_output(content: &str) -> (String, i64, bool) {
 pub fn raw(s: &str) -> fisk_ai::ToolInput {
     fisk_ai::ToolInput::from_json(s).unwrap()
 }
+
+/// The example binary `name`, (re)built once per test binary with this test's own features so it is never stale.
+pub fn example(name: &str) -> PathBuf {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let built = built.get_or_insert_with(HashMap::new);
+    if let Some(path) = built.get(name) {
+        return path.clone();
+    }
+    let features: Vec<&str> = [
+        (cfg!(feature = "anthropic"), "anthropic"),
+        (cfg!(feature = "mcp"), "mcp"),
+        (cfg!(feature = "nats"), "nats"),
+        (cfg!(feature = "terminal"), "terminal"),
+    ]
+    .into_iter()
+    .filter_map(|(on, feature)| on.then_some(feature))
+    .collect();
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--example", name, "--no-default-features", "--features", &features.join(",")])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "building examples/{name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().and_then(Path::parent).unwrap().join("examples").join(name);
+    built.insert(name.to_owned(), path.clone());
+    path
+}
