@@ -5,6 +5,7 @@
 //! Without tmux these tests print `SKIPPED:` and pass, except when `CI` is set, where they fail.
 #![cfg(feature = "terminal")]
 
+mod common;
 mod tmux;
 
 use tmux::{Pane, quote, tmux_available};

@@ -6,6 +6,7 @@
 //! Without tmux these tests print `SKIPPED:` and pass, except when `CI` is set, where they fail.
 #![cfg(feature = "terminal")]
 
+mod common;
 mod tmux;
 
 use std::time::{Duration, Instant};

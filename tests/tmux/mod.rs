@@ -1,46 +1,15 @@
 //! A real terminal for tests: an example binary runs inside a private tmux server, keys go in with `send-keys`, the
-//! screen comes back with `capture-pane`. The example's stdout goes to a file, so the screen shows only stderr.
+//! screen comes back with `capture-pane`. The example's stdout goes to a file, so the screen shows only stderr. The
+//! example is built by `common::example`, so test binaries using this module also declare `mod common;`.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use crate::common::example;
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long to wait for the screen or the process before giving up; generous for a loaded 2-core CI box.
 pub const PATIENCE: Duration = Duration::from_secs(60);
-
-/// The example binary `name`, rebuilt once per test binary with this test's own features, so it is never stale (a
-/// run of a single test would otherwise reuse an old binary) and uses the library this test was built against.
-pub fn example(name: &str) -> PathBuf {
-    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let built = built.get_or_insert_with(HashMap::new);
-    if let Some(path) = built.get(name) {
-        return path.clone();
-    }
-    let features: Vec<&str> = [
-        (cfg!(feature = "anthropic"), "anthropic"),
-        (cfg!(feature = "mcp"), "mcp"),
-        (cfg!(feature = "nats"), "nats"),
-        (cfg!(feature = "terminal"), "terminal"),
-    ]
-    .into_iter()
-    .filter_map(|(on, feature)| on.then_some(feature))
-    .collect();
-    let out = Command::new(env!("CARGO"))
-        .args(["build", "--example", name, "--no-default-features", "--features", &features.join(",")])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "building examples/{name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(Path::parent).unwrap().join("examples").join(name);
-    built.insert(name.to_owned(), path.clone());
-    path
-}
 
 /// Single-quote for sh.
 pub fn quote(s: &str) -> String {
