@@ -24,6 +24,8 @@ pub enum ErrorKind {
     Source,
     /// An I/O failure outside a tool call, such as reading the configuration file.
     Io,
+    /// A session journal could not be created, read, locked, appended to or resumed (SPEC section 14).
+    Session,
 }
 
 impl fmt::Display for ErrorKind {
@@ -34,6 +36,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Selection => "tool selection error",
             ErrorKind::Source => "tool source error",
             ErrorKind::Io => "I/O error",
+            ErrorKind::Session => "session error",
         })
     }
 }
@@ -171,6 +174,16 @@ impl Error {
     /// Whether this is an I/O error.
     pub fn is_io(&self) -> bool {
         self.kind == ErrorKind::Io
+    }
+
+    /// Whether this is a session error.
+    pub fn is_session(&self) -> bool {
+        self.kind == ErrorKind::Session
+    }
+
+    /// A session error, for [`SessionStore`](crate::session::SessionStore) implementations.
+    pub fn session(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Session, message)
     }
 
     /// A tool source error, for [`ToolSource`](crate::source::ToolSource) implementations.

@@ -12,6 +12,7 @@ pub mod llm;
 pub mod memory;
 pub mod operator;
 pub mod select;
+pub mod session;
 pub mod source;
 pub mod tool;
 pub mod warning;

@@ -96,6 +96,19 @@ pub enum Warning {
         /// The host or server entry name.
         name: String,
     },
+    /// SESS-22: the resumed session's last turn paused on the server (`pause_turn`); that server-side state may
+    /// have expired.
+    PausedTurnMayHaveExpired {
+        /// The session.
+        session: String,
+    },
+    /// SESS-33: the run's end could not be recorded in its journal; the session stays resumable.
+    SessionEndUnrecorded {
+        /// The session.
+        session: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl Warning {
@@ -115,6 +128,8 @@ impl Warning {
             Warning::GatedWithoutOperator { .. } => "gated_without_operator",
             Warning::HitlWithoutOperator => "hitl_without_operator",
             Warning::MemoryIndexUnavailable { .. } => "memory_index_unavailable",
+            Warning::PausedTurnMayHaveExpired { .. } => "paused_turn_may_have_expired",
+            Warning::SessionEndUnrecorded { .. } => "session_end_unrecorded",
         }
     }
 }
@@ -174,6 +189,14 @@ impl fmt::Display for Warning {
             ),
             Warning::ImportIncludeTagsIgnored { section, name } => {
                 write!(f, "{section} entry \"{name}\": include.tags is ignored because imported tools carry no tags")
+            }
+            Warning::PausedTurnMayHaveExpired { session } => write!(
+                f,
+                "session {session} was suspended after a paused server-side turn; that server state may have expired, \
+                 so the model may have to start that step again"
+            ),
+            Warning::SessionEndUnrecorded { session, reason } => {
+                write!(f, "the end of session {session} could not be recorded (it stays resumable): {reason}")
             }
         }
     }

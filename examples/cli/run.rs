@@ -5,7 +5,9 @@ use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunStats, TerminalReason};
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, sanitize};
 use fisk_ai::llm::anthropic::AnthropicProvider;
+use fisk_ai::llm::{Block, Message, Role};
 use fisk_ai::operator::TerminalPrompter;
+use fisk_ai::session::{FileSessionStore, SessionId};
 use fisk_ai::tool::{CancellationToken, ToolKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -47,6 +49,44 @@ pub(crate) struct RunArgs {
     /// Write one JSON object per line for each model request, response, error and retry to FILE (must not exist).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Journal every step to a session that a later `run --resume` can continue.
+    #[arg(long)]
+    checkpoint: bool,
+    /// The session id for --checkpoint (default: a new KSUID).
+    #[arg(long, value_name = "ID")]
+    name: Option<String>,
+    /// Continue the session ID (its prompt is restored; give no prompt).
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// With --resume: continue even though the configuration changed (recorded answers are dropped).
+    #[arg(long)]
+    force: bool,
+    /// The session directory (file backend).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+/// CLI-3: flag combinations (SESS-2, SESS-4) and ids (SESS-3) are checked before the configuration is read.
+fn session_flags(args: &RunArgs) -> Result<(Option<SessionId>, Option<SessionId>), Box<dyn std::error::Error>> {
+    if args.name.is_some() && !args.checkpoint {
+        return Err("--name needs --checkpoint".into());
+    }
+    if args.force && args.resume.is_none() {
+        return Err("--force needs --resume".into());
+    }
+    if args.resume.is_some() && args.checkpoint {
+        return Err("--resume continues a checkpointed session; it cannot be combined with --checkpoint".into());
+    }
+    if args.resume.is_some() && !args.prompt.is_empty() {
+        return Err("--resume restores the session's prompt; give no prompt with it".into());
+    }
+    let resume = args.resume.as_deref().map(SessionId::new).transpose()?;
+    let checkpoint = match (&args.name, args.checkpoint) {
+        (Some(name), _) => Some(SessionId::new(name.as_str())?),
+        (None, true) => Some(SessionId::generate()),
+        (None, false) => None,
+    };
+    Ok((checkpoint, resume))
 }
 
 /// How the run's lines reach stderr: one writer, with a spinner that steps aside for every line.
@@ -170,6 +210,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         return Err("--chat needs the full-screen terminal UI, which this CLI does not provide".into());
     }
     let _ = args.no_tui; // CLI-4: accepted, no effect on line output.
+    let (checkpoint, resume) = session_flags(&args)?;
     let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let api_key = args
         .api_key
@@ -183,6 +224,14 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     }
     let config = Config::load(&args.config)?;
     model.clone_from(&config.llm.model);
+    // SESS-27.
+    if args.state_dir.is_some() && config.harness.sessions.backend != "file" {
+        return Err(format!(
+            "--state-dir is for the file session backend, but harness.sessions.backend is \"{}\"",
+            config.harness.sessions.backend
+        )
+        .into());
+    }
     // PROV-3: providers are resolved by name.
     if !fisk_ai::llm::PROVIDERS.contains(&config.llm.provider.as_str()) {
         return Err(format!(
@@ -214,27 +263,26 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     if config.application_path.is_none() {
         err.line("notice: no application is wrapped (application_path is unset); only built-in tools are available");
     }
-    let agent = Agent::builder()
+    let mut builder = Agent::builder()
         .config(config)
         .provider(provider)
         .gate(TerminalGate::stderr())
-        .prompter(TerminalPrompter::stderr())
-        .build()
-        .await?;
+        .prompter(TerminalPrompter::stderr());
+    if let Some(dir) = &args.state_dir {
+        builder = builder.session_store(FileSessionStore::new(dir));
+    }
+    let agent = builder.build().await?;
     if let Some(t) = &trace {
         t.header(agent.model(), agent.toolset().len());
     }
 
     let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    tokio::spawn(async move {
-        // Without checkpointing an interrupt cancels the run (SESS-24), killing any running tool's group.
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
-        }
-    });
+    let suspend = CancellationToken::new();
+    let checkpointed = checkpoint.is_some() || resume.is_some();
+    watch_signals(checkpointed, cancel.clone(), suspend.clone(), err.clone())?;
 
     let width = if std::io::stderr().is_terminal() { terminal_width() } else { None };
+    let replay_agent = agent.clone();
     let (verbose, tool_output) = (args.verbose, args.tool_output);
     let sink_err = err.clone();
     let sink = move |e: &RunEvent<'_>| {
@@ -258,6 +306,10 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
                 err.waiting(true);
             }
             RunEvent::LlmResponse { .. } => err.waiting(false),
+            // CLI-12: the id of a new checkpointed session.
+            RunEvent::Session { id, resumed: false } => err.line(&format!("notice: checkpointing to session {id}")),
+            RunEvent::Session { id, resumed: true } => err.line(&format!("notice: resuming session {id}")),
+            RunEvent::Replay { messages } => replay(err, messages, &replay_agent),
             RunEvent::Thinking { text } => {
                 for line in strip(text).lines().filter(|l| !l.trim().is_empty()) {
                     err.line(&format!("💭 {line}"));
@@ -286,7 +338,12 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         }
     };
     let prompt = args.prompt.join(" ");
-    let outcome = agent.run(&prompt, RunOptions::new().with_cancel(cancel).with_events(sink)).await;
+    let options = RunOptions::new().with_cancel(cancel).with_suspend(suspend).with_events(sink);
+    let outcome = match (&resume, checkpoint) {
+        (Some(id), _) => agent.resume(id, options.with_force(args.force)).await?,
+        (None, Some(id)) => agent.run(&prompt, options.with_checkpoint(id)).await,
+        (None, None) => agent.run(&prompt, options).await,
+    };
     err.waiting(false);
 
     if let Some(answer) = outcome.answer.as_deref().filter(|a| !a.is_empty()) {
@@ -303,15 +360,79 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     if let Some(e) = &outcome.error {
         err.line(&format!("error: {}", sanitize(e, PROMPT_LIMIT)));
     }
+    let suspended = outcome.reason == TerminalReason::Suspended;
+    if suspended && !outcome.session_id.is_empty() {
+        err.line(&format!("suspended; resume with: fisk run --resume {}", outcome.session_id));
+    }
     // CLI-13: the summary closes every run, but not a crashed one.
     if !outcome.internal_error {
         err.line("");
-        err.line(&outcome.stats.summary(outcome.reason == TerminalReason::Suspended, None, verbose));
+        err.line(&outcome.stats.summary(suspended, Some(&outcome.session_id), verbose));
     }
     if let Some(t) = &trace {
         t.footer(&outcome);
     }
     Ok(outcome.reason)
+}
+
+/// SESS-24: with a checkpoint the first SIGINT or a SIGTERM asks for a suspend at the next boundary and a second
+/// SIGINT aborts; without one either signal cancels the run (killing a running tool's process group).
+fn watch_signals(
+    checkpointed: bool,
+    cancel: CancellationToken,
+    suspend: CancellationToken,
+    err: Arc<Stderr>,
+) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    tokio::spawn(async move {
+        loop {
+            let interrupt = tokio::select! {
+                Some(()) = int.recv() => true,
+                Some(()) = term.recv() => false,
+                else => return,
+            };
+            if !checkpointed || (interrupt && suspend.is_cancelled()) {
+                cancel.cancel();
+                return;
+            }
+            if !suspend.is_cancelled() {
+                suspend.cancel();
+                err.line("notice: suspending after the current step; press Ctrl-C again to abort");
+            }
+        }
+    });
+    Ok(())
+}
+
+/// SESS-22: the restored conversation, as line output: the prompt, reasoning, narration and tool calls.
+fn replay(err: &Stderr, messages: &[Message], agent: &Agent) {
+    err.line("--- conversation so far ---");
+    for m in messages {
+        for block in &m.content {
+            match (m.role, block) {
+                (Role::User, Block::Text { text }) => err.line(&format!("> {}", sanitize(text, PROMPT_LIMIT))),
+                (Role::Assistant, Block::Text { text }) if !text.trim().is_empty() => {
+                    err.line(strip(text).trim_end());
+                }
+                (Role::Assistant, Block::Thinking { text, .. }) => {
+                    for line in strip(text).lines().filter(|l| !l.trim().is_empty()) {
+                        err.line(&format!("💭 {line}"));
+                    }
+                }
+                (Role::Assistant, Block::ToolUse { name, input, .. }) => {
+                    let display = match agent.toolset().get(name) {
+                        Some(t) => t.tool().display(input),
+                        None => format!("{name} {}", input.as_str()),
+                    };
+                    err.line(&format!("-> {}", sanitize(&display, PROMPT_LIMIT)));
+                }
+                _ => {}
+            }
+        }
+    }
+    err.line("--- continuing ---");
 }
 
 fn terminal_width() -> Option<usize> {

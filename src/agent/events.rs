@@ -1,4 +1,4 @@
-use crate::llm::{StopReason, Usage};
+use crate::llm::{Message, StopReason, Usage};
 use crate::tool::{ToolKind, ToolOutput};
 use crate::warning::Warning;
 
@@ -77,6 +77,19 @@ pub enum RunEvent<'a> {
         kind: ToolKind,
         /// What it produced.
         output: &'a ToolOutput,
+    },
+    /// The run is checkpointed to a session (SESS-1): a new one, or one being resumed.
+    Session {
+        /// The session id.
+        id: &'a str,
+        /// Whether it is being resumed.
+        resumed: bool,
+    },
+    /// A resumed session's conversation so far, for the host to replay (SESS-22): the prompt, then each assistant
+    /// turn and the results of its tool calls. Sent once, before the run continues.
+    Replay {
+        /// The restored messages, in order.
+        messages: &'a [Message],
     },
     /// The operator allowed a tool for the rest of the conversation (GATE-11).
     Allowed {

@@ -21,6 +21,7 @@
 
 mod events;
 mod outcome;
+mod resume;
 mod run;
 
 pub use events::{EventSink, NoEvents, RunEvent};
@@ -33,6 +34,7 @@ use crate::llm::{ModelProvider, ToolPlan};
 use crate::memory::{FileMemoryStore, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
 use crate::select::{Selection, Toolset};
+use crate::session::{FileSessionStore, Fingerprint, FingerprintInput, SessionId, SessionStore};
 use crate::source::ToolSource;
 use crate::source::fisk::{ChildEnv, FiskApp};
 use crate::tool::{CancellationToken, Tool};
@@ -62,6 +64,10 @@ struct Inner {
     memory: Option<Arc<dyn MemoryStore>>,
     /// Whether its index is appended to the system prompt at each run start (MEM-15).
     memory_index: bool,
+    /// Where checkpointed runs are journaled, or why they cannot be.
+    sessions: std::result::Result<Arc<dyn SessionStore>, String>,
+    /// The configuration's resume fingerprint (SESS-16).
+    fingerprint: Fingerprint,
 }
 
 impl std::fmt::Debug for Agent {
@@ -105,11 +111,29 @@ impl Agent {
         &self.inner.config
     }
 
+    /// The fingerprint a checkpointed run of this agent records and a resume compares (SESS-16).
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.inner.fingerprint
+    }
+
     /// Run the loop on `prompt` to a terminal state. Never fails: every failure is a [`RunOutcome`] with its
     /// reason, error text and statistics (OVR-2); a panic inside the run is caught and reported as an internal
-    /// error (OVR-5).
+    /// error (OVR-5). With [`RunOptions::with_checkpoint`] every step is journaled to a new session first
+    /// (SESS-1); a session that cannot be created ends the run with reason `error` before any model call.
     pub async fn run(&self, prompt: &str, options: RunOptions) -> RunOutcome {
-        run::run(&self.inner, prompt, options).await
+        resume::run(&self.inner, prompt, options).await
+    }
+
+    /// Continue checkpointed session `id` (SESS-13..23): its conversation, counters and held confirmation answers
+    /// are restored and replayed as a [`RunEvent::Replay`], its pending tool calls run first, and the loop goes on
+    /// journaling to the same session. Recorded model turns and tool results are never repeated (DESIGN §6.9).
+    ///
+    /// Fails before doing anything when the session cannot be opened, is locked by another run, is corrupt, has
+    /// completed, was interactive, was started with another provider, or was started with another configuration
+    /// (one line per changed field) unless [`RunOptions::with_force`] is set; a forced resume drops the recorded
+    /// answers (GATE-15).
+    pub async fn resume(&self, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
+        resume::resume(&self.inner, id, options).await
     }
 }
 
@@ -117,12 +141,19 @@ impl Agent {
 #[derive(Clone, Default)]
 pub struct RunOptions {
     cancel: CancellationToken,
+    suspend: CancellationToken,
     events: Option<Arc<dyn EventSink>>,
+    checkpoint: Option<SessionId>,
+    force: bool,
 }
 
 impl std::fmt::Debug for RunOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunOptions").field("events", &self.events.is_some()).finish_non_exhaustive()
+        f.debug_struct("RunOptions")
+            .field("events", &self.events.is_some())
+            .field("checkpoint", &self.checkpoint)
+            .field("force", &self.force)
+            .finish_non_exhaustive()
     }
 }
 
@@ -143,6 +174,31 @@ impl RunOptions {
     #[must_use]
     pub fn with_events(mut self, sink: impl EventSink + 'static) -> Self {
         self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// Journal the run to a new session `id` (SESS-1, SESS-2): [`SessionId::generate`] for a fresh KSUID, or a
+    /// name of the host's. Ignored by [`Agent::resume`], which continues the session it is given.
+    #[must_use]
+    pub fn with_checkpoint(mut self, id: SessionId) -> Self {
+        self.checkpoint = Some(id);
+        self
+    }
+
+    /// Ask a checkpointed run to suspend when `token` is cancelled (SESS-24): the step in progress completes, the
+    /// run stops at the next boundary with reason `suspended` and can be resumed. A run that is not checkpointed
+    /// ignores it (cancel such a run instead).
+    #[must_use]
+    pub fn with_suspend(mut self, token: CancellationToken) -> Self {
+        self.suspend = token;
+        self
+    }
+
+    /// Let [`Agent::resume`] continue a session whose configuration changed (SESS-19); its recorded confirmation
+    /// answers are dropped. Never overrides a provider change (SESS-18).
+    #[must_use]
+    pub fn with_force(mut self, force: bool) -> Self {
+        self.force = force;
         self
     }
 }
@@ -169,6 +225,7 @@ pub struct AgentBuilder {
     registry: BuiltinRegistry,
     working_dir: Option<PathBuf>,
     store_base: Option<PathBuf>,
+    sessions: Option<Arc<dyn SessionStore>>,
 }
 
 impl Default for AgentBuilder {
@@ -184,6 +241,7 @@ impl Default for AgentBuilder {
             registry: BuiltinRegistry::with_defaults(),
             working_dir: None,
             store_base: None,
+            sessions: None,
         }
     }
 }
@@ -243,7 +301,21 @@ impl AgentBuilder {
         self
     }
 
-    /// Resolve relative store paths (the memory directory) under `dir` (OVR-6): an absolute path to an existing
+    /// Where checkpointed runs are journaled (OVR-7); borrowed, never closed by a run. Without one the
+    /// `harness.sessions` file backend is used ([`FileSessionStore::from_config`]).
+    #[must_use]
+    pub fn session_store(self, store: impl SessionStore + 'static) -> Self {
+        self.session_store_arc(Arc::new(store))
+    }
+
+    /// The session store, shared.
+    #[must_use]
+    pub fn session_store_arc(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.sessions = Some(store);
+        self
+    }
+
+    /// Resolve relative store paths (the memory and session directories) under `dir` (OVR-6): an absolute path to an existing
     /// directory.
     #[must_use]
     pub fn store_base(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -395,6 +467,38 @@ impl AgentBuilder {
             }
         }
         let plan = ToolPlan::new(toolset, search_allowed);
+        let budget = &config.llm.budget;
+        let fingerprint = Fingerprint::compute(FingerprintInput {
+            provider: caps.provider,
+            model: &model,
+            system: &system,
+            tools: &plan,
+            thinking: config.llm.thinking.enabled,
+            max_tokens: budget.max_tokens(),
+            max_iterations: budget.max_iterations(),
+        });
+        // OVR-7, SESS-25: an injected store stands for the file default; the jetstream backend is not in this build.
+        let backend = config.harness.sessions.backend.as_str();
+        let sessions = match self.sessions {
+            Some(_) if backend != "file" => {
+                return Err(Error::config_key(
+                    "harness.sessions.backend",
+                    format!(
+                        "a session store was injected but harness.sessions.backend names \"{backend}\"; remove one of them"
+                    ),
+                ));
+            }
+            Some(store) => Ok(store),
+            None if backend == "file" => {
+                let base = checked_dir("store base", self.store_base.as_deref())?;
+                FileSessionStore::from_config(&config.harness.sessions.options, base)
+                    .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
+                    .map_err(|e| e.to_string())
+            }
+            None => Err(format!(
+                "harness.sessions.backend: the {backend} session backend is not supported in this build; use backend: file"
+            )),
+        };
         Ok(Agent {
             inner: Arc::new(Inner {
                 config,
@@ -407,6 +511,8 @@ impl AgentBuilder {
                 triggers,
                 memory,
                 memory_index,
+                sessions,
+                fingerprint,
             }),
         })
     }

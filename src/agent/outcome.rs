@@ -31,6 +31,18 @@ impl TerminalReason {
         }
     }
 
+    /// The reason of a wire name, e.g. from a journal's terminal record.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "completed" => TerminalReason::Completed,
+            "suspended" => TerminalReason::Suspended,
+            "error" => TerminalReason::Error,
+            "budget" => TerminalReason::Budget,
+            "max_iterations" => TerminalReason::MaxIterations,
+            _ => return None,
+        })
+    }
+
     /// Whether the CLI exits 0 (CLI-16).
     pub fn is_success(self) -> bool {
         matches!(self, TerminalReason::Completed | TerminalReason::Suspended)

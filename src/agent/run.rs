@@ -5,12 +5,41 @@ use super::outcome::{RunOutcome, RunStats, TerminalReason};
 use super::{Inner, RunOptions};
 use crate::gate::{Approvals, ConfirmRequest, Decision, DeclineReason, declined};
 use crate::llm::{Block, CacheMode, Message, Request, Role, StopReason};
+use crate::session::{
+    AssistantRecord, ConfirmChoice, ConfirmRecord, JournalWriter, Payload, Pending, Record, SessionId, TerminalRecord,
+    ToolResultRecord,
+};
 use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput};
 use crate::warning::Warning;
 use futures::FutureExt;
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// SESS-21: appended to the system prompt of a resumed run; never persisted or fingerprinted.
+pub(super) const RESUME_REMINDER: &str = "This session was suspended and has now been resumed. Time has passed \
+    since the earlier tool results in this conversation were produced, so they may be stale: re-verify the current \
+    state before taking any action that changes it.";
+
+/// A checkpointed run's journal: its writer and the last sequence number written.
+pub(super) struct Checkpoint {
+    pub(super) id: SessionId,
+    pub(super) writer: Box<dyn JournalWriter>,
+    pub(super) seq: u64,
+}
+
+/// Where a run starts: a fresh prompt, or a folded session.
+pub(super) struct Start {
+    pub(super) messages: Vec<Message>,
+    pub(super) stats: RunStats,
+    pub(super) approvals: Approvals,
+    pub(super) answers: HashMap<String, ConfirmChoice>,
+    pub(super) pending: Option<Pending>,
+    pub(super) last_stop: Option<StopReason>,
+    pub(super) checkpoint: Option<Checkpoint>,
+    pub(super) resumed: bool,
+}
 
 /// The first user message when no prompt is given (LOOP-1).
 const DEFAULT_PROMPT: &str = "assist the user";
@@ -30,6 +59,10 @@ enum Dispatch {
     Result(Block),
     /// The approval prompt was interrupted: nothing ran and the run ends (GATE-12).
     Abort,
+    /// The run was cancelled while the call ran: its result is not recorded, so a resume runs it again.
+    Cancelled,
+    /// The journal could not be written (SESS-33).
+    Failed(Ended),
 }
 
 struct Run<'a> {
@@ -42,16 +75,42 @@ struct Run<'a> {
     stats: RunStats,
     messages: Vec<Message>,
     approvals: Approvals,
+    /// Answers recorded for calls that were pending when the session was suspended (GATE-14).
+    answers: HashMap<String, ConfirmChoice>,
+    last_stop: Option<StopReason>,
+    checkpoint: Option<Checkpoint>,
 }
 
-pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> RunOutcome {
+/// The first user message of a new run (LOOP-1).
+pub(super) fn first_prompt(prompt: &str) -> &str {
+    if prompt.trim().is_empty() { DEFAULT_PROMPT } else { prompt }
+}
+
+/// A new run's starting point.
+pub(super) fn fresh(inner: &Inner, prompt: &str, checkpoint: Option<Checkpoint>) -> Start {
+    Start {
+        messages: vec![Message::user(first_prompt(prompt))],
+        stats: RunStats::new(&inner.model),
+        approvals: Approvals::new(),
+        answers: HashMap::new(),
+        pending: None,
+        last_stop: None,
+        checkpoint,
+        resumed: false,
+    }
+}
+
+pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> RunOutcome {
     let started = Instant::now();
     let no_events = NoEvents;
     let events: &dyn EventSink = options.events.as_deref().unwrap_or(&no_events);
-    let prompt = if prompt.trim().is_empty() { DEFAULT_PROMPT } else { prompt };
+    let mut system = std::borrow::Cow::Borrowed(inner.system.as_slice());
+    // SESS-21, LOOP-2: the resume reminder follows the fingerprinted segments and precedes the memory index.
+    if start.resumed {
+        system.to_mut().push(RESUME_REMINDER.to_owned());
+    }
     // MEM-15/16: the memory index is a start-of-run snapshot appended to the system prompt; failing to read it
     // is a warning, not a failed run.
-    let mut system = std::borrow::Cow::Borrowed(inner.system.as_slice());
     let mut index_warning = None;
     if let Some(store) = inner.memory.as_ref().filter(|_| inner.memory_index) {
         match crate::memory::memory_index(store.as_ref()).await {
@@ -69,26 +128,30 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
         index_warning,
         events,
         options: &options,
-        stats: RunStats::new(&inner.model),
-        messages: vec![Message::user(prompt)],
-        approvals: Approvals::new(),
+        stats: start.stats,
+        messages: start.messages,
+        approvals: start.approvals,
+        answers: start.answers,
+        last_stop: start.last_stop,
+        checkpoint: start.checkpoint,
     };
     // OVR-5: a panic anywhere in the run becomes an internal-error outcome, not a crash of the host.
     let mut crashed = false;
-    let end = match AssertUnwindSafe(run.drive()).catch_unwind().await {
+    let end = match AssertUnwindSafe(run.drive(start.pending)).catch_unwind().await {
         Ok(end) => end,
         Err(_) => {
             crashed = true;
             ended(TerminalReason::Error, "internal error: the run crashed")
         }
     };
+    let session_id = run.finish(&end).await;
     run.stats.latency = started.elapsed();
     RunOutcome {
         reason: end.reason,
         answer: end.answer,
         error: end.error,
         stats: run.stats,
-        session_id: String::new(),
+        session_id,
         messages: run.messages,
         internal_error: crashed,
     }
@@ -99,7 +162,93 @@ impl Run<'_> {
         self.events.emit(&event);
     }
 
-    async fn drive(&mut self) -> Ended {
+    /// Append `payload` to the journal of a checkpointed run (SESS-14); a failure ends the run (SESS-33). Returns
+    /// the payload so the caller keeps its data without a copy.
+    async fn record(&mut self, payload: Payload) -> Result<Payload, Ended> {
+        let Some(cp) = self.checkpoint.as_mut() else { return Ok(payload) };
+        let record = Record::new(cp.seq + 1, payload);
+        match cp.writer.append(&record).await {
+            Ok(()) => {
+                cp.seq = record.seq;
+                Ok(record.payload)
+            }
+            Err(e) => Err(ended(TerminalReason::Error, format!("cannot write session {}: {e}", cp.id))),
+        }
+    }
+
+    /// Record how the run ended and release the journal; failing that is only a warning (SESS-33).
+    async fn finish(&mut self, end: &Ended) -> String {
+        let Some(cp) = self.checkpoint.take() else { return String::new() };
+        let Checkpoint { id, mut writer, seq } = cp;
+        let record = Record::new(seq + 1, Payload::Terminal(TerminalRecord::new(end.reason, end.error.clone())));
+        let mut failure = writer.append(&record).await.err();
+        if let Err(e) = writer.close().await {
+            failure.get_or_insert(e);
+        }
+        if let Some(e) = failure {
+            let w = Warning::SessionEndUnrecorded { session: id.to_string(), reason: e.to_string() };
+            self.emit(RunEvent::Warning(&w));
+        }
+        id.to_string()
+    }
+
+    fn checkpointed(&self) -> bool {
+        self.checkpoint.is_some()
+    }
+
+    /// SESS-20: a resumed session first completes its pending turn; only the calls without a recorded result run.
+    /// A truncated turn's calls never run (LOOP-6): they get an error result instead.
+    async fn complete_pending(&mut self, mut pending: Pending) -> Option<Ended> {
+        let truncated = matches!(self.last_stop, Some(StopReason::MaxTokens));
+        let calls = std::mem::take(&mut pending.calls);
+        let mut results = Vec::with_capacity(calls.len());
+        for (id, name, input) in &calls {
+            if let Some(done) = pending.results.remove(id) {
+                results.push(done);
+                continue;
+            }
+            if truncated {
+                let block = Block::tool_result(id, "not run: the reply that asked for it was truncated", true);
+                match self.record_result(block, false).await {
+                    Ok(b) => results.push(b),
+                    Err(e) => return Some(e),
+                }
+                continue;
+            }
+            match self.dispatch(id, name, input).await {
+                Dispatch::Result(block) => results.push(block),
+                Dispatch::Abort => return Some(self.aborted(name)),
+                Dispatch::Cancelled => return Some(ended(TerminalReason::Error, "the run was cancelled")),
+                Dispatch::Failed(e) => return Some(e),
+            }
+        }
+        self.messages.push(Message { role: Role::User, content: results });
+        None
+    }
+
+    /// GATE-12: an interrupted approval prompt ends the run; a checkpointed one stays resumable and asks again.
+    fn aborted(&self, name: &str) -> Ended {
+        if self.checkpointed() {
+            Ended { reason: TerminalReason::Suspended, answer: None, error: None }
+        } else {
+            ended(TerminalReason::Error, format!("the approval prompt for {name} was interrupted; nothing was run"))
+        }
+    }
+
+    /// Journal a tool result and hand back its block.
+    async fn record_result(&mut self, block: Block, remote: bool) -> Result<Block, Ended> {
+        let Block::ToolResult { tool_use_id, content, is_error } = block else { return Ok(block) };
+        if !self.checkpointed() {
+            return Ok(Block::ToolResult { tool_use_id, content, is_error });
+        }
+        let payload = Payload::ToolResult(ToolResultRecord::new(tool_use_id, content, is_error, remote));
+        match self.record(payload).await? {
+            Payload::ToolResult(t) => Ok(Block::tool_result(t.tool_use_id, t.result.content, t.result.is_error)),
+            _ => Err(ended(TerminalReason::Error, "internal error: the journal returned another record")),
+        }
+    }
+
+    async fn drive(&mut self, pending: Option<Pending>) -> Ended {
         let inner = self.inner;
         for w in inner.warnings.iter().chain(&self.index_warning) {
             self.emit(RunEvent::Warning(w));
@@ -118,10 +267,29 @@ impl Run<'_> {
         let max_output = llm.budget.max_output_tokens().map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         let cache = if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default };
         let cancel = &self.options.cancel;
+        // BUDGET-2 is cumulative across resumes: a session resumed with its budget spent runs nothing more.
+        if self.stats.usage.total() >= max_tokens && self.stats.llm_calls > 0 {
+            return ended(
+                TerminalReason::Budget,
+                format!(
+                    "token budget of {max_tokens} (llm.budget.max_tokens) reached after {} model calls",
+                    self.stats.llm_calls
+                ),
+            );
+        }
+        if let Some(pending) = pending
+            && let Some(end) = self.complete_pending(pending).await
+        {
+            return end;
+        }
 
         loop {
             if cancel.is_cancelled() {
                 return ended(TerminalReason::Error, "the run was cancelled");
+            }
+            // LOOP-3, SESS-24: a requested suspend takes effect here, at the boundary, never mid-step.
+            if self.checkpointed() && self.options.suspend.is_cancelled() {
+                return Ended { reason: TerminalReason::Suspended, answer: None, error: None };
             }
             // BUDGET-1.
             if self.stats.llm_calls >= max_iterations {
@@ -161,8 +329,22 @@ impl Run<'_> {
                 }
             }
             let stop = response.stop_reason.clone();
-            // LOOP-5: the turn joins the conversation before any of its tools run.
-            self.messages.push(Message::assistant(response.content));
+            self.last_stop = Some(stop.clone());
+            // LOOP-5: the turn joins the conversation, and the journal, before any of its tools run.
+            let message = Message::assistant(response.content);
+            let message = if self.checkpointed() {
+                let turn = AssistantRecord::new(iteration, message, stop.clone(), response.usage);
+                match self.record(Payload::Assistant(turn)).await {
+                    Ok(Payload::Assistant(turn)) => turn.message,
+                    Ok(_) => {
+                        return ended(TerminalReason::Error, "internal error: the journal returned another record");
+                    }
+                    Err(end) => return end,
+                }
+            } else {
+                message
+            };
+            self.messages.push(message);
             let turn = self.messages.last().map(|m| (m.text(), m.tool_uses().count())).unwrap_or_default();
             let (text, calls) = turn;
 
@@ -230,20 +412,30 @@ impl Run<'_> {
             for (id, name, input) in &calls {
                 match self.dispatch(id, name, input).await {
                     Dispatch::Result(block) => results.push(block),
-                    Dispatch::Abort => {
-                        return ended(
-                            TerminalReason::Error,
-                            format!("the approval prompt for {name} was interrupted; nothing was run"),
-                        );
-                    }
+                    Dispatch::Abort => return self.aborted(name),
+                    Dispatch::Cancelled => return ended(TerminalReason::Error, "the run was cancelled"),
+                    Dispatch::Failed(end) => return end,
                 }
             }
             self.messages.push(Message { role: Role::User, content: results });
         }
     }
 
-    /// LOOP-10: count, unknown name, required parameters, gate, then run.
+    /// LOOP-10 for one call, then its result journaled (SESS-8) before the next call starts.
     async fn dispatch(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
+        let remote = self.inner.plan.toolset().get(name).is_some_and(|t| t.spec().kind() == ToolKind::Imported);
+        let block = match self.check_and_run(id, name, input).await {
+            Dispatch::Result(block) => block,
+            other => return other,
+        };
+        match self.record_result(block, remote).await {
+            Ok(block) => Dispatch::Result(block),
+            Err(end) => Dispatch::Failed(end),
+        }
+    }
+
+    /// LOOP-10: count, unknown name, required parameters, gate, then run.
+    async fn check_and_run(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
         let inner = self.inner;
         self.stats.tool_calls += 1;
         let Some(selected) = inner.plan.toolset().get(name) else {
@@ -265,23 +457,38 @@ impl Run<'_> {
         let tool = self.run_tools.iter().find(|t| t.spec().name() == name).unwrap_or(selected.tool()).clone();
         let display = tool.display(input);
         if let Some(trigger) = selected.gate_trigger() {
-            // GATE-6 order: allowance, no operator, cancelled, then ask.
+            // GATE-6 order: allowance, recorded answer (GATE-14), no operator, cancelled, then ask.
             if !self.approvals.is_allowed(name) {
-                let refusal = if !inner.gate.can_ask() {
-                    Some(DeclineReason::NoOperator)
-                } else if self.options.cancel.is_cancelled() {
-                    Some(DeclineReason::Cancelled)
-                } else {
-                    let req = ConfirmRequest::new(name, spec.display_path(), &display, trigger);
-                    match inner.gate.confirm(&req).await {
-                        Decision::Once => None,
-                        Decision::ForConversation => {
-                            self.approvals.allow(name);
-                            self.emit(RunEvent::Allowed { name, command: &req.command });
-                            None
+                let refusal = match self.answers.get(id) {
+                    Some(ConfirmChoice::Once | ConfirmChoice::Always) => None,
+                    Some(_) => Some(DeclineReason::Operator),
+                    None if !inner.gate.can_ask() => Some(DeclineReason::NoOperator),
+                    None if self.options.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
+                    None => {
+                        let req = ConfirmRequest::new(name, spec.display_path(), &display, trigger);
+                        let decision = inner.gate.confirm(&req).await;
+                        // GATE-13: the answer is journaled before the command runs or the denial is recorded.
+                        let choice = match decision {
+                            Decision::Once => ConfirmChoice::Once,
+                            Decision::ForConversation => ConfirmChoice::Always,
+                            Decision::Abort => return Dispatch::Abort,
+                            _ => ConfirmChoice::Decline,
+                        };
+                        if self.checkpointed() {
+                            let answer = ConfirmRecord::answer(choice, id, name, &display, trigger);
+                            if let Err(end) = self.record(Payload::Confirm(answer)).await {
+                                return Dispatch::Failed(end);
+                            }
                         }
-                        Decision::Abort => return Dispatch::Abort,
-                        _ => Some(DeclineReason::Operator),
+                        match choice {
+                            ConfirmChoice::Once => None,
+                            ConfirmChoice::Always => {
+                                self.approvals.allow(name);
+                                self.emit(RunEvent::Allowed { name, command: &req.command });
+                                None
+                            }
+                            _ => Some(DeclineReason::Operator),
+                        }
                     }
                 };
                 if let Some(reason) = refusal {
@@ -294,6 +501,10 @@ impl Run<'_> {
         self.emit(RunEvent::ToolCall { id, name, kind, display: &display });
         let ctx = CallContext::new().with_cancel(self.options.cancel.child_token());
         let output = call_tool(tool, input, &ctx).await;
+        // A call cut short by cancellation is not a result: a resume runs it again (at most once, SESS-15).
+        if self.options.cancel.is_cancelled() && self.checkpointed() {
+            return Dispatch::Cancelled;
+        }
         self.emit(RunEvent::ToolResult { id, name, kind, output: &output });
         let is_error = output.is_error();
         Dispatch::Result(Block::tool_result(id, output.into_content(), is_error))

@@ -1,0 +1,200 @@
+//! `fisk session ls|show|rm` (SPEC CLI-19..25): line output on stdout.
+
+use clap::{Args, Subcommand};
+use fisk_ai::Config;
+use fisk_ai::config::Mode;
+use fisk_ai::llm::{Block, Role};
+use fisk_ai::session::{ConfirmChoice, FileSessionStore, Journal, SessionId, SessionStore, rfc3339};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub(crate) struct SessionArgs {
+    /// Read this configuration's harness.sessions backend (default: the file backend's default directory).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// The session directory (file backend).
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: SessionCommand,
+}
+
+#[derive(Subcommand)]
+enum SessionCommand {
+    /// List sessions, newest first.
+    #[command(alias = "list")]
+    Ls,
+    /// Show one session: status, counters, prompt and the confirmation answers it holds.
+    #[command(alias = "view")]
+    Show {
+        /// The session id.
+        id: String,
+        /// Also print the whole exchange.
+        #[arg(long)]
+        transcript: bool,
+        /// With --transcript: leave tool output out.
+        #[arg(long, env = "NO_TUI", value_parser = clap::builder::FalseyValueParser::new())]
+        no_tui: bool,
+    },
+    /// Remove a session's journal and lock (a missing session is not an error).
+    #[command(alias = "delete")]
+    Rm {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// CLI-19: the store `--state-dir` or `--config` names, else the file backend's default directory.
+fn store(args: &SessionArgs) -> Result<FileSessionStore, Box<dyn std::error::Error>> {
+    let options = match &args.config {
+        Some(path) => {
+            let config = Config::load(path)?;
+            config.validate(Mode::Lenient)?;
+            let backend = config.harness.sessions.backend.clone();
+            if backend != "file" {
+                return Err(match args.state_dir {
+                    Some(_) => format!(
+                        "--state-dir is for the file session backend, but {} names \"{backend}\"",
+                        path.display()
+                    ),
+                    None => format!("the {backend} session backend is not supported in this build; use backend: file"),
+                }
+                .into());
+            }
+            Some(config.harness.sessions.options)
+        }
+        None => None,
+    };
+    Ok(match (&args.state_dir, options) {
+        (Some(dir), _) => FileSessionStore::new(dir),
+        (None, Some(options)) => FileSessionStore::from_config(&options, None)?,
+        (None, None) => FileSessionStore::new(FileSessionStore::default_dir()?),
+    })
+}
+
+fn truncate(text: &str, limit: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let clean = strip_ansi_escapes::strip_str(&flat);
+    if clean.chars().count() > limit { format!("{}...", clean.chars().take(limit).collect::<String>()) } else { clean }
+}
+
+pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let store = store(&args)?;
+    let mut out = std::io::stdout().lock();
+    match &args.command {
+        SessionCommand::Ls => {
+            let mut entries = store.list().await?;
+            if entries.is_empty() {
+                let hint = if args.config.is_none() { " (use --config to read a configuration's backend)" } else { "" };
+                writeln!(out, "No sessions in {}{hint}", store.dir().display())?;
+                return Ok(());
+            }
+            entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| b.id.cmp(&a.id)));
+            let mut rows = vec![["ID".to_owned(), "MODEL".into(), "STATUS".into(), "UPDATED".into(), "PROMPT".into()]];
+            for entry in entries {
+                let updated = entry.updated.map(|t| rfc3339(t)[..19].replace('T', " ")).unwrap_or_default();
+                let row = match store.read(&entry.id).await.and_then(Journal::fold) {
+                    Ok(j) => [
+                        entry.id.to_string(),
+                        j.meta.fingerprint.model.clone(),
+                        j.status().to_owned(),
+                        updated,
+                        truncate(&j.meta.prompt, 50),
+                    ],
+                    Err(_) => [entry.id.to_string(), "-".into(), "unreadable".into(), updated, String::new()],
+                };
+                rows.push(row);
+            }
+            let widths: Vec<usize> =
+                (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+            for row in rows {
+                let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+                writeln!(out, "{}", line.join("  ").trim_end())?;
+            }
+        }
+        SessionCommand::Show { id, transcript, no_tui } => {
+            let id = SessionId::new(id.as_str())?;
+            let j = Journal::fold(store.read(&id).await?)?;
+            writeln!(out, "Session:        {id}")?;
+            writeln!(out, "Status:         {}", j.status())?;
+            if let Some(msg) = j.terminal.as_ref().and_then(|t| t.message.as_deref()) {
+                writeln!(out, "Error:          {}", truncate(msg, 200))?;
+            }
+            writeln!(out, "Model:          {}", j.meta.fingerprint.model)?;
+            writeln!(out, "Created:        {}", j.meta.created)?;
+            writeln!(out, "Next iteration: {}", j.next_iteration)?;
+            writeln!(out, "LLM calls:      {}", j.llm_calls)?;
+            writeln!(out, "Tool calls:     {} ({} remote)", j.tool_calls, j.remote_tool_calls)?;
+            writeln!(out, "Tokens:         {} in / {} out", j.usage.input_tokens, j.usage.output_tokens)?;
+            if let Some(p) = &j.pending {
+                let n = p.unanswered().count();
+                writeln!(out, "Note:           {n} tool call(s) of the last turn will run first when it is resumed")?;
+            }
+            writeln!(out, "Prompt:         {}", truncate(&j.meta.prompt, 200))?;
+            // CLI-23: what is held.
+            let mut counts: Vec<(&str, usize)> = Vec::new();
+            for (name, choice) in
+                [("once", ConfirmChoice::Once), ("always", ConfirmChoice::Always), ("decline", ConfirmChoice::Decline)]
+            {
+                let n = j.answers.values().filter(|c| **c == choice).count();
+                if n > 0 {
+                    counts.push((name, n));
+                }
+            }
+            if j.allowed.is_empty() && counts.is_empty() {
+                writeln!(out, "Held answers:   none")?;
+            } else {
+                writeln!(out, "Held answers:")?;
+                if !j.allowed.is_empty() {
+                    writeln!(out, "  allowed for the conversation: {}", j.allowed.join(", "))?;
+                }
+                if !counts.is_empty() {
+                    let list: Vec<String> = counts.iter().map(|(c, n)| format!("{c}={n}")).collect();
+                    writeln!(out, "  recorded per-call answers: {}", list.join(" "))?;
+                }
+            }
+            if *transcript {
+                writeln!(out, "{}", "-".repeat(40))?;
+                print_transcript(&mut out, &j, !no_tui)?;
+            }
+        }
+        SessionCommand::Rm { id } => {
+            let id = SessionId::new(id.as_str())?;
+            store.remove(&id).await?;
+            writeln!(out, "Removed session {id}")?;
+        }
+    }
+    Ok(())
+}
+
+/// CLI-22: the prompt, reasoning, assistant text, each tool call and (unless `--no-tui`) each tool's output.
+fn print_transcript(out: &mut impl Write, j: &Journal, outputs: bool) -> std::io::Result<()> {
+    let clean = |t: &str| strip_ansi_escapes::strip_str(t);
+    let pending = j.pending.iter().flat_map(|p| p.calls.iter().filter_map(|(id, _, _)| p.results.get(id)));
+    let blocks = j.messages.iter().flat_map(|m| m.content.iter().map(move |b| (m.role, b)));
+    for (role, block) in blocks.chain(pending.map(|b| (Role::User, b))) {
+        match (role, block) {
+            (Role::User, Block::Text { text }) => writeln!(out, "> {}", clean(text))?,
+            (Role::Assistant, Block::Text { text }) => writeln!(out, "{}", clean(text).trim_end())?,
+            (Role::Assistant, Block::Thinking { text, .. }) => {
+                for line in clean(text).lines().filter(|l| !l.trim().is_empty()) {
+                    writeln!(out, "💭 {line}")?;
+                }
+            }
+            (Role::Assistant, Block::ToolUse { name, input, .. }) => {
+                writeln!(out, "-> {name} {}", clean(input.as_str()))?;
+            }
+            (_, Block::ToolResult { content, is_error, .. }) if outputs => {
+                let shown = serde_json::from_str::<serde_json::Value>(content)
+                    .ok()
+                    .and_then(|v| v["output"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| content.clone());
+                let mark = if *is_error { "<- (error) " } else { "<- " };
+                writeln!(out, "{mark}{}", clean(shown.trim_end()))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! Starting a checkpointed session and resuming one (SESS-1..4, SESS-13..23).
+
+use super::events::RunEvent;
+use super::outcome::{RunOutcome, RunStats, TerminalReason};
+use super::run::{self, Checkpoint, Start};
+use super::{Inner, RunOptions};
+use crate::gate::Approvals;
+use crate::llm::StopReason;
+use crate::session::{ConfirmRecord, Journal, Meta, Payload, Record, SessionId, SessionStore};
+use crate::warning::Warning;
+use crate::{Error, Result};
+use std::sync::Arc;
+
+fn store(inner: &Inner) -> Result<&Arc<dyn SessionStore>> {
+    inner.sessions.as_ref().map_err(|why| Error::session(format!("cannot checkpoint: {why}")))
+}
+
+/// A new run; with a checkpoint, the session is created and its meta record made durable first.
+pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> RunOutcome {
+    let Some(id) = options.checkpoint.clone() else {
+        return run::run(inner, run::fresh(inner, prompt, None), options).await;
+    };
+    let prompt = run::first_prompt(prompt);
+    let created = async {
+        let mut writer = store(inner)?.create(&id).await?;
+        let meta = Meta::new(id.as_str(), inner.fingerprint.clone(), prompt);
+        writer.append(&Record::new(1, Payload::Meta(meta))).await?;
+        Ok::<_, Error>(writer)
+    };
+    match created.await {
+        Ok(writer) => {
+            if let Some(sink) = &options.events {
+                sink.emit(&RunEvent::Session { id: id.as_str(), resumed: false });
+            }
+            let checkpoint = Checkpoint { id, writer, seq: 1 };
+            run::run(inner, run::fresh(inner, prompt, Some(checkpoint)), options).await
+        }
+        Err(e) => RunOutcome {
+            reason: TerminalReason::Error,
+            answer: None,
+            error: Some(e.to_string()),
+            stats: RunStats::new(&inner.model),
+            session_id: String::new(),
+            messages: Vec::new(),
+            internal_error: false,
+        },
+    }
+}
+
+/// Continue session `id`: fold, check, replay, then run from where it stopped.
+pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
+    let (records, mut writer) = store(inner)?.open(id).await?;
+    let journal = Journal::fold(records).map_err(|e| Error::session(format!("session {id}: {e}")))?;
+    if journal.is_completed() {
+        return Err(Error::session(format!("session {id} has already completed; it cannot be resumed")));
+    }
+    if journal.is_interactive() {
+        return Err(Error::session(format!(
+            "session {id} is an interactive chat session; it can only be resumed in the full-screen chat UI"
+        )));
+    }
+    let was = &journal.meta.fingerprint;
+    let now = &inner.fingerprint;
+    // SESS-18 before SESS-19.
+    if was.provider != now.provider {
+        return Err(Error::session(format!(
+            "session {id} was started with provider {} but this run uses provider {}; a session cannot move \
+             between providers, and --force does not apply",
+            was.provider, now.provider
+        )));
+    }
+    let drift = was.drift(now);
+    let mut seq = journal.last_seq;
+    let mut approvals = Approvals::new();
+    let mut answers = journal.answers;
+    if !drift.is_empty() && !options.force {
+        let lines: Vec<String> = drift.iter().map(|d| format!("  {d}")).collect();
+        return Err(Error::session(format!(
+            "session {id} was started with a different configuration:\n{}\nresume with the original configuration, \
+             or pass --force to continue with this one (recorded confirmation answers are then dropped)",
+            lines.join("\n")
+        )));
+    }
+    if drift.is_empty() {
+        for tool in &journal.allowed {
+            approvals.allow(tool.as_str());
+        }
+    } else {
+        // GATE-15: a forced resume across drift forgets every recorded answer, durably, before going on.
+        answers.clear();
+        seq += 1;
+        writer.append(&Record::new(seq, Payload::Confirm(ConfirmRecord::reset()))).await?;
+    }
+
+    let mut stats = RunStats::new(&inner.model);
+    stats.llm_calls = journal.llm_calls;
+    stats.tool_calls = journal.tool_calls;
+    stats.remote_tool_calls = journal.remote_tool_calls;
+    stats.usage = journal.usage;
+    if let Some(sink) = &options.events {
+        sink.emit(&RunEvent::Session { id: id.as_str(), resumed: true });
+        sink.emit(&RunEvent::Replay { messages: &journal.messages });
+        if journal.pending.is_none() && journal.last_stop == Some(StopReason::PauseTurn) {
+            sink.emit(&RunEvent::Warning(&Warning::PausedTurnMayHaveExpired { session: id.to_string() }));
+        }
+    }
+    let start = Start {
+        messages: journal.messages,
+        stats,
+        approvals,
+        answers,
+        pending: journal.pending,
+        last_stop: journal.last_stop,
+        checkpoint: Some(Checkpoint { id: id.clone(), writer, seq }),
+        resumed: true,
+    };
+    Ok(run::run(inner, start, options).await)
+}

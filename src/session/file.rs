@@ -1,0 +1,320 @@
+//! The file backend (SESS-26..30): `<dir>/<id>.json` (JSON lines, mode 0600) and `<dir>/<id>.lock`, in a
+//! directory created with mode 0700.
+
+use super::SessionId;
+use super::record::Record;
+use super::store::{JournalWriter, SessionEntry, SessionStore};
+use crate::config::SessionOptions;
+use crate::{Error, Result};
+use async_trait::async_trait;
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::{ErrorKind as IoKind, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Journals as JSON-lines files in one directory.
+///
+/// ```no_run
+/// use fisk_ai::session::FileSessionStore;
+///
+/// # fn demo() -> fisk_ai::Result<()> {
+/// let store = FileSessionStore::new(FileSessionStore::default_dir()?);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileSessionStore {
+    dir: PathBuf,
+}
+
+impl FileSessionStore {
+    /// Journals in `dir` (created, mode 0700, when the first session is).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        FileSessionStore { dir: dir.into() }
+    }
+
+    /// `$XDG_STATE_HOME/fisk-ai/runs`, falling back to `~/.local/state/fisk-ai/runs` (SESS-26). Never the working
+    /// directory.
+    pub fn default_dir() -> Result<PathBuf> {
+        if let Some(state) = std::env::var_os("XDG_STATE_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+            return Ok(state.join("fisk-ai/runs"));
+        }
+        match std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+            Some(home) => Ok(home.join(".local/state/fisk-ai/runs")),
+            None => Err(Error::session(
+                "cannot place the session directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; \
+                 pass a state directory",
+            )),
+        }
+    }
+
+    /// The directory SESS-26 picks from `harness.sessions.options` and the store base: `options.directory`
+    /// (relative means under the store base when there is one), else `<store base>/runs`, else
+    /// [`default_dir`](Self::default_dir).
+    pub fn from_config(options: &SessionOptions, store_base: Option<&Path>) -> Result<Self> {
+        let dir = match (options.directory.as_deref().filter(|d| !d.as_os_str().is_empty()), store_base) {
+            (Some(d), Some(base)) if d.is_relative() => base.join(d),
+            (Some(d), _) => d.to_path_buf(),
+            (None, Some(base)) => base.join("runs"),
+            (None, None) => Self::default_dir()?,
+        };
+        Ok(Self::new(dir))
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The journal file of `id`.
+    pub fn journal_path(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn lock_path(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(format!("{id}.lock"))
+    }
+
+    /// Take `id`'s lock without waiting (SESS-29).
+    fn lock(&self, id: &SessionId) -> Result<Flock<File>> {
+        let path = self.lock_path(id);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error(&path, "open the lock file", e))?;
+        Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+            if errno == nix::errno::Errno::EWOULDBLOCK {
+                Error::session(format!("session {id} is already locked by another run ({})", path.display()))
+            } else {
+                Error::session(format!("cannot lock {}: {errno}", path.display()))
+            }
+        })
+    }
+}
+
+fn io_error(path: &Path, what: &str, e: std::io::Error) -> Error {
+    Error::session(format!("cannot {what} {}: {e}", path.display())).with_source(e)
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Error::session(format!("session storage task failed: {e}")))?
+}
+
+/// The records of a journal's bytes and how many bytes they span. An unparsable final line is a torn write and is
+/// dropped; an unparsable interior line is corruption (SESS-30).
+fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, usize)> {
+    let mut records = Vec::new();
+    let mut start = 0;
+    let mut good = 0;
+    let mut line_no = 0;
+    while start < bytes.len() {
+        line_no += 1;
+        let (end, next) = match bytes[start..].iter().position(|b| *b == b'\n') {
+            Some(i) => (start + i, start + i + 1),
+            None => (bytes.len(), bytes.len()),
+        };
+        let last = next >= bytes.len();
+        match Record::from_json(&bytes[start..end]) {
+            Ok(r) => {
+                records.push(r);
+                good = next;
+            }
+            Err(_) if last => break,
+            Err(e) => {
+                return Err(Error::session(format!("the journal {}:{line_no} is corrupt: {e}", path.display())));
+            }
+        }
+        start = next;
+    }
+    Ok((records, good))
+}
+
+fn read_journal(path: &Path, id: &SessionId) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| match e.kind() {
+        IoKind::NotFound => Error::session(format!("no session {id} (looked for {})", path.display())),
+        _ => io_error(path, "read", e),
+    })
+}
+
+#[async_trait]
+impl SessionStore for FileSessionStore {
+    fn backend(&self) -> &str {
+        "file"
+    }
+
+    async fn create(&self, id: &SessionId) -> Result<Box<dyn JournalWriter>> {
+        let store = self.clone();
+        let id = id.clone();
+        blocking(move || {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&store.dir)
+                .map_err(|e| io_error(&store.dir, "create the session directory", e))?;
+            let lock = store.lock(&id)?;
+            let path = store.journal_path(&id);
+            let file = OpenOptions::new().create_new(true).append(true).mode(0o600).open(&path).map_err(|e| {
+                if e.kind() == IoKind::AlreadyExists {
+                    Error::session(format!("session {id} already exists ({})", path.display()))
+                } else {
+                    io_error(&path, "create", e)
+                }
+            })?;
+            Ok(Box::new(FileJournal { file: Arc::new(file), _lock: lock, last_seq: 0, path, dir: Some(store.dir) })
+                as Box<dyn JournalWriter>)
+        })
+        .await
+    }
+
+    async fn open(&self, id: &SessionId) -> Result<(Vec<Record>, Box<dyn JournalWriter>)> {
+        let store = self.clone();
+        let id = id.clone();
+        blocking(move || {
+            let path = store.journal_path(&id);
+            // Fail on a missing session before creating a lock file for it.
+            if !path.exists() {
+                return Err(Error::session(format!("no session {id} (looked for {})", path.display())));
+            }
+            let lock = store.lock(&id)?;
+            let bytes = read_journal(&path, &id)?;
+            let (records, good) = parse(&path, &bytes)?;
+            let file = OpenOptions::new().append(true).open(&path).map_err(|e| io_error(&path, "open", e))?;
+            // Cut a torn tail so the next record starts on a line of its own.
+            if good < bytes.len() || (good > 0 && bytes[good - 1] != b'\n') {
+                file.set_len(good as u64).map_err(|e| io_error(&path, "truncate the torn tail of", e))?;
+                if good > 0 && bytes[good - 1] != b'\n' {
+                    (&file).write_all(b"\n").map_err(|e| io_error(&path, "repair", e))?;
+                }
+                file.sync_data().map_err(|e| io_error(&path, "sync", e))?;
+            }
+            let last_seq = records.last().map_or(0, |r| r.seq);
+            let writer = FileJournal { file: Arc::new(file), _lock: lock, last_seq, path, dir: None };
+            Ok((records, Box::new(writer) as Box<dyn JournalWriter>))
+        })
+        .await
+    }
+
+    async fn read(&self, id: &SessionId) -> Result<Vec<Record>> {
+        let path = self.journal_path(id);
+        let id = id.clone();
+        blocking(move || {
+            let bytes = read_journal(&path, &id)?;
+            Ok(parse(&path, &bytes)?.0)
+        })
+        .await
+    }
+
+    async fn list(&self) -> Result<Vec<SessionEntry>> {
+        let dir = self.dir.clone();
+        blocking(move || {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(io_error(&dir, "list", e)),
+            };
+            let mut out = Vec::new();
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
+                let Ok(id) = SessionId::new(id) else { continue };
+                let updated = entry.metadata().ok().and_then(|m| m.modified().ok());
+                out.push(SessionEntry::new(id, updated));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn remove(&self, id: &SessionId) -> Result<()> {
+        let store = self.clone();
+        let id = id.clone();
+        blocking(move || {
+            if !store.dir.exists() {
+                return Ok(());
+            }
+            // Never pull a journal from under a running writer.
+            let _lock = store.lock(&id).map_err(|e| {
+                Error::session(format!("cannot remove session {id}: {e}; stop the run that holds it first"))
+            })?;
+            for path in [store.journal_path(&id), store.lock_path(&id)] {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == IoKind::NotFound => {}
+                    Err(e) => return Err(io_error(&path, "remove", e)),
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Appends to one file journal while holding its lock.
+struct FileJournal {
+    file: Arc<File>,
+    _lock: Flock<File>,
+    last_seq: u64,
+    path: PathBuf,
+    /// The directory to sync after the first record of a new journal (SESS-28).
+    dir: Option<PathBuf>,
+}
+
+#[async_trait]
+impl JournalWriter for FileJournal {
+    async fn append(&mut self, record: &Record) -> Result<()> {
+        if record.seq <= self.last_seq {
+            return Ok(());
+        }
+        if record.seq != self.last_seq + 1 {
+            return Err(Error::session(format!(
+                "cannot append record {} to {}: the last record is {}",
+                record.seq,
+                self.path.display(),
+                self.last_seq
+            )));
+        }
+        let mut line = record.to_json();
+        line.push(b'\n');
+        let file = self.file.clone();
+        let path = self.path.clone();
+        let dir = self.dir.take();
+        blocking(move || {
+            // One write of the whole line, then a sync: a crash leaves at most a torn final line.
+            (&*file).write_all(&line).map_err(|e| io_error(&path, "append to", e))?;
+            file.sync_data().map_err(|e| io_error(&path, "sync", e))?;
+            if let Some(dir) = dir {
+                File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| io_error(&dir, "sync", e))?;
+            }
+            Ok(())
+        })
+        .await?;
+        self.last_seq = record.seq;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_drops_only_a_torn_final_line() {
+        let meta = br#"{"seq":1,"protocol":"io.choria.fisk-ai.v1.session.terminal","terminal":{"reason":"completed"}}"#;
+        let mut bytes = meta.to_vec();
+        bytes.extend_from_slice(b"\n{\"seq\":2,\"proto");
+        let (records, good) = parse(Path::new("j.json"), &bytes).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(good, meta.len() + 1);
+
+        let mut interior = meta.to_vec();
+        interior.extend_from_slice(b"\nnot json\n");
+        interior.extend_from_slice(meta);
+        interior.push(b'\n');
+        let err = parse(Path::new("j.json"), &interior).unwrap_err();
+        assert!(err.to_string().contains("j.json:2 is corrupt"), "{err}");
+    }
+}

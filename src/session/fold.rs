@@ -1,0 +1,198 @@
+//! Folding a journal back into a conversation (SESS-13).
+
+use super::record::{
+    AssistantRecord, ConfirmChoice, JOURNAL_VERSION, Meta, Payload, Record, TerminalRecord, ToolResultRecord,
+};
+use crate::llm::{Block, Message, Role, StopReason, Usage};
+use crate::tool::ToolInput;
+use crate::{Error, Result};
+use std::collections::HashMap;
+
+/// A session rebuilt from its records: the conversation, the counters, the held confirmation answers, the pending
+/// tool calls and how the last run ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Journal {
+    /// The meta record.
+    pub meta: Meta,
+    /// The conversation: the prompt, then each assistant turn followed by one user message of its results. A
+    /// pending turn's partial results are in [`Journal::pending`], not here.
+    pub messages: Vec<Message>,
+    /// Model calls recorded.
+    pub llm_calls: u32,
+    /// Tool results recorded.
+    pub tool_calls: u32,
+    /// Of those, imported tools' results.
+    pub remote_tool_calls: u32,
+    /// Tokens over every recorded call.
+    pub usage: Usage,
+    /// The next iteration index (1-based).
+    pub next_iteration: u32,
+    /// The last turn's stop reason.
+    pub last_stop: Option<StopReason>,
+    /// Tools allowed for the rest of the conversation, in the order they were allowed (GATE-11, GATE-14).
+    pub allowed: Vec<String>,
+    /// Recorded per-call answers by tool-use id (GATE-14).
+    pub answers: HashMap<String, ConfirmChoice>,
+    /// The unanswered tool calls of the last turn, when there are any (SESS-13).
+    pub pending: Option<Pending>,
+    /// How the last run ended, when it recorded its end and nothing followed.
+    pub terminal: Option<TerminalRecord>,
+    /// The last record's sequence number.
+    pub last_seq: u64,
+}
+
+/// The last assistant turn's tool calls that have no recorded result yet.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Pending {
+    /// Every call of the turn, in order: `(id, name, input)`.
+    pub calls: Vec<(String, String, ToolInput)>,
+    /// The results already recorded, by call id.
+    pub results: HashMap<String, Block>,
+}
+
+impl Pending {
+    /// The calls without a recorded result, in order.
+    pub fn unanswered(&self) -> impl Iterator<Item = &(String, String, ToolInput)> {
+        self.calls.iter().filter(|(id, _, _)| !self.results.contains_key(id))
+    }
+}
+
+impl Journal {
+    /// Fold `records` (SESS-13). Rejects, naming the record: a first record that is not meta, a version other than
+    /// 4, a second meta, a sequence that does not increase by exactly 1, a tool result before any assistant turn or
+    /// for a call the turn did not make.
+    pub fn fold(records: impl IntoIterator<Item = Record>) -> Result<Journal> {
+        let mut records = records.into_iter();
+        let first = records.next().ok_or_else(|| Error::session("the journal is empty"))?;
+        let meta = match first.payload {
+            Payload::Meta(meta) if first.seq == 1 => meta,
+            Payload::Meta(_) => return Err(corrupt(format!("the meta record has seq {}, not 1", first.seq))),
+            other => return Err(corrupt(format!("the first record is {}, not meta", other.key()))),
+        };
+        if meta.version != JOURNAL_VERSION {
+            return Err(Error::session(format!(
+                "unsupported journal version {} (this build reads version {JOURNAL_VERSION})",
+                meta.version
+            )));
+        }
+        let mut j = Journal {
+            messages: vec![Message::user(meta.prompt.clone())],
+            meta,
+            llm_calls: 0,
+            tool_calls: 0,
+            remote_tool_calls: 0,
+            usage: Usage::default(),
+            next_iteration: 1,
+            last_stop: None,
+            allowed: Vec::new(),
+            answers: HashMap::new(),
+            pending: None,
+            terminal: None,
+            last_seq: 1,
+        };
+        // The latest assistant turn's calls and the results recorded for them so far.
+        let mut open: Option<Pending> = None;
+        for r in records {
+            if r.seq != j.last_seq + 1 {
+                return Err(corrupt(format!("record seq {} follows seq {}", r.seq, j.last_seq)));
+            }
+            j.last_seq = r.seq;
+            if !matches!(r.payload, Payload::Terminal(_)) {
+                j.terminal = None;
+            }
+            match r.payload {
+                Payload::Meta(_) => return Err(corrupt(format!("a second meta record at seq {}", r.seq))),
+                Payload::Assistant(a) => {
+                    j.close(open.take());
+                    open = j.assistant(a);
+                }
+                Payload::ToolResult(t) => j.tool_result(r.seq, t, open.as_mut())?,
+                Payload::Confirm(c) => match c.choice {
+                    ConfirmChoice::Reset => {
+                        j.allowed.clear();
+                        j.answers.clear();
+                    }
+                    choice => {
+                        if choice == ConfirmChoice::Always
+                            && let Some(tool) = &c.tool
+                            && !j.allowed.contains(tool)
+                        {
+                            j.allowed.push(tool.clone());
+                        }
+                        if let Some(id) = c.tool_use_id {
+                            j.answers.insert(id, choice);
+                        }
+                    }
+                },
+                Payload::User(u) => {
+                    j.close(open.take());
+                    j.messages.push(u.message);
+                }
+                Payload::Terminal(t) => j.terminal = Some(t),
+            }
+        }
+        match open {
+            Some(p) if p.results.len() < p.calls.len() => j.pending = Some(p),
+            other => j.close(other),
+        }
+        Ok(j)
+    }
+
+    /// Whether the last run completed (SESS-17).
+    pub fn is_completed(&self) -> bool {
+        self.terminal.as_ref().is_some_and(|t| t.reason == crate::agent::TerminalReason::Completed)
+    }
+
+    /// Whether the session was interactive (SESS-23).
+    pub fn is_interactive(&self) -> bool {
+        self.meta.interactive == Some(true)
+    }
+
+    /// The status `session ls` shows: the terminal reason, or `open` (CLI-20).
+    pub fn status(&self) -> &str {
+        self.terminal.as_ref().map_or("open", |t| t.reason.as_str())
+    }
+
+    fn assistant(&mut self, a: AssistantRecord) -> Option<Pending> {
+        self.llm_calls += 1;
+        self.usage += a.usage();
+        self.next_iteration = a.iteration.max(self.llm_calls) + 1;
+        self.last_stop = a.stop_reason;
+        let calls: Vec<(String, String, ToolInput)> =
+            a.message.tool_uses().map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone())).collect();
+        self.messages.push(a.message);
+        (!calls.is_empty()).then(|| Pending { calls, results: HashMap::new() })
+    }
+
+    fn tool_result(&mut self, seq: u64, t: ToolResultRecord, open: Option<&mut Pending>) -> Result<()> {
+        let Some(open) = open else {
+            return Err(corrupt(format!("tool result {:?} at seq {seq} answers no assistant turn", t.tool_use_id)));
+        };
+        if !open.calls.iter().any(|(id, _, _)| *id == t.tool_use_id) {
+            return Err(corrupt(format!("tool result at seq {seq} answers an unknown call {:?}", t.tool_use_id)));
+        }
+        self.tool_calls += 1;
+        if t.remote {
+            self.remote_tool_calls += 1;
+        }
+        let r = t.result;
+        open.results.insert(t.tool_use_id, Block::tool_result(r.tool_use_id, r.content, r.is_error));
+        Ok(())
+    }
+
+    /// The results of a finished turn become one user message, in call order (LOOP-9).
+    fn close(&mut self, open: Option<Pending>) {
+        if let Some(mut p) = open {
+            let content: Vec<Block> = p.calls.iter().filter_map(|(id, _, _)| p.results.remove(id)).collect();
+            if !content.is_empty() {
+                self.messages.push(Message { role: Role::User, content });
+            }
+        }
+    }
+}
+
+fn corrupt(what: String) -> Error {
+    Error::session(format!("the journal is corrupt: {what}"))
+}
