@@ -157,13 +157,22 @@ impl SessionStore for FileSessionStore {
                 .map_err(|e| io_error(&store.dir, "create the session directory", e))?;
             let lock = store.lock(&id)?;
             let path = store.journal_path(&id);
-            let file = OpenOptions::new().create_new(true).append(true).mode(0o600).open(&path).map_err(|e| {
-                if e.kind() == IoKind::AlreadyExists {
-                    Error::session(format!("session {id} already exists ({})", path.display()))
-                } else {
-                    io_error(&path, "create", e)
+            // Under the lock, an empty journal is one whose creator died before its first record: reclaim it.
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(|e| io_error(&path, "create", e))?;
+            let len = file.metadata().map_err(|e| io_error(&path, "inspect", e))?.len();
+            if len > 0 {
+                // Only a torn first record (no whole line) may be reclaimed; anything else is a session.
+                let bytes = read_journal(&path, &id)?;
+                if !matches!(parse(&path, &bytes), Ok((records, _)) if records.is_empty()) {
+                    return Err(Error::session(format!("session {id} already exists ({})", path.display())));
                 }
-            })?;
+                file.set_len(0).map_err(|e| io_error(&path, "reset", e))?;
+            }
             Ok(Box::new(FileJournal { file: Arc::new(file), _lock: lock, last_seq: 0, path, dir: Some(store.dir) })
                 as Box<dyn JournalWriter>)
         })
@@ -182,6 +191,12 @@ impl SessionStore for FileSessionStore {
             let lock = store.lock(&id)?;
             let bytes = read_journal(&path, &id)?;
             let (records, good) = parse(&path, &bytes)?;
+            if records.is_empty() {
+                return Err(Error::session(format!(
+                    "session {id} holds no records: its run stopped before it began; start it again with --checkpoint \
+                     --name {id}"
+                )));
+            }
             let file = OpenOptions::new().append(true).open(&path).map_err(|e| io_error(&path, "open", e))?;
             // Cut a torn tail so the next record starts on a line of its own.
             if good < bytes.len() || (good > 0 && bytes[good - 1] != b'\n') {

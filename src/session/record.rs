@@ -241,6 +241,13 @@ pub struct UserRecord {
     pub message: Message,
 }
 
+impl UserRecord {
+    /// A follow-up user message.
+    pub fn new(message: Message) -> Self {
+        UserRecord { message }
+    }
+}
+
 /// How a run ended (SESS-11).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

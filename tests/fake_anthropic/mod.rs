@@ -230,6 +230,55 @@ pub fn split_events(text: &str) -> Vec<String> {
     out
 }
 
+/// A streamed (SSE) Messages reply carrying `content` blocks (`{"type":"text","text":..}` or
+/// `{"type":"tool_use","id":..,"name":..,"input":{..}}`) and `stop_reason`, as the real API streams them.
+pub fn streamed(content: &[Value], stop_reason: &str) -> Reply {
+    let mut sse = String::new();
+    let mut event = |name: &str, data: Value| sse.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+            "model": "fake", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+    );
+    for (i, block) in content.iter().enumerate() {
+        match block["type"].as_str() {
+            Some("tool_use") => {
+                let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": start}),
+                );
+                let partial = block["input"].to_string();
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": partial}}),
+                );
+            }
+            _ => {
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+                );
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i,
+                        "delta": {"type": "text_delta", "text": block["text"]}}),
+                );
+            }
+        }
+        event("content_block_stop", json!({"type": "content_block_stop", "index": i}));
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+            "usage": {"output_tokens": 10}}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    Reply::sse(&sse)
+}
+
 /// One request the server received.
 #[derive(Debug, Clone)]
 pub struct Received {
@@ -262,10 +311,14 @@ impl Received {
     }
 }
 
+/// Computes a reply from the request (used when the queue is empty, before the fallback).
+pub type Responder = Arc<dyn Fn(&Received) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     fallback: Mutex<Option<Reply>>,
+    responder: Mutex<Option<Responder>>,
     log: Mutex<Vec<Received>>,
 }
 
@@ -324,6 +377,12 @@ impl FakeAnthropic {
         self
     }
 
+    /// Answer each request from `f` whenever the queue is empty (e.g. a conversation keyed on its length).
+    pub fn set_responder(&self, f: impl Fn(&Received) -> Reply + Send + Sync + 'static) -> &Self {
+        *self.shared.responder.lock().unwrap() = Some(Arc::new(f));
+        self
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Received> {
         self.shared.log.lock().unwrap().clone()
@@ -368,8 +427,15 @@ async fn handle(
         json: serde_json::from_slice(&body).ok(),
         body,
     };
+    let responder = shared.responder.lock().unwrap().clone();
+    let reply = shared
+        .replies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .or_else(|| responder.map(|f| f(&received)))
+        .or_else(|| shared.fallback.lock().unwrap().clone());
     shared.log.lock().unwrap().push(received);
-    let reply = shared.replies.lock().unwrap().pop_front().or_else(|| shared.fallback.lock().unwrap().clone());
     let reply = reply.unwrap_or_else(|| {
         Reply::error(400, "invalid_request_error", "fake_anthropic: no scripted reply left for this request")
     });
