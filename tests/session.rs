@@ -281,13 +281,31 @@ async fn sess_5_appends_are_idempotent_at_or_below_the_last_seq_and_refuse_gaps(
 async fn sess_29_a_second_writer_is_refused_while_the_first_holds_the_lock() {
     let s = Setup::new();
     let sid = id("locked");
-    let first = s.store().create(&sid).await.unwrap();
+    let mut first = s.store().create(&sid).await.unwrap();
+    first.append(&Record::new(1, Payload::Terminal(TerminalRecord::new(TerminalReason::Error, None)))).await.unwrap();
     let err = s.store().open(&sid).await.unwrap_err();
     assert!(err.to_string().contains("already locked"), "{err}");
     let err = s.store().remove(&sid).await.unwrap_err();
     assert!(err.to_string().contains("already locked"), "{err}");
     drop(first);
     assert!(s.store().open(&sid).await.is_ok(), "the lock dies with its holder");
+}
+
+#[tokio::test]
+async fn sess_3_a_journal_whose_creator_died_before_its_first_record_is_reclaimed_not_resumed() {
+    let s = Setup::new();
+    let sid = id("stillborn");
+    drop(s.store().create(&sid).await.unwrap());
+    let err = s.store().open(&sid).await.unwrap_err();
+    assert!(err.to_string().contains("holds no records"), "{err}");
+    // A torn first line counts as no record too.
+    std::fs::write(s.store().journal_path(&sid), br#"{"seq":1,"protocol":"io.cho"#).unwrap();
+    let mut w = s.store().create(&sid).await.unwrap();
+    w.append(&Record::new(1, Payload::Terminal(TerminalRecord::new(TerminalReason::Error, None)))).await.unwrap();
+    drop(w);
+    assert_eq!(s.store().read(&sid).await.unwrap().len(), 1);
+    let err = s.store().create(&sid).await.unwrap_err();
+    assert!(err.to_string().contains("already exists"), "{err}");
 }
 
 fn meta_line(fp: &str) -> String {
@@ -407,8 +425,8 @@ async fn sess_18_a_provider_change_is_refused_even_with_force() {
 
 #[tokio::test]
 async fn sess_19_every_drifted_field_is_named_and_force_resumes_with_a_reset() {
-    let base = "llm:\n  model: m1\n";
-    let cases: [(&str, Box<dyn Fn(&mut Config)>, &str); 6] = [
+    type Change = Box<dyn Fn(&mut Config)>;
+    let cases: [(&str, Change, &str); 6] = [
         ("model", Box::new(|c: &mut Config| c.llm.model = Some("m2".into())), "model: m1 -> m2"),
         ("system", Box::new(|c: &mut Config| c.system_prompt = Some("Be bold.".into())), "system prompt: changed"),
         ("tools", Box::new(|_c: &mut Config| {}), "tool set: changed"),
@@ -416,7 +434,6 @@ async fn sess_19_every_drifted_field_is_named_and_force_resumes_with_a_reset() {
         ("tokens", Box::new(|c: &mut Config| c.llm.budget.max_tokens = 5000), "max_tokens: 200000 -> 5000"),
         ("iters", Box::new(|c: &mut Config| c.llm.budget.max_iterations = 9), "max_iterations: 50 -> 9"),
     ];
-    let _ = base;
     for (name, change, line) in cases {
         let s = Setup::new();
         let a = Logger::gated("a");

@@ -10,7 +10,7 @@ use fisk_ai::llm::{Block, Message, StopReason, Usage};
 use fisk_ai::session::{AssistantRecord, Journal, Meta, Payload, Record, TerminalRecord, ToolResultRecord, UserRecord};
 use fisk_ai::tool::ToolInput;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn schemas_dir() -> Option<PathBuf> {
     match std::env::var_os("FISK_AI_WIRE_SCHEMAS") {
@@ -40,12 +40,12 @@ impl jsonschema::Retrieve for Folder {
     }
 }
 
-fn validator(dir: &PathBuf, kind: &str) -> jsonschema::Validator {
+fn validator(dir: &Path, kind: &str) -> jsonschema::Validator {
     let path = dir.join(format!("session.{kind}.json"));
     let schema: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     jsonschema::options()
         .should_validate_formats(true)
-        .with_retriever(Folder(dir.clone()))
+        .with_retriever(Folder(dir.to_path_buf()))
         .build(&schema)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
