@@ -200,7 +200,8 @@ async fn crash_suite(points: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sess_14_15_crash_suite_20_kill_points() {
+async fn invariant_9_sess_14_15_a_resumed_session_never_repeats_a_recorded_model_turn_or_tool_result_crash_suite_20_kill_points()
+ {
     crash_suite(20).await;
 }
 
