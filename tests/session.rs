@@ -340,6 +340,19 @@ fn sess_13_fold_rejects_each_kind_of_corrupt_or_unsupported_journal() {
         (vec![meta.clone(), assistant.to_owned(), result(2, "c1")], "seq 2 follows seq 2"),
         (vec![meta.clone(), result(2, "c1")], "answers no assistant turn"),
         (vec![meta.clone(), assistant.to_owned(), result(3, "zz")], "unknown call"),
+        (vec![meta.clone(), assistant.to_owned(), result(3, "c1"), result(4, "c1")], "a second result"),
+        (
+            vec![meta.clone(), assistant.replace(r#"}}]}"#, r#"}},{"tool_use":{"id":"c1","name":"a","input":{}}}]}"#)],
+            "two tool calls with id",
+        ),
+        (
+            vec![
+                meta.clone(),
+                assistant.to_owned(),
+                result(3, "c1").replacen(r#""tool_use_id":"c1","content""#, r#""tool_use_id":"c9","content""#, 1),
+            ],
+            "its result block says",
+        ),
         (
             vec![meta.clone(), r#"{"seq":2,"protocol":"io.choria.fisk-ai.v1.session.assistant"}"#.into()],
             "has no assistant payload",
@@ -356,7 +369,7 @@ fn sess_13_fold_rejects_each_kind_of_corrupt_or_unsupported_journal() {
     }
     // And a well-formed one folds: the pending call is the one without a result.
     let j = fold_lines(&[meta, assistant.to_owned()]).unwrap();
-    assert_eq!(j.pending.as_ref().unwrap().unanswered().map(|c| c.0.as_str()).collect::<Vec<_>>(), ["c1"]);
+    assert_eq!(j.pending.as_ref().unwrap().unanswered().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1"]);
     assert_eq!((j.llm_calls, j.next_iteration, j.status()), (1, 2, "open"));
 }
 
@@ -596,7 +609,7 @@ async fn gate_13_operator_answers_are_journaled_before_the_command_runs() {
     assert_eq!(lines[4]["confirm"]["choice"], "always");
     let j = Journal::fold(s.store().read(&sid).await.unwrap()).unwrap();
     assert_eq!(j.allowed, ["gated"]);
-    assert_eq!(j.answers.get("c1"), Some(&ConfirmChoice::Decline));
+    assert!(j.answers.is_empty(), "per-call answers are held only for the turn they were given in");
 }
 
 /// A gate whose prompt is interrupted (Ctrl-C at the prompt).
@@ -894,4 +907,152 @@ async fn sess_12_provider_and_thinking_blocks_round_trip_byte_for_byte_through_t
         s.lines(&sid)[1].to_string().contains("1.50")
             || std::fs::read_to_string(s.store().journal_path(&sid)).unwrap().contains("1.50")
     );
+}
+
+#[tokio::test]
+async fn sess_30_a_whole_final_line_that_cannot_be_read_is_never_dropped_or_overwritten() {
+    let s = Setup::new();
+    let sid = id("future");
+    let path = s.store().journal_path(&sid);
+    std::fs::create_dir_all(s.store().dir()).unwrap();
+    let future = "{\"seq\":1,\"protocol\":\"io.choria.fisk-ai.v2.session.meta\",\"meta\":{}}\n";
+    std::fs::write(&path, future).unwrap();
+    let err = s.store().open(&sid).await.unwrap_err();
+    assert!(err.to_string().contains("future.json:1"), "{err}");
+    let err = s.store().create(&sid).await.unwrap_err();
+    assert!(err.to_string().contains("already exists"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), future, "the record is kept byte for byte");
+}
+
+#[tokio::test]
+async fn sess_17_a_final_reply_whose_terminal_record_was_lost_folds_as_completed_and_is_not_resumed() {
+    let s = Setup::new();
+    let a = Logger::new("a");
+    let agent = s.agent(config(""), &Arc::new(ScriptedProvider::new([])), &[&a]).await;
+    let sid = id("lost-end");
+    let reply = Payload::Assistant(AssistantRecord::new(
+        1,
+        Message::assistant(vec![Block::text("the answer")]),
+        StopReason::EndTurn,
+        Usage::default(),
+    ));
+    s.journal(&agent, &sid, "p", vec![reply]).await;
+    let j = Journal::fold(s.store().read(&sid).await.unwrap()).unwrap();
+    assert_eq!(j.status(), "completed");
+    let provider = Arc::new(ScriptedProvider::new([answer("again")]));
+    let resumed = s.agent(config(""), &provider, &[&a]).await;
+    let err = resumed.resume(&sid, RunOptions::new()).await.unwrap_err();
+    assert!(err.to_string().contains("already completed"), "{err}");
+    assert!(provider.requests().is_empty(), "the model is not asked to continue its own final reply");
+
+    // A refused final reply folds as an error, and is not resumable either.
+    let sid = id("refused-end");
+    let refused = Payload::Assistant(AssistantRecord::new(
+        1,
+        Message::assistant(vec![Block::text("no")]),
+        StopReason::Refusal,
+        Usage::default(),
+    ));
+    s.journal(&agent, &sid, "p", vec![refused]).await;
+    let err = resumed.resume(&sid, RunOptions::new()).await.unwrap_err();
+    assert!(err.to_string().contains("ended with the model's final reply (stop reason refusal)"), "{err}");
+    assert!(provider.requests().is_empty());
+}
+
+#[tokio::test]
+async fn loop_6_7_calls_of_a_truncated_or_refused_turn_never_run_on_resume() {
+    for stop in [StopReason::MaxTokens, StopReason::Refusal] {
+        let s = Setup::new();
+        let a = Logger::new("a");
+        let agent = s.agent(config(""), &Arc::new(ScriptedProvider::new([])), &[&a]).await;
+        let sid = id("unrunnable");
+        let turn = Payload::Assistant(AssistantRecord::new(
+            1,
+            Message::assistant(vec![tool_use("c1", "a", 1)]),
+            stop.clone(),
+            Usage::default(),
+        ));
+        s.journal(&agent, &sid, "p", vec![turn]).await;
+        let provider = Arc::new(ScriptedProvider::new([answer("ok")]));
+        let resumed = s.agent(config(""), &provider, &[&a]).await;
+        let out = resumed.resume(&sid, RunOptions::new()).await.unwrap();
+        assert_eq!(out.reason, TerminalReason::Completed);
+        assert!(a.calls().is_empty(), "{stop:?}: the call never runs");
+        let last = provider.requests()[0].messages.last().unwrap().clone();
+        assert!(
+            matches!(&last.content[0], Block::ToolResult { content, is_error: true, .. } if content.contains("not run")),
+            "{last:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn gate_14_invariant_6_a_recorded_answer_never_covers_a_later_call_that_reuses_its_id() {
+    let s = Setup::new();
+    let gated = Logger::gated("gated");
+    let agent = s.agent(config(""), &Arc::new(ScriptedProvider::new([])), &[&gated]).await;
+    let sid = id("reused");
+    s.journal(
+        &agent,
+        &sid,
+        "p",
+        vec![
+            assistant(1, vec![tool_use("call_0", "gated", 1)]),
+            Payload::Confirm(ConfirmRecord::answer(ConfirmChoice::Once, "call_0", "gated", "gated", "ai:confirm")),
+            result("call_0", "did 1"),
+            // The provider reuses the id in the next turn; that call was never answered.
+            assistant(2, vec![tool_use("call_0", "gated", 2)]),
+        ],
+    )
+    .await;
+    let provider = Arc::new(ScriptedProvider::new([answer("ok")]));
+    let resumed = s.agent(config(""), &provider, &[&gated]).await;
+    let out = resumed.resume(&sid, RunOptions::new()).await.unwrap();
+    assert_eq!(out.reason, TerminalReason::Completed);
+    assert!(gated.calls().is_empty(), "no operator can be asked, so the unanswered call is declined, not run");
+}
+
+#[tokio::test]
+async fn sess_15_cancelling_a_checkpointed_run_between_calls_records_nothing_for_the_cut_call() {
+    let s = Setup::new();
+    let cancel = CancellationToken::new();
+    let mut a = Logger::new("a");
+    a.hook = Some(cancel.clone());
+    let provider = Arc::new(ScriptedProvider::new([calls(vec![tool_use("c1", "a", 1), tool_use("c2", "a", 2)])]));
+    let agent = s.agent(config(""), &provider, &[&a]).await;
+    let sid = id("cancelled");
+    let out = agent.run("x", RunOptions::new().with_checkpoint(sid.clone()).with_cancel(cancel)).await;
+    assert_eq!(out.reason, TerminalReason::Error);
+    assert_eq!(a.calls(), [1], "c2 is never started once the run is cancelled");
+    assert_eq!(s.protocols(&sid), ["meta", "assistant", "terminal"], "the cut call's result is not recorded");
+    let b = Logger::new("a");
+    let provider = Arc::new(ScriptedProvider::new([answer("ok")]));
+    let resumed = s.agent(config(""), &provider, &[&b]).await;
+    assert_eq!(resumed.resume(&sid, RunOptions::new()).await.unwrap().reason, TerminalReason::Completed);
+    assert_eq!(b.calls(), [1, 2], "the cut call runs again, once");
+}
+
+#[tokio::test]
+async fn a_turn_with_two_calls_sharing_an_id_runs_nothing_and_is_not_journaled() {
+    let s = Setup::new();
+    let a = Logger::new("a");
+    let provider = Arc::new(ScriptedProvider::new([calls(vec![tool_use("dup", "a", 1), tool_use("dup", "a", 2)])]));
+    let agent = s.agent(config(""), &provider, &[&a]).await;
+    let sid = id("dup");
+    let out = agent.run("x", RunOptions::new().with_checkpoint(sid.clone())).await;
+    assert_eq!(out.reason, TerminalReason::Error);
+    assert!(out.error.as_deref().unwrap().contains("same id \"dup\""), "{:?}", out.error);
+    assert!(a.calls().is_empty());
+    assert_eq!(s.protocols(&sid), ["meta", "terminal"]);
+}
+
+#[tokio::test]
+async fn sess_16_the_fingerprint_hashes_are_pinned_to_the_canonical_form() {
+    // Expected values computed independently (Python hashlib) over the canonical JSON the SPEC describes:
+    // system: ["Be careful."]; tools: [{"defer_loading":false,"description":"","input_schema":{sorted keys},"name":"a"}].
+    let s = Setup::new();
+    let agent = s.agent(config(""), &Arc::new(ScriptedProvider::new([])), &[&Logger::new("a")]).await;
+    let fp = agent.fingerprint();
+    assert_eq!(fp.system_hash, "d06e64209364bb3408867240f147d078d34606b89d6aecb927e1b8f92630716a");
+    assert_eq!(fp.tools_hash, "4e042f28d79c33f4a6141da6fe5ab5832580b70b7a0da7938f6f7d83744a4e21");
 }

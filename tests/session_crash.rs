@@ -152,6 +152,8 @@ async fn scenario(rng: &mut Rng, n: usize, kills: usize) -> usize {
     // Let steps orphaned by a kill finish logging before judging.
     s.wait_for("orphaned steps to finish", Duration::from_secs(10), |s| s.starts().len() == s.ends().len()).await;
     let turns = s.request_turns();
+    let last_turn = conversation().len();
+    assert!(turns.iter().all(|t| *t <= last_turn), "scenario {n}: the model was asked past its final reply: {turns:?}");
     let starts = s.starts_by();
     let pids: HashSet<u32> = attempts.iter().map(|a| a.pid).collect();
     for (i, a) in attempts.iter().enumerate() {

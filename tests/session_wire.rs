@@ -123,6 +123,6 @@ fn sess_13_a_journal_in_the_reference_shape_folds_with_its_pending_call() {
     assert_eq!((j.llm_calls, j.tool_calls, j.remote_tool_calls), (2, 2, 1));
     assert_eq!(j.usage.cache_read_tokens, 1200);
     assert_eq!(j.messages.len(), 4, "prompt, turn 1, its results, turn 2");
-    let pending: Vec<&str> = j.pending.as_ref().unwrap().unanswered().map(|c| c.0.as_str()).collect();
+    let pending: Vec<&str> = j.pending.as_ref().unwrap().unanswered().map(|c| c.id.as_str()).collect();
     assert_eq!(pending, ["toolu_03"]);
 }

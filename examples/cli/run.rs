@@ -393,9 +393,13 @@ fn watch_signals(
                 Some(()) = term.recv() => false,
                 else => return,
             };
+            if cancel.is_cancelled() {
+                // Cancelling did not end the run in time: another interrupt leaves at once.
+                std::process::exit(130);
+            }
             if !checkpointed || (interrupt && suspend.is_cancelled()) {
                 cancel.cancel();
-                return;
+                continue;
             }
             if !suspend.is_cancelled() {
                 suspend.cancel();

@@ -137,7 +137,7 @@ pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Err
             for (name, choice) in
                 [("once", ConfirmChoice::Once), ("always", ConfirmChoice::Always), ("decline", ConfirmChoice::Decline)]
             {
-                let n = j.answers.values().filter(|c| **c == choice).count();
+                let n = j.answers.values().filter(|a| a.choice == choice).count();
                 if n > 0 {
                     counts.push((name, n));
                 }
@@ -171,7 +171,7 @@ pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Err
 /// CLI-22: the prompt, reasoning, assistant text, each tool call and (unless `--no-tui`) each tool's output.
 fn print_transcript(out: &mut impl Write, j: &Journal, outputs: bool) -> std::io::Result<()> {
     let clean = |t: &str| strip_ansi_escapes::strip_str(t);
-    let pending = j.pending.iter().flat_map(|p| p.calls.iter().filter_map(|(id, _, _)| p.results.get(id)));
+    let pending = j.pending.iter().flat_map(|p| p.calls.iter().filter_map(|c| p.results.get(&c.id)));
     let blocks = j.messages.iter().flat_map(|m| m.content.iter().map(move |b| (m.role, b)));
     for (role, block) in blocks.chain(pending.map(|b| (Role::User, b))) {
         match (role, block) {

@@ -6,7 +6,7 @@ use super::run::{self, Checkpoint, Start};
 use super::{Inner, RunOptions};
 use crate::gate::Approvals;
 use crate::llm::StopReason;
-use crate::session::{ConfirmRecord, Journal, Meta, Payload, Record, SessionId, SessionStore};
+use crate::session::{ConfirmChoice, ConfirmRecord, Journal, Meta, Payload, Record, SessionId, SessionStore};
 use crate::warning::Warning;
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -54,6 +54,15 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
     if journal.is_completed() {
         return Err(Error::session(format!("session {id} has already completed; it cannot be resumed")));
     }
+    // A conversation that ends on the model's own reply has nothing to continue (a request ending on an assistant
+    // turn would be read as a prefill); a paused server-side turn is the one exception (LOOP-8).
+    let ends_on_reply = journal.messages.last().is_some_and(|m| m.role == crate::llm::Role::Assistant);
+    if journal.pending.is_none() && ends_on_reply && journal.last_stop != Some(StopReason::PauseTurn) {
+        let stop = journal.last_stop.as_ref().map_or("unknown", |s| s.as_str());
+        return Err(Error::session(format!(
+            "session {id} ended with the model's final reply (stop reason {stop}); there is nothing to resume"
+        )));
+    }
     if journal.is_interactive() {
         return Err(Error::session(format!(
             "session {id} is an interactive chat session; it can only be resumed in the full-screen chat UI"
@@ -72,7 +81,16 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
     let drift = was.drift(now);
     let mut seq = journal.last_seq;
     let mut approvals = Approvals::new();
-    let mut answers = journal.answers;
+    // GATE-14: a recorded answer applies only to the very call it was given for, among those still to run.
+    let mut answers: std::collections::HashMap<String, ConfirmChoice> = journal
+        .pending
+        .iter()
+        .flat_map(|p| p.unanswered())
+        .filter_map(|call| {
+            let a = journal.answers.get(&call.id)?;
+            (a.tool.as_deref().is_none_or(|t| t == call.name)).then(|| (call.id.clone(), a.choice))
+        })
+        .collect();
     if !drift.is_empty() && !options.force {
         let lines: Vec<String> = drift.iter().map(|d| format!("  {d}")).collect();
         return Err(Error::session(format!(

@@ -197,19 +197,21 @@ impl Run<'_> {
     }
 
     /// SESS-20: a resumed session first completes its pending turn; only the calls without a recorded result run.
-    /// A truncated turn's calls never run (LOOP-6): they get an error result instead.
+    /// The calls of a turn whose tools the live run would not have run (LOOP-6, LOOP-7) never run: they get an
+    /// error result instead.
     async fn complete_pending(&mut self, mut pending: Pending) -> Option<Ended> {
-        let truncated = matches!(self.last_stop, Some(StopReason::MaxTokens));
+        let unrunnable = self.last_stop.as_ref().filter(|s| !runs_tools(s)).map(|s| s.as_str().to_owned());
         let calls = std::mem::take(&mut pending.calls);
         let mut results = Vec::with_capacity(calls.len());
-        for (id, name, input) in &calls {
+        for call in &calls {
+            let (id, name, input) = (&call.id, &call.name, &call.input);
             if let Some(done) = pending.results.remove(id) {
                 results.push(done);
                 continue;
             }
-            if truncated {
-                let block = Block::tool_result(id, "not run: the reply that asked for it was truncated", true);
-                match self.record_result(block, false).await {
+            if let Some(stop) = &unrunnable {
+                let text = format!("not run: the reply that asked for it ended with stop reason {stop}");
+                match self.record_result(Block::tool_result(id, text, true), false).await {
                     Ok(b) => results.push(b),
                     Err(e) => return Some(e),
                 }
@@ -223,6 +225,8 @@ impl Run<'_> {
             }
         }
         self.messages.push(Message { role: Role::User, content: results });
+        // Recorded answers were for that turn's calls only; later turns may reuse ids.
+        self.answers.clear();
         None
     }
 
@@ -330,6 +334,13 @@ impl Run<'_> {
             }
             let stop = response.stop_reason.clone();
             self.last_stop = Some(stop.clone());
+            // A provider contract violation: refused before the turn joins the conversation or the journal.
+            if let Some(id) = duplicate_call_id(&response.content) {
+                return ended(
+                    TerminalReason::Error,
+                    format!("the model returned two tool calls with the same id {id:?}; none was run"),
+                );
+            }
             // LOOP-5: the turn joins the conversation, and the journal, before any of its tools run.
             let message = Message::assistant(response.content);
             let message = if self.checkpointed() {
@@ -423,8 +434,13 @@ impl Run<'_> {
 
     /// LOOP-10 for one call, then its result journaled (SESS-8) before the next call starts.
     async fn dispatch(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
-        let remote = self.inner.plan.toolset().get(name).is_some_and(|t| t.spec().kind() == ToolKind::Imported);
-        let block = match self.check_and_run(id, name, input).await {
+        // A cancelled checkpointed run stops between calls without recording anything for this one, so a resume
+        // runs it; nothing is spawned with an already-cancelled token.
+        if self.checkpointed() && self.options.cancel.is_cancelled() {
+            return Dispatch::Cancelled;
+        }
+        let mut remote = false;
+        let block = match self.check_and_run(id, name, input, &mut remote).await {
             Dispatch::Result(block) => block,
             other => return other,
         };
@@ -435,7 +451,7 @@ impl Run<'_> {
     }
 
     /// LOOP-10: count, unknown name, required parameters, gate, then run.
-    async fn check_and_run(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
+    async fn check_and_run(&mut self, id: &str, name: &str, input: &ToolInput, remote: &mut bool) -> Dispatch {
         let inner = self.inner;
         self.stats.tool_calls += 1;
         let Some(selected) = inner.plan.toolset().get(name) else {
@@ -446,6 +462,7 @@ impl Run<'_> {
         let spec = selected.spec();
         if spec.kind() == ToolKind::Imported {
             self.stats.remote_tool_calls += 1;
+            *remote = true;
         }
         // TOOL-18..21: before the gate; no call or result event.
         if let Some(missing) = spec.missing_required(input.as_str()) {
@@ -457,9 +474,10 @@ impl Run<'_> {
         let tool = self.run_tools.iter().find(|t| t.spec().name() == name).unwrap_or(selected.tool()).clone();
         let display = tool.display(input);
         if let Some(trigger) = selected.gate_trigger() {
-            // GATE-6 order: allowance, recorded answer (GATE-14), no operator, cancelled, then ask.
-            if !self.approvals.is_allowed(name) {
-                let refusal = match self.answers.get(id) {
+            // GATE-6 order: a recorded answer for this call (GATE-14), the allowance, no operator, cancelled, ask.
+            let recorded = self.answers.get(id).copied();
+            if recorded.is_some() || !self.approvals.is_allowed(name) {
+                let refusal = match recorded {
                     Some(ConfirmChoice::Once | ConfirmChoice::Always) => None,
                     Some(_) => Some(DeclineReason::Operator),
                     None if !inner.gate.can_ask() => Some(DeclineReason::NoOperator),
@@ -497,6 +515,14 @@ impl Run<'_> {
                 }
             }
         }
+        if self.options.cancel.is_cancelled() {
+            // Never spawn for a cancelled run (the loop ends at its next check).
+            return if self.checkpointed() {
+                Dispatch::Cancelled
+            } else {
+                Dispatch::Result(Block::tool_result(id, "not run: the run was cancelled", true))
+            };
+        }
         let kind = spec.kind();
         self.emit(RunEvent::ToolCall { id, name, kind, display: &display });
         let ctx = CallContext::new().with_cancel(self.options.cancel.child_token());
@@ -509,6 +535,24 @@ impl Run<'_> {
         let is_error = output.is_error();
         Dispatch::Result(Block::tool_result(id, output.into_content(), is_error))
     }
+}
+
+/// Whether a turn that stopped for `stop` has its tool calls run (LOOP-6, LOOP-7: not a truncated, refused or
+/// overflowing one).
+fn runs_tools(stop: &StopReason) -> bool {
+    !matches!(stop, StopReason::MaxTokens | StopReason::Refusal | StopReason::ContextWindowExceeded)
+}
+
+/// The first tool-call id a turn uses twice: results pair with calls by id, so such a turn cannot be answered.
+fn duplicate_call_id(content: &[Block]) -> Option<&str> {
+    let ids: Vec<&str> = content
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    ids.iter().enumerate().find(|(i, id)| ids[..*i].contains(id)).map(|(_, id)| *id)
 }
 
 /// A tool that panics yields an error result the model can read (never a crashed run).

@@ -237,16 +237,20 @@ pub struct Usage {
 impl Usage {
     /// Every token counted against the budget (BUDGET-2).
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
+        // Saturating: counts may come from a journal or a provider, and must never overflow into a panic.
+        self.input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_creation_tokens)
     }
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, o: Usage) {
-        self.input_tokens += o.input_tokens;
-        self.output_tokens += o.output_tokens;
-        self.cache_read_tokens += o.cache_read_tokens;
-        self.cache_creation_tokens += o.cache_creation_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(o.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(o.output_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(o.cache_read_tokens);
+        self.cache_creation_tokens = self.cache_creation_tokens.saturating_add(o.cache_creation_tokens);
     }
 }
 

@@ -84,6 +84,7 @@ impl FileSessionStore {
             .truncate(false)
             .write(true)
             .mode(0o600)
+            .custom_flags(NOFOLLOW)
             .open(&path)
             .map_err(|e| io_error(&path, "open the lock file", e))?;
         Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
@@ -96,6 +97,9 @@ impl FileSessionStore {
     }
 }
 
+/// Journal and lock files are never opened through a symlink planted in the session directory.
+const NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
+
 fn io_error(path: &Path, what: &str, e: std::io::Error) -> Error {
     Error::session(format!("cannot {what} {}: {e}", path.display())).with_source(e)
 }
@@ -104,8 +108,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
     tokio::task::spawn_blocking(f).await.map_err(|e| Error::session(format!("session storage task failed: {e}")))?
 }
 
-/// The records of a journal's bytes and how many bytes they span. An unparsable final line is a torn write and is
-/// dropped; an unparsable interior line is corruption (SESS-30).
+/// The records of a journal's bytes and how many bytes they span. A final line without its newline that does not
+/// parse is a torn write and is dropped (SESS-30): every record is written as one line ending in `\n`, so a whole
+/// line never lacks it. Any other unparsable line, the last one included, is corruption or an unsupported record,
+/// and is never silently dropped.
 fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, usize)> {
     let mut records = Vec::new();
     let mut start = 0;
@@ -117,13 +123,13 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, usize)> {
             Some(i) => (start + i, start + i + 1),
             None => (bytes.len(), bytes.len()),
         };
-        let last = next >= bytes.len();
+        let torn = end == bytes.len();
         match Record::from_json(&bytes[start..end]) {
             Ok(r) => {
                 records.push(r);
                 good = next;
             }
-            Err(_) if last => break,
+            Err(_) if torn => break,
             Err(e) => {
                 return Err(Error::session(format!("the journal {}:{line_no} is corrupt: {e}", path.display())));
             }
@@ -134,7 +140,13 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, usize)> {
 }
 
 fn read_journal(path: &Path, id: &SessionId) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| match e.kind() {
+    let read = || -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        OpenOptions::new().read(true).custom_flags(NOFOLLOW).open(path)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    read().map_err(|e| match e.kind() {
         IoKind::NotFound => Error::session(format!("no session {id} (looked for {})", path.display())),
         _ => io_error(path, "read", e),
     })
@@ -162,6 +174,7 @@ impl SessionStore for FileSessionStore {
                 .create(true)
                 .append(true)
                 .mode(0o600)
+                .custom_flags(NOFOLLOW)
                 .open(&path)
                 .map_err(|e| io_error(&path, "create", e))?;
             let len = file.metadata().map_err(|e| io_error(&path, "inspect", e))?.len();
@@ -173,8 +186,15 @@ impl SessionStore for FileSessionStore {
                 }
                 file.set_len(0).map_err(|e| io_error(&path, "reset", e))?;
             }
-            Ok(Box::new(FileJournal { file: Arc::new(file), _lock: lock, last_seq: 0, path, dir: Some(store.dir) })
-                as Box<dyn JournalWriter>)
+            let writer = FileJournal {
+                file: Arc::new(file),
+                lock: Arc::new(lock),
+                last_seq: 0,
+                path,
+                dir: Some(store.dir),
+                failed: false,
+            };
+            Ok(Box::new(writer) as Box<dyn JournalWriter>)
         })
         .await
     }
@@ -197,7 +217,11 @@ impl SessionStore for FileSessionStore {
                      --name {id}"
                 )));
             }
-            let file = OpenOptions::new().append(true).open(&path).map_err(|e| io_error(&path, "open", e))?;
+            let file = OpenOptions::new()
+                .append(true)
+                .custom_flags(NOFOLLOW)
+                .open(&path)
+                .map_err(|e| io_error(&path, "open", e))?;
             // Cut a torn tail so the next record starts on a line of its own.
             if good < bytes.len() || (good > 0 && bytes[good - 1] != b'\n') {
                 file.set_len(good as u64).map_err(|e| io_error(&path, "truncate the torn tail of", e))?;
@@ -207,7 +231,8 @@ impl SessionStore for FileSessionStore {
                 file.sync_data().map_err(|e| io_error(&path, "sync", e))?;
             }
             let last_seq = records.last().map_or(0, |r| r.seq);
-            let writer = FileJournal { file: Arc::new(file), _lock: lock, last_seq, path, dir: None };
+            let writer =
+                FileJournal { file: Arc::new(file), lock: Arc::new(lock), last_seq, path, dir: None, failed: false };
             Ok((records, Box::new(writer) as Box<dyn JournalWriter>))
         })
         .await
@@ -271,16 +296,25 @@ impl SessionStore for FileSessionStore {
 /// Appends to one file journal while holding its lock.
 struct FileJournal {
     file: Arc<File>,
-    _lock: Flock<File>,
+    /// Shared with an in-flight write, so the lock outlives it even if the writer is dropped mid-append.
+    lock: Arc<Flock<File>>,
     last_seq: u64,
     path: PathBuf,
     /// The directory to sync after the first record of a new journal (SESS-28).
     dir: Option<PathBuf>,
+    /// A write or sync failed: the file's tail is unknown, so nothing more is appended (SESS-33).
+    failed: bool,
 }
 
 #[async_trait]
 impl JournalWriter for FileJournal {
     async fn append(&mut self, record: &Record) -> Result<()> {
+        if self.failed {
+            return Err(Error::session(format!(
+                "{} takes no more records after a failed write; resume the session to continue",
+                self.path.display()
+            )));
+        }
         if record.seq <= self.last_seq {
             return Ok(());
         }
@@ -295,9 +329,11 @@ impl JournalWriter for FileJournal {
         let mut line = record.to_json();
         line.push(b'\n');
         let file = self.file.clone();
+        let lock = self.lock.clone();
         let path = self.path.clone();
         let dir = self.dir.take();
-        blocking(move || {
+        let written = blocking(move || {
+            let _held = lock;
             // One write of the whole line, then a sync: a crash leaves at most a torn final line.
             (&*file).write_all(&line).map_err(|e| io_error(&path, "append to", e))?;
             file.sync_data().map_err(|e| io_error(&path, "sync", e))?;
@@ -306,9 +342,17 @@ impl JournalWriter for FileJournal {
             }
             Ok(())
         })
-        .await?;
-        self.last_seq = record.seq;
-        Ok(())
+        .await;
+        match written {
+            Ok(()) => {
+                self.last_seq = record.seq;
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -331,5 +375,11 @@ mod tests {
         interior.push(b'\n');
         let err = parse(Path::new("j.json"), &interior).unwrap_err();
         assert!(err.to_string().contains("j.json:2 is corrupt"), "{err}");
+
+        // A whole final line (newline-terminated) of an unknown protocol is not a torn write: never dropped.
+        let mut future = meta.to_vec();
+        future.extend_from_slice(b"\n{\"seq\":2,\"protocol\":\"io.choria.fisk-ai.v1.session.future\",\"future\":{}}\n");
+        let err = parse(Path::new("j.json"), &future).unwrap_err();
+        assert!(err.to_string().contains("j.json:2") && err.to_string().contains("unsupported"), "{err}");
     }
 }

@@ -8,6 +8,7 @@ use std::fmt;
 
 /// The configuration a session was started with; compared on resume. Holds hashes, never the system prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct Fingerprint {
     /// The provider's declared id (PROV-4).
@@ -25,6 +26,21 @@ pub struct Fingerprint {
     pub max_tokens: u64,
     /// `llm.budget.max_iterations`.
     pub max_iterations: u64,
+}
+
+impl Default for Fingerprint {
+    /// Empty fields: what a reference journal that leaves them out decodes to (they then show as drift).
+    fn default() -> Self {
+        Fingerprint {
+            provider: String::new(),
+            model: String::new(),
+            system_hash: String::new(),
+            tools_hash: String::new(),
+            thinking_mode: String::new(),
+            max_tokens: 0,
+            max_iterations: 0,
+        }
+    }
 }
 
 /// The fields a [`Fingerprint`] is computed from.

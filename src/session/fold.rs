@@ -32,30 +32,54 @@ pub struct Journal {
     pub last_stop: Option<StopReason>,
     /// Tools allowed for the rest of the conversation, in the order they were allowed (GATE-11, GATE-14).
     pub allowed: Vec<String>,
-    /// Recorded per-call answers by tool-use id (GATE-14).
-    pub answers: HashMap<String, ConfirmChoice>,
+    /// The per-call answers recorded for the last turn's calls, by tool-use id (GATE-14).
+    pub answers: HashMap<String, Answer>,
     /// The unanswered tool calls of the last turn, when there are any (SESS-13).
     pub pending: Option<Pending>,
-    /// How the last run ended, when it recorded its end and nothing followed.
+    /// How the last run ended, when it recorded its end and nothing followed. A journal that stops right after a
+    /// final reply (no tool use, not paused) has ended even if its terminal record was lost: it folds as ended, with
+    /// the reason the reply implies.
     pub terminal: Option<TerminalRecord>,
     /// The last record's sequence number.
     pub last_seq: u64,
+}
+
+/// A recorded operator answer to one call (SESS-9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Answer {
+    /// What the operator chose.
+    pub choice: ConfirmChoice,
+    /// The tool the call was for, when recorded.
+    pub tool: Option<String>,
+}
+
+/// One tool call of an assistant turn.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PendingCall {
+    /// The call id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The input as the model wrote it.
+    pub input: ToolInput,
 }
 
 /// The last assistant turn's tool calls that have no recorded result yet.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Pending {
-    /// Every call of the turn, in order: `(id, name, input)`.
-    pub calls: Vec<(String, String, ToolInput)>,
+    /// Every call of the turn, in order.
+    pub calls: Vec<PendingCall>,
     /// The results already recorded, by call id.
     pub results: HashMap<String, Block>,
 }
 
 impl Pending {
     /// The calls without a recorded result, in order.
-    pub fn unanswered(&self) -> impl Iterator<Item = &(String, String, ToolInput)> {
-        self.calls.iter().filter(|(id, _, _)| !self.results.contains_key(id))
+    pub fn unanswered(&self) -> impl Iterator<Item = &PendingCall> {
+        self.calls.iter().filter(|c| !self.results.contains_key(&c.id))
     }
 }
 
@@ -94,19 +118,30 @@ impl Journal {
         };
         // The latest assistant turn's calls and the results recorded for them so far.
         let mut open: Option<Pending> = None;
+        // The stop reason of a final reply (no tool use, not paused) that nothing but answers has followed yet.
+        let mut final_reply: Option<Option<StopReason>> = None;
         for r in records {
-            if r.seq != j.last_seq + 1 {
+            if r.seq != j.last_seq.saturating_add(1) {
                 return Err(corrupt(format!("record seq {} follows seq {}", r.seq, j.last_seq)));
             }
             j.last_seq = r.seq;
             if !matches!(r.payload, Payload::Terminal(_)) {
                 j.terminal = None;
             }
+            if matches!(r.payload, Payload::Assistant(_) | Payload::User(_) | Payload::ToolResult(_)) {
+                final_reply = None;
+            }
             match r.payload {
                 Payload::Meta(_) => return Err(corrupt(format!("a second meta record at seq {}", r.seq))),
                 Payload::Assistant(a) => {
                     j.close(open.take());
-                    open = j.assistant(a);
+                    // Per-call answers concern the turn they were given in; a new turn holds none (ids may repeat).
+                    j.answers.clear();
+                    let stop = a.stop_reason.clone();
+                    open = j.assistant(r.seq, a)?;
+                    if open.is_none() && stop != Some(StopReason::PauseTurn) {
+                        final_reply = Some(stop);
+                    }
                 }
                 Payload::ToolResult(t) => j.tool_result(r.seq, t, open.as_mut())?,
                 Payload::Confirm(c) => match c.choice {
@@ -122,7 +157,7 @@ impl Journal {
                             j.allowed.push(tool.clone());
                         }
                         if let Some(id) = c.tool_use_id {
-                            j.answers.insert(id, choice);
+                            j.answers.insert(id, Answer { choice, tool: c.tool });
                         }
                     }
                 },
@@ -136,6 +171,18 @@ impl Journal {
         match open {
             Some(p) if p.results.len() < p.calls.len() => j.pending = Some(p),
             other => j.close(other),
+        }
+        if j.terminal.is_none()
+            && let Some(stop) = final_reply
+        {
+            // LOOP-6/7: the reply ended the run; only its terminal record is missing.
+            let reason = match stop {
+                Some(StopReason::MaxTokens | StopReason::Refusal | StopReason::ContextWindowExceeded) => {
+                    crate::agent::TerminalReason::Error
+                }
+                _ => crate::agent::TerminalReason::Completed,
+            };
+            j.terminal = Some(TerminalRecord::new(reason, None));
         }
         Ok(j)
     }
@@ -155,27 +202,42 @@ impl Journal {
         self.terminal.as_ref().map_or("open", |t| t.reason.as_str())
     }
 
-    fn assistant(&mut self, a: AssistantRecord) -> Option<Pending> {
-        self.llm_calls += 1;
+    fn assistant(&mut self, seq: u64, a: AssistantRecord) -> Result<Option<Pending>> {
+        self.llm_calls = self.llm_calls.saturating_add(1);
         self.usage += a.usage();
-        self.next_iteration = a.iteration.max(self.llm_calls) + 1;
+        self.next_iteration = a.iteration.max(self.llm_calls).saturating_add(1);
         self.last_stop = a.stop_reason;
-        let calls: Vec<(String, String, ToolInput)> =
-            a.message.tool_uses().map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone())).collect();
+        let mut calls: Vec<PendingCall> = Vec::new();
+        for (id, name, input) in a.message.tool_uses() {
+            // Results are matched to calls by id: two calls sharing one could never both be answered.
+            if calls.iter().any(|c| c.id == id) {
+                return Err(corrupt(format!("the turn at seq {seq} has two tool calls with id {id:?}")));
+            }
+            calls.push(PendingCall { id: id.to_owned(), name: name.to_owned(), input: input.clone() });
+        }
         self.messages.push(a.message);
-        (!calls.is_empty()).then(|| Pending { calls, results: HashMap::new() })
+        Ok((!calls.is_empty()).then(|| Pending { calls, results: HashMap::new() }))
     }
 
     fn tool_result(&mut self, seq: u64, t: ToolResultRecord, open: Option<&mut Pending>) -> Result<()> {
         let Some(open) = open else {
             return Err(corrupt(format!("tool result {:?} at seq {seq} answers no assistant turn", t.tool_use_id)));
         };
-        if !open.calls.iter().any(|(id, _, _)| *id == t.tool_use_id) {
+        if !open.calls.iter().any(|c| c.id == t.tool_use_id) {
             return Err(corrupt(format!("tool result at seq {seq} answers an unknown call {:?}", t.tool_use_id)));
         }
-        self.tool_calls += 1;
+        if t.result.tool_use_id != t.tool_use_id {
+            return Err(corrupt(format!(
+                "tool result at seq {seq} is for {:?} but its result block says {:?}",
+                t.tool_use_id, t.result.tool_use_id
+            )));
+        }
+        if open.results.contains_key(&t.tool_use_id) {
+            return Err(corrupt(format!("a second result for call {:?} at seq {seq}", t.tool_use_id)));
+        }
+        self.tool_calls = self.tool_calls.saturating_add(1);
         if t.remote {
-            self.remote_tool_calls += 1;
+            self.remote_tool_calls = self.remote_tool_calls.saturating_add(1);
         }
         let r = t.result;
         open.results.insert(t.tool_use_id, Block::tool_result(r.tool_use_id, r.content, r.is_error));
@@ -185,7 +247,7 @@ impl Journal {
     /// The results of a finished turn become one user message, in call order (LOOP-9).
     fn close(&mut self, open: Option<Pending>) {
         if let Some(mut p) = open {
-            let content: Vec<Block> = p.calls.iter().filter_map(|(id, _, _)| p.results.remove(id)).collect();
+            let content: Vec<Block> = p.calls.iter().filter_map(|c| p.results.remove(&c.id)).collect();
             if !content.is_empty() {
                 self.messages.push(Message { role: Role::User, content });
             }

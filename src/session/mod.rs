@@ -28,7 +28,7 @@ mod time;
 
 pub use file::FileSessionStore;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
-pub use fold::{Journal, Pending};
+pub use fold::{Answer, Journal, Pending, PendingCall};
 pub use record::{
     AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, Meta, Payload, Record, ResultBlock, TerminalRecord,
     ToolResultRecord, UserRecord,

@@ -327,8 +327,15 @@ impl Record {
     }
 
     /// The protocol id, e.g. `io.choria.fisk-ai.v1.session.meta`.
-    pub fn protocol(&self) -> String {
-        format!("{PREFIX}{}", self.payload.key())
+    pub fn protocol(&self) -> &'static str {
+        match self.payload {
+            Payload::Meta(_) => "io.choria.fisk-ai.v1.session.meta",
+            Payload::Assistant(_) => "io.choria.fisk-ai.v1.session.assistant",
+            Payload::ToolResult(_) => "io.choria.fisk-ai.v1.session.tool_result",
+            Payload::Confirm(_) => "io.choria.fisk-ai.v1.session.confirm",
+            Payload::User(_) => "io.choria.fisk-ai.v1.session.user",
+            Payload::Terminal(_) => "io.choria.fisk-ai.v1.session.terminal",
+        }
     }
 
     /// The record as one JSON line, without the newline.
@@ -340,12 +347,12 @@ impl Record {
         let protocol = self.protocol();
         let key = self.payload.key();
         match &self.payload {
-            Payload::Meta(m) => out(self.seq, &protocol, key, m),
-            Payload::Assistant(a) => out(self.seq, &protocol, key, a),
-            Payload::ToolResult(t) => out(self.seq, &protocol, key, t),
-            Payload::Confirm(c) => out(self.seq, &protocol, key, c),
-            Payload::User(u) => out(self.seq, &protocol, key, u),
-            Payload::Terminal(t) => out(self.seq, &protocol, key, t),
+            Payload::Meta(m) => out(self.seq, protocol, key, m),
+            Payload::Assistant(a) => out(self.seq, protocol, key, a),
+            Payload::ToolResult(t) => out(self.seq, protocol, key, t),
+            Payload::Confirm(c) => out(self.seq, protocol, key, c),
+            Payload::User(u) => out(self.seq, protocol, key, u),
+            Payload::Terminal(t) => out(self.seq, protocol, key, t),
         }
     }
 

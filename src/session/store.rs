@@ -91,9 +91,11 @@ pub trait SessionStore: Send + Sync {
 
 /// Appends one session's records; dropping it releases the session's lock.
 #[async_trait]
-pub trait JournalWriter: Send + Sync {
+pub trait JournalWriter: Send {
     /// Append `record` durably: it is stored (flushed and synced) when this returns (SESS-14). A record whose
     /// `seq` is at or below the last one is a no-op (an idempotent retry); skipping ahead is an error (SESS-5).
+    /// After a failed append the writer must refuse every later one: the journal's tail is unknown, and the run
+    /// ends there so the session stays resumable (SESS-33).
     async fn append(&mut self, record: &Record) -> Result<()>;
 
     /// Release the journal. The default does nothing beyond dropping the writer.
