@@ -96,6 +96,21 @@ pub enum Warning {
         /// The host or server entry name.
         name: String,
     },
+    /// MCP-21: an agent-only setting (`harness.human_in_the_loop`, `harness.memory`) has no effect over MCP.
+    NoEffectOverMcp {
+        /// The setting's key.
+        setting: &'static str,
+    },
+    /// MCP-12: under `confirm_over_mcp: auto`, a gated tool ran without approval for a client that cannot be
+    /// asked.
+    UngatedOverMcp {
+        /// The tool.
+        tool: String,
+        /// The resolved command line (sanitized).
+        command: String,
+        /// The tag that gates it.
+        tag: String,
+    },
 }
 
 impl Warning {
@@ -115,6 +130,8 @@ impl Warning {
             Warning::GatedWithoutOperator { .. } => "gated_without_operator",
             Warning::HitlWithoutOperator => "hitl_without_operator",
             Warning::MemoryIndexUnavailable { .. } => "memory_index_unavailable",
+            Warning::NoEffectOverMcp { .. } => "no_effect_over_mcp",
+            Warning::UngatedOverMcp { .. } => "ungated_over_mcp",
         }
     }
 }
@@ -175,6 +192,14 @@ impl fmt::Display for Warning {
             Warning::ImportIncludeTagsIgnored { section, name } => {
                 write!(f, "{section} entry \"{name}\": include.tags is ignored because imported tools carry no tags")
             }
+            Warning::NoEffectOverMcp { setting } => {
+                write!(f, "{setting} is enabled but has no effect over MCP: its tools exist only in agent runs")
+            }
+            Warning::UngatedOverMcp { tool, command, tag } => write!(
+                f,
+                "ran {tool} without approval (tag {tag}; confirm_over_mcp is auto and the client cannot be asked): \
+                 {command}"
+            ),
         }
     }
 }
