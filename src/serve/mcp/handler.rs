@@ -47,28 +47,32 @@ pub(crate) struct Shared {
     pub(crate) calls_cancel: CancellationToken,
 }
 
-/// Calls in progress, so shutdown can wait for them (MCP-22).
+/// Requests in progress, so shutdown can wait for them (MCP-22). Cheap to clone; a guard counts one request until
+/// it is dropped.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InFlight(Arc<InFlightInner>);
+
 #[derive(Debug, Default)]
-pub(crate) struct InFlight {
+struct InFlightInner {
     count: AtomicUsize,
     idle: Notify,
 }
 
-pub(crate) struct InFlightGuard<'a>(&'a InFlight);
+pub(crate) struct InFlightGuard(Arc<InFlightInner>);
 
 impl InFlight {
-    pub(crate) fn enter(&self) -> InFlightGuard<'_> {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(self)
+    pub(crate) fn enter(&self) -> InFlightGuard {
+        self.0.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self.0.clone())
     }
 
-    /// Resolve once no call is in progress.
+    /// Resolve once nothing is in progress.
     pub(crate) async fn wait_idle(&self) {
         loop {
-            let notified = self.idle.notified();
+            let notified = self.0.idle.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.count.load(Ordering::SeqCst) == 0 {
+            if self.0.count.load(Ordering::SeqCst) == 0 {
                 return;
             }
             notified.await;
@@ -76,7 +80,7 @@ impl InFlight {
     }
 }
 
-impl Drop for InFlightGuard<'_> {
+impl Drop for InFlightGuard {
     fn drop(&mut self) {
         if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.idle.notify_waiters();
@@ -312,7 +316,6 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let _busy = self.0.in_flight.enter();
         Ok(self.0.call(request, context).await)
     }
 }

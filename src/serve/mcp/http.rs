@@ -73,7 +73,25 @@ pub(crate) async fn serve(
         move || Ok(Handler(shared.clone()))
     };
     let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    let app = axum::Router::new().route_service("/", service);
+    // A POST counts as in flight until its response body has been sent: a tool call's result travels on the
+    // request's own response stream, so shutdown must not close sessions before that body ends.
+    let in_flight = shared.in_flight.clone();
+    let track = axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+        let in_flight = in_flight.clone();
+        async move {
+            if req.method() != axum::http::Method::POST {
+                return next.run(req).await;
+            }
+            let guard = in_flight.enter();
+            let (parts, body) = next.run(req).await.into_parts();
+            let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+                let _held = &guard;
+                chunk
+            });
+            axum::response::Response::from_parts(parts, axum::body::Body::from_stream(body))
+        }
+    });
+    let app = axum::Router::new().route_service("/", service).layer(track);
     let stop_accepting = CancellationToken::new();
     let server = axum::serve(listener, app).with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
     let mut server = std::pin::pin!(server.into_future());
