@@ -5,6 +5,7 @@
 //! ```
 
 mod info;
+mod mcp;
 mod run;
 mod trace;
 
@@ -25,6 +26,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Run the agent on a prompt: the answer goes to stdout, everything else to stderr.
     Run(run::RunArgs),
+    /// Serve the tool set over MCP (streamable HTTP) until SIGINT or SIGTERM.
+    Mcp(mcp::McpArgs),
 }
 
 #[tokio::main]
@@ -33,6 +36,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => info::run(args).await.map(|()| true),
         Command::Run(args) => run::run(args).await.map(|reason| reason.is_success()),
+        Command::Mcp(args) => mcp::run(args).await.map(|()| true),
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

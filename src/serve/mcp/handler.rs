@@ -287,9 +287,10 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
         let client = format!("{} {}", request.client_info.name, request.client_info.version);
-        self.0.connected(Some(client), request.protocol_version.as_str(), Some(&request.capabilities));
-        self.negotiate_initialize(&request)
+        self.0.connected(Some(client), result.protocol_version.as_str(), Some(&request.capabilities));
+        Ok(result)
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {

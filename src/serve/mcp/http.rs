@@ -110,30 +110,25 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-/// Resolve on SIGINT or SIGTERM (MCP-22).
-pub(crate) async fn signal() {
+/// A future that resolves on SIGINT or SIGTERM (MCP-22). The handlers are installed when this is called, not when
+/// the future is first polled, so a signal arriving in between is not lost. Must be called inside a Tokio runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let term = async {
-        match term.as_mut() {
-            Some(s) => {
-                s.recv().await;
+    let term = signal(SignalKind::terminate()).ok();
+    let int = signal(SignalKind::interrupt()).ok();
+    async move {
+        let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
             }
-            None => std::future::pending().await,
+        };
+        tokio::select! {
+            () = wait(term) => {}
+            () = wait(int) => {}
         }
-    };
-    let int = async {
-        match int.as_mut() {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        () = term => {}
-        () = int => {}
     }
 }
 

@@ -44,7 +44,7 @@ mod load;
 
 pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
 pub use events::{Denial, GatedBehavior, McpEvent, McpEventSink, NoMcpEvents};
-pub use http::SHUTDOWN_GRACE;
+pub use http::{SHUTDOWN_GRACE, shutdown_signal};
 
 use crate::builtin::{BuiltinRegistry, BuiltinTool};
 use crate::config::{Config, ConfirmOverMcp};
@@ -156,9 +156,11 @@ impl McpServer {
         http::serve(self.shared, listener, hosts, self.max_body, shutdown).await
     }
 
-    /// [`serve`](McpServer::serve) until SIGINT or SIGTERM (MCP-22).
+    /// [`serve`](McpServer::serve) until SIGINT or SIGTERM (MCP-22). The signal handlers are installed when this is
+    /// first polled; to catch a signal that arrives earlier, call [`shutdown_signal`] first and pass it to
+    /// [`serve`](McpServer::serve).
     pub async fn serve_until_signal(self, listener: TcpListener) -> Result<()> {
-        self.serve(listener, http::signal()).await
+        self.serve(listener, shutdown_signal()).await
     }
 }
 
