@@ -84,7 +84,8 @@ async fn cli_mcp_serves_the_cowsay_demo_logs_each_call_and_stops_on_sigterm() {
     let port = free_port();
     let port_s = port.to_string();
     // `--port 0` is unset, so the environment's port is used (MCP-2).
-    let mut cli = Cli::start(&["--config", "examples/cowsay/agent.yaml", "--port", "0"], &[("FISK_AI_MCP_PORT", &port_s)]);
+    let mut cli =
+        Cli::start(&["--config", "examples/cowsay/agent.yaml", "--port", "0"], &[("FISK_AI_MCP_PORT", &port_s)]);
     assert!(cli.wait_for("register it with an MCP client"), "startup:\n{}", cli.stderr());
     let err = cli.stderr();
     assert!(err.contains("serving 5 tool(s) over MCP as cowsay: say, cow_say, cow_think, feed, list"), "{err}");
@@ -139,7 +140,8 @@ async fn cli_mcp_refuses_a_configuration_without_the_expose_block() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("agent.yaml");
     std::fs::write(&config, "identity: x\nharness:\n  tools: [{name: base64_encode}]\n").unwrap();
-    let out = Command::new(common::example("cli")).args(["mcp", "--config", config.to_str().unwrap()]).output().unwrap();
+    let out =
+        Command::new(common::example("cli")).args(["mcp", "--config", config.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("expose.agent.mcp"), "MCP-1: {err}");

@@ -117,7 +117,13 @@ fn answer(approve: bool) -> BTreeMap<String, Value> {
     BTreeMap::from([("approval".to_owned(), json!({"action": "accept", "content": {"approve": approve}}))])
 }
 
-async fn retry(client: &Client, name: &str, args: Value, state: &str, responses: BTreeMap<String, Value>) -> rmcp::model::CallToolResult {
+async fn retry(
+    client: &Client,
+    name: &str,
+    args: Value,
+    state: &str,
+    responses: BTreeMap<String, Value>,
+) -> rmcp::model::CallToolResult {
     let p = params(name, args).with_request_state(state).with_input_responses(responses);
     match client.call_tool_once(p).await.unwrap() {
         CallToolResponse::Complete(r) => r,
@@ -206,7 +212,10 @@ async fn mcp_8_12_clients_without_elicitation_under_each_confirm_over_mcp() {
         let connects: Vec<&String> = events.iter().filter(|e| e.starts_with("connected")).collect();
         assert_eq!(connects.len(), 2, "one per client, initialize and discover: {events:?}");
         assert!(connects.iter().any(|e| e.contains(" 2026-07-28 ")), "{connects:?}");
-        assert!(connects.iter().all(|e| e.ends_with(expect) && e.contains("elicitation=false")), "{mode}: {connects:?}");
+        assert!(
+            connects.iter().all(|e| e.ends_with(expect) && e.contains("elicitation=false")),
+            "{mode}: {connects:?}"
+        );
         assert_eq!(served.ran().len(), if runs { 2 } else { 0 }, "{mode}");
         served.stop().await.unwrap();
     }

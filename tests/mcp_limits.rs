@@ -67,10 +67,8 @@ async fn mcp_16_concurrent_calls_never_exceed_max_concurrent_tools_across_client
         let log = log.display().to_string();
         tasks.push(tokio::spawn(async move {
             let client = connect(&url, TestClient::new(false, Answer::Decline), era).await;
-            let (a, b) = tokio::join!(
-                call(&client, "slow", json!({"log": log})),
-                call(&client, "slow", json!({"log": log}))
-            );
+            let (a, b) =
+                tokio::join!(call(&client, "slow", json!({"log": log})), call(&client, "slow", json!({"log": log})));
             client.cancel().await.unwrap();
             [a, b]
         }));
@@ -190,7 +188,8 @@ async fn host_headers_that_do_not_fit_a_loopback_bind_are_refused() {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
     let resp = post(&served).header("host", "evil.example").body(init).send().await.unwrap();
     assert_eq!(resp.status(), reqwest::StatusCode::FORBIDDEN, "DNS-rebinding protection");
-    let resp = post(&served).header("host", format!("localhost:{}", served.addr.port())).body(init).send().await.unwrap();
+    let resp =
+        post(&served).header("host", format!("localhost:{}", served.addr.port())).body(init).send().await.unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
     served.stop().await.unwrap();
 }
@@ -240,7 +239,9 @@ async fn invariant_10_mcp_binds_127_0_0_1_unless_told_otherwise_and_gated_tools_
     let served = serve(&[]).await;
     for era in ERAS {
         let client = connect(&served.url, TestClient::new(false, Answer::Approve), era).await;
-        for (name, args) in [("purge", json!({"target": "x"})), ("farm_feed", json!({})), ("read_file", json!({"path": "a"}))] {
+        for (name, args) in
+            [("purge", json!({"target": "x"})), ("farm_feed", json!({})), ("read_file", json!({"path": "a"}))]
+        {
             let out = call(&client, name, args).await;
             assert!(is_error(&out) && text(&out).contains("cannot be asked"), "{era:?} {name}: {out:?}");
         }

@@ -80,16 +80,18 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>>
     let tools = server.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name()).collect();
     eprintln!("serving {} tool(s) over MCP as {}: {}", names.len(), server.identity(), names.join(", "));
-    let gated: Vec<String> = tools
-        .iter()
-        .filter_map(|t| t.gate_trigger().map(|tag| format!("{} ({tag})", t.spec().name())))
-        .collect();
+    let gated: Vec<String> =
+        tools.iter().filter_map(|t| t.gate_trigger().map(|tag| format!("{} ({tag})", t.spec().name()))).collect();
     if !gated.is_empty() {
         let how = match server.confirm_over_mcp() {
-            ConfirmOverMcp::Always => "each call asks the client's user to approve it; clients that cannot be asked \
-                                       are refused (confirm_over_mcp: always)",
-            ConfirmOverMcp::Auto => "each call asks the client's user to approve it; clients that cannot be asked run \
-                                     them without approval (confirm_over_mcp: auto)",
+            ConfirmOverMcp::Always => {
+                "each call asks the client's user to approve it; clients that cannot be asked \
+                                       are refused (confirm_over_mcp: always)"
+            }
+            ConfirmOverMcp::Auto => {
+                "each call asks the client's user to approve it; clients that cannot be asked run \
+                                     them without approval (confirm_over_mcp: auto)"
+            }
             _ => "they run without approval (confirm_over_mcp: never)",
         };
         eprintln!("{} gated tool(s): {}; {how}", gated.len(), gated.join(", "));
@@ -108,7 +110,10 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>>
     };
     let url = format!("http://{host}:{}/", local.port());
     eprintln!("listening on {url} (streamable HTTP); stop with Ctrl-C");
-    eprintln!("register it with an MCP client, for example: claude mcp add --transport http {} {url}", server.identity());
+    eprintln!(
+        "register it with an MCP client, for example: claude mcp add --transport http {} {url}",
+        server.identity()
+    );
     server.serve(listener, stop).await?;
     eprintln!("stopped");
     Ok(())

@@ -248,9 +248,8 @@ pub async fn serve_config(
 ) -> Served {
     let events: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = events.clone();
-    let builder = McpServer::builder()
-        .config(config)
-        .events(move |e: &McpEvent<'_>| sink.lock().unwrap().push(render(e)));
+    let builder =
+        McpServer::builder().config(config).events(move |e: &McpEvent<'_>| sink.lock().unwrap().push(render(e)));
     let server = tweak(builder).build().await.expect("server builds");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

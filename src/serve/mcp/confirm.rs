@@ -80,9 +80,9 @@ pub(crate) fn denial_text(
 ) -> String {
     let head = format!("The command `{display}` did not run");
     match why {
-        Denial::Refused => format!(
-            "{head}: the user refused to approve it. This was the user's decision; do not retry this call."
-        ),
+        Denial::Refused => {
+            format!("{head}: the user refused to approve it. This was the user's decision; do not retry this call.")
+        }
         Denial::Dismissed => format!(
             "{head}: the approval prompt was closed without a decision. Do not retry it unless the user asks you to."
         ),

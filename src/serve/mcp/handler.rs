@@ -11,8 +11,8 @@ use crate::warning::Warning;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, DiscoverResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, InitializeRequestParams, InitializeResult,
-    InputRequest, InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams,
-    ServerConfig, Tool as McpTool,
+    InputRequest, InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
+    Tool as McpTool,
 };
 use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -191,7 +191,13 @@ impl Shared {
     }
 
     /// Run an approved call: the slot is taken only now (MCP-13), the deadline covers only the run (MCP-17).
-    async fn run(&self, tool: &SelectedTool, input: &ToolInput, display: &str, request_ct: &CancellationToken) -> ToolOutput {
+    async fn run(
+        &self,
+        tool: &SelectedTool,
+        input: &ToolInput,
+        display: &str,
+        request_ct: &CancellationToken,
+    ) -> ToolOutput {
         let name = tool.spec().name();
         let permit = tokio::select! {
             p = self.slots.clone().acquire_owned() => p.ok(),
@@ -271,7 +277,10 @@ impl Shared {
             return self.deny(Denial::Failed, tool, display, Some("too many approvals are already pending"));
         };
         let mut requests = InputRequests::new();
-        requests.insert(INPUT_KEY.to_owned(), InputRequest::Elicitation(ElicitRequest::new(self.request(display, trigger))));
+        requests.insert(
+            INPUT_KEY.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(self.request(display, trigger))),
+        );
         InputRequiredResult::new(Some(requests), Some(key)).into()
     }
 }

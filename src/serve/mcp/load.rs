@@ -4,7 +4,7 @@
 use crate::builtin::{BuiltinEnv, BuiltinRegistry};
 use crate::config::{Config, Mode};
 use crate::operator::NoOperator;
-use crate::select::{Rule, Selection, SelectedTool, Toolset, is_valid_tool_name};
+use crate::select::{Rule, SelectedTool, Selection, Toolset, is_valid_tool_name};
 use crate::source::ToolSource;
 use crate::source::fisk::{ChildEnv, FiskApp};
 use crate::tool::{Tool, ToolKind};
@@ -98,8 +98,10 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     // SEL-11: expose.agent.tools narrows, never re-adds.
     let served = match &config.expose.agent.tools {
         Some(pair) => {
-            let include = pair.include.as_ref().map(|f| Rule::from_filter("expose.agent.tools.include", f)).transpose()?;
-            let exclude = pair.exclude.as_ref().map(|f| Rule::from_filter("expose.agent.tools.exclude", f)).transpose()?;
+            let include =
+                pair.include.as_ref().map(|f| Rule::from_filter("expose.agent.tools.include", f)).transpose()?;
+            let exclude =
+                pair.exclude.as_ref().map(|f| Rule::from_filter("expose.agent.tools.exclude", f)).transpose()?;
             served.narrow(include.as_ref(), exclude.as_ref())
         }
         None => served,
