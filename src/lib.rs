@@ -12,6 +12,7 @@ pub mod llm;
 pub mod memory;
 pub mod operator;
 pub mod select;
+pub mod serve;
 pub mod session;
 pub mod source;
 pub mod tool;
@@ -22,6 +23,8 @@ pub use async_trait::async_trait;
 pub use config::Config;
 pub use error::{Error, ErrorKind, Result};
 pub use select::{Selection, Toolset};
+#[cfg(feature = "mcp")]
+pub use serve::mcp::McpServer;
 pub use source::ToolSource;
 pub use source::fisk::FiskApp;
 pub use tool::{CallContext, Tool, ToolInput, ToolOutput, ToolSpec};

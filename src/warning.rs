@@ -109,6 +109,21 @@ pub enum Warning {
         /// Why.
         reason: String,
     },
+    /// MCP-21: an agent-only setting (`harness.human_in_the_loop`, `harness.memory`) has no effect over MCP.
+    NoEffectOverMcp {
+        /// The setting's key.
+        setting: &'static str,
+    },
+    /// MCP-12: under `confirm_over_mcp: auto`, a gated tool ran without approval for a client that cannot be
+    /// asked.
+    UngatedOverMcp {
+        /// The tool.
+        tool: String,
+        /// The resolved command line (sanitized).
+        command: String,
+        /// The tag that gates it.
+        tag: String,
+    },
 }
 
 impl Warning {
@@ -130,6 +145,8 @@ impl Warning {
             Warning::MemoryIndexUnavailable { .. } => "memory_index_unavailable",
             Warning::PausedTurnMayHaveExpired { .. } => "paused_turn_may_have_expired",
             Warning::SessionEndUnrecorded { .. } => "session_end_unrecorded",
+            Warning::NoEffectOverMcp { .. } => "no_effect_over_mcp",
+            Warning::UngatedOverMcp { .. } => "ungated_over_mcp",
         }
     }
 }
@@ -198,6 +215,14 @@ impl fmt::Display for Warning {
             Warning::SessionEndUnrecorded { session, reason } => {
                 write!(f, "the end of session {session} could not be recorded (it stays resumable): {reason}")
             }
+            Warning::NoEffectOverMcp { setting } => {
+                write!(f, "{setting} is enabled but has no effect over MCP: its tools exist only in agent runs")
+            }
+            Warning::UngatedOverMcp { tool, command, tag } => write!(
+                f,
+                "ran {tool} without approval (tag {tag}; confirm_over_mcp is auto and the client cannot be asked): \
+                 {command}"
+            ),
         }
     }
 }

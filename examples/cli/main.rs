@@ -5,6 +5,7 @@
 //! ```
 
 mod info;
+mod mcp;
 mod run;
 mod session;
 mod trace;
@@ -28,6 +29,8 @@ enum Command {
     Run(run::RunArgs),
     /// List, show and remove checkpointed sessions.
     Session(session::SessionArgs),
+    /// Serve the tool set over MCP (streamable HTTP) until SIGINT or SIGTERM.
+    Mcp(mcp::McpArgs),
 }
 
 #[tokio::main]
@@ -37,6 +40,7 @@ async fn main() -> ExitCode {
         Command::Info(args) => info::run(args).await.map(|()| true),
         Command::Run(args) => run::run(args).await.map(|reason| reason.is_success()),
         Command::Session(args) => session::run(args).await.map(|()| true),
+        Command::Mcp(args) => mcp::run(args).await.map(|()| true),
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

@@ -1,0 +1,120 @@
+//! `fisk mcp` (SPEC CLI-17, MCP-1..23): serve the tool set over MCP (streamable HTTP) until SIGINT or SIGTERM.
+//! Everything it says goes to stderr.
+
+use clap::Args;
+use fisk_ai::Config;
+use fisk_ai::config::ConfirmOverMcp;
+use fisk_ai::serve::mcp::{GatedBehavior, McpEvent, McpServer, shutdown_signal};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub(crate) struct McpArgs {
+    /// The agent configuration; it needs an expose.agent.mcp block (an empty {} suffices).
+    #[arg(long, default_value = "agent.yaml")]
+    config: PathBuf,
+    /// Listen port [else FISK_AI_MCP_PORT, else expose.agent.mcp.port, else 8080; 0 means unset].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Bind address [else FISK_AI_MCP_ADDRESS, else expose.agent.mcp.address, else 127.0.0.1 (loopback only)].
+    #[arg(long)]
+    address: Option<String>,
+}
+
+/// MCP-2: the flag, else the environment; 0 at any level means unset (the configuration and 8080 come after).
+fn port(flag: Option<u16>) -> Result<u16, String> {
+    if let Some(p) = flag.filter(|p| *p != 0) {
+        return Ok(p);
+    }
+    match std::env::var("FISK_AI_MCP_PORT") {
+        Ok(v) if !v.trim().is_empty() => {
+            v.trim().parse::<u16>().map_err(|_| format!("FISK_AI_MCP_PORT: {v:?} is not a port (0..65535)"))
+        }
+        _ => Ok(0),
+    }
+}
+
+/// MCP-3: the flag, else the environment; empty means unset.
+fn address(flag: Option<String>) -> String {
+    flag.filter(|a| !a.trim().is_empty())
+        .or_else(|| std::env::var("FISK_AI_MCP_ADDRESS").ok().filter(|a| !a.trim().is_empty()))
+        .unwrap_or_default()
+}
+
+fn log(event: &McpEvent<'_>) {
+    match event {
+        McpEvent::Warning(w) => eprintln!("warning: {w}"),
+        McpEvent::ClientConnected { client, protocol, elicitation, gated } => eprintln!(
+            "client {} connected (protocol {protocol}, {}): {}",
+            client.unwrap_or("(unnamed)"),
+            if *elicitation { "can be asked" } else { "cannot be asked" },
+            gated.describe()
+        ),
+        McpEvent::ToolCall { display, .. } => eprintln!("-> {display}"),
+        McpEvent::Denied { display, why, .. } => eprintln!("denied: {display} ({})", why.describe()),
+        other => eprintln!("{other:?}"),
+    }
+}
+
+pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::load(&args.config)?;
+    let no_application = config.application_path.is_none();
+    let server = McpServer::builder()
+        .config(config)
+        .port(port(args.port)?)
+        .address(address(args.address))
+        .server_version(env!("CARGO_PKG_VERSION"))
+        .events(log)
+        .build()
+        .await?;
+    for w in server.warnings() {
+        eprintln!("warning: {w}");
+    }
+    if no_application {
+        eprintln!("note: no application_path is set: only the harness.tools built-ins are served");
+    }
+    let listener = server.bind().await?;
+    let local = listener.local_addr()?;
+    // MCP-22: installed before the startup lines, so a signal right after them is not lost.
+    let stop = shutdown_signal();
+
+    let tools = server.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.spec().name()).collect();
+    eprintln!("serving {} tool(s) over MCP as {}: {}", names.len(), server.identity(), names.join(", "));
+    let gated: Vec<String> =
+        tools.iter().filter_map(|t| t.gate_trigger().map(|tag| format!("{} ({tag})", t.spec().name()))).collect();
+    if !gated.is_empty() {
+        let how = match server.confirm_over_mcp() {
+            ConfirmOverMcp::Always => {
+                "each call asks the client's user to approve it; clients that cannot be asked \
+                                       are refused (confirm_over_mcp: always)"
+            }
+            ConfirmOverMcp::Auto => {
+                "each call asks the client's user to approve it; clients that cannot be asked run \
+                                     them without approval (confirm_over_mcp: auto)"
+            }
+            _ => "they run without approval (confirm_over_mcp: never)",
+        };
+        eprintln!("{} gated tool(s): {}; {how}", gated.len(), gated.join(", "));
+    } else {
+        eprintln!("{}", GatedBehavior::NoneGated.describe());
+    }
+    eprintln!(
+        "at most {} call(s) run at once, each for at most {}",
+        server.max_concurrent_tools(),
+        fisk_ai::config::format_duration(server.tool_timeout())
+    );
+    let host = match local.ip() {
+        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    let url = format!("http://{host}:{}/", local.port());
+    eprintln!("listening on {url} (streamable HTTP); stop with Ctrl-C");
+    eprintln!(
+        "register it with an MCP client, for example: claude mcp add --transport http {} {url}",
+        server.identity()
+    );
+    server.serve(listener, stop).await?;
+    eprintln!("stopped");
+    Ok(())
+}

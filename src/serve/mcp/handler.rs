@@ -1,0 +1,331 @@
+//! The MCP request handler: lifecycle logging, `tools/list`, and `tools/call` with input checks, confirmation,
+//! the concurrency bound and the per-call timeout (MCP-5..19).
+
+use super::confirm::{self, INPUT_KEY, PendingApprovals};
+use super::events::{Denial, GatedBehavior, McpEvent, McpEventSink};
+use crate::config::{ConfirmOverMcp, format_duration};
+use crate::gate::{PROMPT_LIMIT, sanitize};
+use crate::select::{SelectedTool, Toolset};
+use crate::tool::{CallContext, ToolInput, ToolOutput};
+use crate::warning::Warning;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, DiscoverResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, InitializeRequestParams, InitializeResult,
+    InputRequest, InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
+    Tool as McpTool,
+};
+use rmcp::service::{RequestContext, RoleServer, ServiceError};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// A tool that ignores its [`CallContext`] deadline is abandoned this long after it.
+const BACKSTOP_GRACE: Duration = Duration::from_secs(1);
+
+/// Everything a request needs, built once and shared by every client.
+pub(crate) struct Shared {
+    pub(crate) identity: String,
+    pub(crate) info: ServerConfig,
+    pub(crate) tools: Toolset,
+    pub(crate) listing: Vec<McpTool>,
+    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) confirm: ConfirmOverMcp,
+    pub(crate) confirm_timeout: Duration,
+    pub(crate) tool_timeout: Duration,
+    pub(crate) max_concurrent: usize,
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) pending: PendingApprovals,
+    pub(crate) form: ElicitationSchema,
+    pub(crate) events: Arc<dyn McpEventSink>,
+    pub(crate) in_flight: InFlight,
+    /// Cancelled when shutdown stops waiting for in-flight calls: their process groups are killed.
+    pub(crate) calls_cancel: CancellationToken,
+}
+
+/// Requests in progress, so shutdown can wait for them (MCP-22). Cheap to clone; a guard counts one request until
+/// it is dropped.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InFlight(Arc<InFlightInner>);
+
+#[derive(Debug, Default)]
+struct InFlightInner {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+pub(crate) struct InFlightGuard(Arc<InFlightInner>);
+
+impl InFlight {
+    pub(crate) fn enter(&self) -> InFlightGuard {
+        self.0.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self.0.clone())
+    }
+
+    /// Resolve once nothing is in progress.
+    pub(crate) async fn wait_idle(&self) {
+        loop {
+            let notified = self.0.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.0.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// One handler per request or session; a cheap handle on [`Shared`].
+#[derive(Clone)]
+pub(crate) struct Handler(pub(crate) Arc<Shared>);
+
+fn text_result(out: ToolOutput) -> CallToolResponse {
+    let is_error = out.is_error();
+    let content = vec![ContentBlock::text(out.into_content())];
+    if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }.into()
+}
+
+fn error_result(text: impl Into<String>) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(text.into())]).into()
+}
+
+/// Whether the request runs on the 2026-07-28 lifecycle, where the server may not send requests to the client and
+/// approval is an `InputRequiredResult` round instead of `elicitation/create`.
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| !v.has_initialize())
+}
+
+/// TOOL-20, then the schema (EXEC-3): every input is checked before anything is asked or run.
+fn check_input(tool: &SelectedTool, value: &Value) -> Result<(), String> {
+    let spec = tool.spec();
+    if let Some(missing) = spec.missing_required(&value.to_string()) {
+        return Err(missing.to_string());
+    }
+    if spec.input_schema().is_object() {
+        spec.validate_input(value).map_err(|e| format!("tool \"{}\": {e}; the command did not run", spec.name()))
+    } else {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn gated_behavior(&self, caps: Option<&ClientCapabilities>) -> GatedBehavior {
+        if self.tools.gated_count() == 0 {
+            GatedBehavior::NoneGated
+        } else {
+            confirm::behavior(self.confirm, confirm::can_elicit(caps))
+        }
+    }
+
+    fn connected(&self, client: Option<String>, protocol: &str, caps: Option<&ClientCapabilities>) {
+        self.events.emit(&McpEvent::ClientConnected {
+            client: client.as_deref(),
+            protocol,
+            elicitation: confirm::can_elicit(caps),
+            gated: self.gated_behavior(caps),
+        });
+    }
+
+    fn deny(&self, why: Denial, tool: &SelectedTool, display: &str, detail: Option<&str>) -> CallToolResponse {
+        let name = tool.spec().name();
+        self.events.emit(&McpEvent::Denied { name, display, why });
+        let trigger = tool.gate_trigger().unwrap_or_default();
+        error_result(confirm::denial_text(why, name, display, trigger, self.confirm_timeout, detail))
+    }
+
+    fn request(&self, display: &str, trigger: &str) -> ElicitRequestParams {
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: confirm::message(&self.identity, display, trigger),
+            requested_schema: self.form.clone(),
+        }
+    }
+
+    /// Protocols up to 2025-11-25: ask with `elicitation/create` and wait, bounded by the confirmation timeout.
+    async fn ask_legacy(
+        &self,
+        context: &RequestContext<RoleServer>,
+        display: &str,
+        trigger: &str,
+    ) -> Result<(), (Denial, Option<String>)> {
+        let params = self.request(display, trigger);
+        let asked = context.peer.create_elicitation_with_timeout(params, Some(self.confirm_timeout));
+        let answer = tokio::select! {
+            r = tokio::time::timeout(self.confirm_timeout, asked) => r,
+            _ = context.ct.cancelled() => return Err((Denial::Failed, Some("the call was cancelled".to_owned()))),
+        };
+        match answer {
+            Ok(Ok(result)) => confirm::judge(&result).map_err(|d| (d, None)),
+            Ok(Err(ServiceError::Timeout { .. })) | Err(_) => Err((Denial::TimedOut, None)),
+            Ok(Err(e)) => Err((Denial::Failed, Some(e.to_string()))),
+        }
+    }
+
+    /// Protocol 2026-07-28, second round: the echoed state must name a pending call of this tool with these
+    /// arguments, and the answer under [`INPUT_KEY`] must be an explicit approval.
+    fn judge_modern(&self, request: &CallToolRequestParams, state: &str) -> Result<(), (Denial, Option<String>)> {
+        self.pending.close(state, &request.name, request.arguments.as_ref()).map_err(|d| {
+            let detail = (d == Denial::Failed).then(|| "the answer does not match a pending approval".to_owned());
+            (d, detail)
+        })?;
+        let Some(answer) = request.input_responses.as_ref().and_then(|r| r.get(INPUT_KEY)) else {
+            return Err((Denial::Failed, Some("no answer was sent".to_owned())));
+        };
+        match serde_json::from_value::<ElicitResult>(answer.clone()) {
+            Ok(result) => confirm::judge(&result).map_err(|d| (d, None)),
+            Err(e) => Err((Denial::Failed, Some(format!("the answer is not an elicitation result: {e}")))),
+        }
+    }
+
+    /// Run an approved call: the slot is taken only now (MCP-13), the deadline covers only the run (MCP-17).
+    async fn run(
+        &self,
+        tool: &SelectedTool,
+        input: &ToolInput,
+        display: &str,
+        request_ct: &CancellationToken,
+    ) -> ToolOutput {
+        let name = tool.spec().name();
+        let permit = tokio::select! {
+            p = self.slots.clone().acquire_owned() => p.ok(),
+            _ = request_ct.cancelled() => None,
+            _ = self.calls_cancel.cancelled() => None,
+        };
+        let Some(_permit) = permit else {
+            return ToolOutput::error(format!("the call of \"{name}\" was cancelled before it ran"));
+        };
+        self.events.emit(&McpEvent::ToolCall { name, display });
+        let token = self.calls_cancel.child_token();
+        let ctx = CallContext::new().with_timeout(self.tool_timeout).with_cancel(token.clone());
+        let call = tool.tool().call(input, &ctx);
+        // Dropping a command's call kills its process group, so every early exit below leaves nothing running.
+        tokio::select! {
+            out = call => out,
+            _ = request_ct.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was cancelled by the client")),
+            _ = token.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was stopped: the server is shutting down")),
+            _ = tokio::time::sleep(self.tool_timeout.saturating_add(BACKSTOP_GRACE)) => ToolOutput::error(format!(
+                "tool \"{name}\" did not finish within {} and was stopped",
+                format_duration(self.tool_timeout)
+            )),
+        }
+    }
+
+    async fn call(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> CallToolResponse {
+        let name: &str = &request.name;
+        let Some(tool) = self.tools.get(name) else {
+            return error_result(format!("unknown tool \"{name}\"; tools/list names the tools this server offers"));
+        };
+        let value = Value::Object(request.arguments.clone().unwrap_or_default());
+        if let Err(text) = check_input(tool, &value) {
+            return error_result(text);
+        }
+        let input = ToolInput::from_value(&value);
+        let display = sanitize(&tool.tool().display(&input), PROMPT_LIMIT);
+        if let Some(trigger) = tool.gate_trigger() {
+            match self.gated_behavior(context.client_capabilities().as_ref()) {
+                GatedBehavior::Asked if is_modern(&context) => match request.request_state.as_deref() {
+                    None => return self.ask_modern(&request, tool, &display, trigger),
+                    Some(state) => {
+                        if let Err((why, detail)) = self.judge_modern(&request, state) {
+                            return self.deny(why, tool, &display, detail.as_deref());
+                        }
+                    }
+                },
+                GatedBehavior::Asked => {
+                    if let Err((why, detail)) = self.ask_legacy(&context, &display, trigger).await {
+                        return self.deny(why, tool, &display, detail.as_deref());
+                    }
+                }
+                GatedBehavior::Refused => return self.deny(Denial::CannotAsk, tool, &display, None),
+                GatedBehavior::RunUngated | GatedBehavior::NoneGated => {
+                    if self.confirm == ConfirmOverMcp::Auto {
+                        self.events.emit(&McpEvent::Warning(&Warning::UngatedOverMcp {
+                            tool: name.to_owned(),
+                            command: display.clone(),
+                            tag: trigger.to_owned(),
+                        }));
+                    }
+                }
+            }
+        }
+        text_result(self.run(tool, &input, &display, &context.ct).await)
+    }
+
+    /// Protocol 2026-07-28, first round: record the call server-side and ask for approval in an
+    /// `InputRequiredResult` whose state is only the record's key.
+    fn ask_modern(
+        &self,
+        request: &CallToolRequestParams,
+        tool: &SelectedTool,
+        display: &str,
+        trigger: &str,
+    ) -> CallToolResponse {
+        let Some(key) = self.pending.open(&request.name, request.arguments.as_ref()) else {
+            return self.deny(Denial::Failed, tool, display, Some("too many approvals are already pending"));
+        };
+        let mut requests = InputRequests::new();
+        requests.insert(
+            INPUT_KEY.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(self.request(display, trigger))),
+        );
+        InputRequiredResult::new(Some(requests), Some(key)).into()
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        self.0.info.clone()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        let client = format!("{} {}", request.client_info.name, request.client_info.version);
+        self.0.connected(Some(client), result.protocol_version.as_str(), Some(&request.capabilities));
+        Ok(result)
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let client = context.client_info().map(|c| format!("{} {}", c.name, c.version));
+        let protocol = context.protocol_version().map(|v| v.as_str().to_owned()).unwrap_or_default();
+        self.0.connected(client, &protocol, context.client_capabilities().as_ref());
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.0.listing.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.0.by_name.get(name).map(|&i| self.0.listing[i].clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        Ok(self.0.call(request, context).await)
+    }
+}

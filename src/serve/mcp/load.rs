@@ -1,0 +1,119 @@
+//! The served tool set (MCP-1, MCP-7, MCP-20, MCP-21): the agent's own loading and selection pipeline, then only
+//! command tools and MCP-servable `harness.tools` built-ins, narrowed by `expose.agent.tools`.
+
+use crate::builtin::{BuiltinEnv, BuiltinRegistry};
+use crate::config::{Config, Mode};
+use crate::operator::NoOperator;
+use crate::select::{Rule, SelectedTool, Selection, Toolset, is_valid_tool_name};
+use crate::source::ToolSource;
+use crate::source::fisk::{ChildEnv, FiskApp};
+use crate::tool::{Tool, ToolKind};
+use crate::warning::Warning;
+use crate::{Error, Result};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What [`load`] needs besides the configuration.
+pub(crate) struct Inputs<'a> {
+    pub(crate) sources: Vec<Arc<dyn ToolSource>>,
+    pub(crate) registry: &'a BuiltinRegistry,
+    pub(crate) toolset: Option<Toolset>,
+    pub(crate) working_dir: Option<&'a Path>,
+}
+
+/// Validate `config` for MCP (lenient, MCP-1), select its tools as a run would, and keep what MCP may serve.
+pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset, Vec<Warning>)> {
+    let mut warnings = config.validate(Mode::Lenient)?;
+    if config.expose.agent.mcp.is_none() {
+        return Err(Error::config_key(
+            "expose.agent.mcp",
+            "MCP serving is not enabled: add an expose.agent.mcp block to the configuration (an empty {} suffices)",
+        ));
+    }
+    let selected = match inputs.toolset {
+        Some(toolset) => toolset,
+        None => {
+            let mut sources = inputs.sources;
+            let mut env = ChildEnv::new();
+            if let Some(dir) = inputs.working_dir {
+                if !dir.is_absolute() || !dir.is_dir() {
+                    return Err(Error::config(format!(
+                        "the tool working directory {} must be an absolute path to an existing directory",
+                        dir.display()
+                    )));
+                }
+                env = env.with_working_dir(dir);
+            }
+            if let Some(app) = FiskApp::from_config(config) {
+                sources.insert(0, Arc::new(app.with_env(env)));
+            }
+            let mut candidates: Vec<Arc<dyn Tool>> = Vec::new();
+            for source in &sources {
+                let loaded = source.load().await?;
+                candidates.extend(loaded.tools);
+                warnings.extend(loaded.warnings);
+            }
+            // MCP-20: built-ins served over MCP can reach no operator.
+            let env = BuiltinEnv::new(config, Arc::new(NoOperator))?;
+            candidates.extend(inputs.registry.build_enabled(config, &env)?);
+            let toolset = Selection::from_config(config)?.apply(candidates)?;
+            warnings.extend(toolset.warnings().iter().cloned());
+            toolset
+        }
+    };
+    // MCP-21: agent-only tools have no effect here.
+    if config.harness.human_in_the_loop.enabled {
+        warnings.push(Warning::NoEffectOverMcp { setting: "harness.human_in_the_loop" });
+    }
+    if config.harness.memory.enabled {
+        warnings.push(Warning::NoEffectOverMcp { setting: "harness.memory" });
+    }
+    let servable: HashSet<&str> = config
+        .harness
+        .tools
+        .iter()
+        .filter(|e| inputs.registry.get(&e.name).is_some_and(|f| f.served_over_mcp()))
+        .map(|e| e.name.as_str())
+        .collect();
+    let mut kept: Vec<SelectedTool> = Vec::with_capacity(selected.len());
+    for t in selected.iter() {
+        let spec = t.spec();
+        let served = match spec.kind() {
+            ToolKind::Command => true,
+            ToolKind::Builtin => servable.contains(spec.name()),
+            // MCP-7: HITL and memory (built-ins not listed as servable), imported and custom tools never.
+            _ => false,
+        };
+        if !served {
+            continue;
+        }
+        if !is_valid_tool_name(spec.name()) {
+            warnings.push(Warning::InvalidToolName { name: spec.name().to_owned(), display: spec.display_path() });
+            continue;
+        }
+        kept.push(t.clone());
+    }
+    let served = Toolset::new(kept, Vec::new());
+    // SEL-11: expose.agent.tools narrows, never re-adds.
+    let served = match &config.expose.agent.tools {
+        Some(pair) => {
+            let include =
+                pair.include.as_ref().map(|f| Rule::from_filter("expose.agent.tools.include", f)).transpose()?;
+            let exclude =
+                pair.exclude.as_ref().map(|f| Rule::from_filter("expose.agent.tools.exclude", f)).transpose()?;
+            served.narrow(include.as_ref(), exclude.as_ref())
+        }
+        None => served,
+    };
+    if served.is_empty() {
+        return Err(Error::selection(if config.application_path.is_some() {
+            "no tools can be served over MCP: none remain after include/exclude, ai:deny and expose.agent.tools \
+             (ask_human_*, memory_*, imported and custom tools are never served)"
+        } else {
+            "no tools can be served over MCP: no application is wrapped (set application_path) and no servable \
+             built-in is listed under harness.tools (read_file, base64_encode)"
+        }));
+    }
+    Ok((served, warnings))
+}

@@ -1,0 +1,357 @@
+//! The tool set over the Model Context Protocol (SPEC section 15, MCP-1..23): rmcp's streamable HTTP server at the
+//! listener root, fed by the same loading and selection pipeline as the agent.
+//!
+//! - Serving is opt-in: the configuration needs an `expose.agent.mcp` block (MCP-1).
+//! - Served: command tools and MCP-servable `harness.tools` built-ins that survive selection, narrowed by
+//!   `expose.agent.tools` (MCP-7). `ask_human_*`, `memory_*`, imported and custom tools are never served.
+//! - Every input is checked against the tool's schema before anything is asked or run; every failure is an
+//!   `isError: true` result, never a protocol error (MCP-18).
+//! - Gated tools ask the client's user through elicitation, in both protocol eras: `elicitation/create` for
+//!   clients on 2025-11-25 and earlier, an `InputRequiredResult` round for 2026-07-28. Only an explicit approval
+//!   runs the command; a client that cannot be asked is refused under the default `confirm_over_mcp: always`
+//!   (MCP-8..13).
+//! - At most `max_concurrent_tools` calls run at once across all clients, each bounded by `tool_timeout`; approval
+//!   waits hold no slot and are outside the timeout (MCP-13, MCP-16, MCP-17).
+//! - It binds 127.0.0.1 unless told otherwise and accepts only `Host` headers that fit the bind address
+//!   (DNS-rebinding protection); oversize bodies are refused (MCP-3).
+//!
+//! ```no_run
+//! use fisk_ai::Config;
+//! use fisk_ai::serve::mcp::{McpEvent, McpServer};
+//!
+//! # async fn demo() -> fisk_ai::Result<()> {
+//! let config = Config::load("agent.yaml")?;
+//! let server = McpServer::builder()
+//!     .config(config)
+//!     .events(|e: &McpEvent<'_>| {
+//!         if let McpEvent::ToolCall { display, .. } = e {
+//!             eprintln!("-> {display}");
+//!         }
+//!     })
+//!     .build()
+//!     .await?; // introspects the application and selects the served tools once
+//! let listener = server.bind().await?; // 127.0.0.1:8080 unless configured otherwise
+//! server.serve_until_signal(listener).await // SIGINT or SIGTERM stops it gracefully
+//! # }
+//! ```
+
+mod confirm;
+mod events;
+mod handler;
+mod http;
+mod listing;
+mod load;
+
+pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
+pub use events::{Denial, GatedBehavior, McpEvent, McpEventSink, NoMcpEvents};
+pub use http::{SHUTDOWN_GRACE, shutdown_signal};
+
+use crate::builtin::{BuiltinRegistry, BuiltinTool};
+use crate::config::{Config, ConfirmOverMcp};
+use crate::select::Toolset;
+use crate::source::ToolSource;
+use crate::warning::Warning;
+use crate::{Error, Result};
+use handler::{InFlight, Shared};
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The largest request body accepted by default; a bigger one gets `413 Payload Too Large`.
+pub const DEFAULT_MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
+
+/// A loaded MCP server: the served tools and the settings, ready to [`bind`](McpServer::bind) and
+/// [`serve`](McpServer::serve).
+pub struct McpServer {
+    shared: Arc<Shared>,
+    warnings: Vec<Warning>,
+    address: String,
+    port: u16,
+    max_body: usize,
+    hosts: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("identity", &self.shared.identity)
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .field("tools", &self.shared.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Start building a server.
+    pub fn builder() -> McpServerBuilder {
+        McpServerBuilder::default()
+    }
+
+    /// The served tools, in request order (MCP-7).
+    pub fn tools(&self) -> &Toolset {
+        &self.shared.tools
+    }
+
+    /// Warnings found while building: configuration, tags, selection, and MCP-21's agent-only settings.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The server name clients see: the configuration's identity (MCP-5).
+    pub fn identity(&self) -> &str {
+        &self.shared.identity
+    }
+
+    /// The address [`bind`](McpServer::bind) listens on (MCP-3).
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The port [`bind`](McpServer::bind) listens on (MCP-2).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// How gated tools behave (MCP-8).
+    pub fn confirm_over_mcp(&self) -> ConfirmOverMcp {
+        self.shared.confirm
+    }
+
+    /// How many calls may run at once across all clients (MCP-16).
+    pub fn max_concurrent_tools(&self) -> usize {
+        self.shared.max_concurrent
+    }
+
+    /// The bound on one call (MCP-17).
+    pub fn tool_timeout(&self) -> Duration {
+        self.shared.tool_timeout
+    }
+
+    /// How long a user has to answer an approval request (MCP-10).
+    pub fn confirm_timeout(&self) -> Duration {
+        self.shared.confirm_timeout
+    }
+
+    /// Listen on the configured address and port (127.0.0.1:8080 unless told otherwise).
+    pub async fn bind(&self) -> Result<TcpListener> {
+        http::bind(&self.address, self.port).await
+    }
+
+    /// Serve on `listener` until `shutdown` resolves, then shut down gracefully: stop accepting, wait at most
+    /// [`SHUTDOWN_GRACE`] for calls in progress, stop the rest (killing their process groups) and return
+    /// (MCP-22). Only a listener failure is an error.
+    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::new(crate::ErrorKind::Io, format!("the MCP listener has no address: {e}")))?;
+        let hosts = self.hosts.clone().or_else(|| http::allowed_hosts(&self.address, local));
+        let hosts = if self.hosts.as_ref().is_some_and(Vec::is_empty) { None } else { hosts };
+        http::serve(self.shared, listener, hosts, self.max_body, shutdown).await
+    }
+
+    /// [`serve`](McpServer::serve) until SIGINT or SIGTERM (MCP-22). The signal handlers are installed when this is
+    /// first polled; to catch a signal that arrives earlier, call [`shutdown_signal`] first and pass it to
+    /// [`serve`](McpServer::serve).
+    pub async fn serve_until_signal(self, listener: TcpListener) -> Result<()> {
+        self.serve(listener, shutdown_signal()).await
+    }
+}
+
+/// Builds an [`McpServer`]; by value, finished with [`McpServerBuilder::build`].
+pub struct McpServerBuilder {
+    config: Option<Config>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    registry: BuiltinRegistry,
+    toolset: Option<Toolset>,
+    working_dir: Option<PathBuf>,
+    address: Option<String>,
+    port: u16,
+    events: Option<Arc<dyn McpEventSink>>,
+    confirm_timeout: Duration,
+    max_body: usize,
+    hosts: Option<Vec<String>>,
+    version: Option<String>,
+}
+
+impl Default for McpServerBuilder {
+    fn default() -> Self {
+        McpServerBuilder {
+            config: None,
+            sources: Vec::new(),
+            registry: BuiltinRegistry::with_defaults(),
+            toolset: None,
+            working_dir: None,
+            address: None,
+            port: 0,
+            events: None,
+            confirm_timeout: DEFAULT_CONFIRM_TIMEOUT,
+            max_body: DEFAULT_MAX_REQUEST_BODY,
+            hosts: None,
+            version: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for McpServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerBuilder")
+            .field("config", &self.config.is_some())
+            .field("sources", &self.sources.len())
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServerBuilder {
+    /// The parsed configuration (required); it must have an `expose.agent.mcp` block (MCP-1). It is validated
+    /// leniently: `system_prompt` and `llm` are not needed. The wrapped application is loaded when
+    /// `application_path` is set.
+    #[must_use]
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Another tool source; its command tools are served like the application's (imported tools never are).
+    #[must_use]
+    pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
+        self.sources.push(Arc::new(source));
+        self
+    }
+
+    /// Register a built-in factory of the host's; it is served when a `harness.tools` entry enables it and
+    /// [`BuiltinTool::served_over_mcp`] says so.
+    #[must_use]
+    pub fn builtin(mut self, factory: impl BuiltinTool + 'static) -> Self {
+        self.registry.register(Arc::new(factory));
+        self
+    }
+
+    /// Serve from an already-selected tool set (for example an [`Agent`](crate::Agent)'s) instead of loading one;
+    /// the configuration still supplies the MCP settings, and MCP-7 still decides what of it is served.
+    #[must_use]
+    pub fn toolset(mut self, toolset: Toolset) -> Self {
+        self.toolset = Some(toolset);
+        self
+    }
+
+    /// Run command tools in `dir` (OVR-6): an absolute path to an existing directory.
+    #[must_use]
+    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Listen on `address` instead of the configured one; empty means unset (MCP-3).
+    #[must_use]
+    pub fn address(mut self, address: impl Into<String>) -> Self {
+        let address = address.into();
+        self.address = (!address.trim().is_empty()).then(|| address.trim().to_owned());
+        self
+    }
+
+    /// Listen on `port` instead of the configured one; 0 means unset (MCP-2).
+    #[must_use]
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Deliver [`McpEvent`]s to `sink` (client connections, calls, denials, warnings).
+    #[must_use]
+    pub fn events(mut self, sink: impl McpEventSink + 'static) -> Self {
+        self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// How long a user has to answer an approval request; 2 minutes by default (MCP-10). An unanswered request
+    /// denies the call.
+    #[must_use]
+    pub fn confirm_timeout(mut self, timeout: Duration) -> Self {
+        self.confirm_timeout = timeout;
+        self
+    }
+
+    /// The largest request body accepted, in bytes ([`DEFAULT_MAX_REQUEST_BODY`] by default).
+    #[must_use]
+    pub fn max_request_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Accept exactly these `Host` headers (names or `host:port`) instead of those the bind address implies. An
+    /// empty list accepts any host, which gives up DNS-rebinding protection.
+    #[must_use]
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The version reported to clients; this crate's version by default (MCP-5).
+    #[must_use]
+    pub fn server_version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Validate the configuration, load and select the tools once, and keep what MCP serves. Fails when MCP is
+    /// not enabled (MCP-1), on configuration, source and selection errors, and when no tool can be served (MCP-7).
+    pub async fn build(self) -> Result<McpServer> {
+        let config = self.config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
+        let (tools, warnings) = load::load(
+            &config,
+            load::Inputs {
+                sources: self.sources,
+                registry: &self.registry,
+                toolset: self.toolset,
+                working_dir: self.working_dir.as_deref(),
+            },
+        )
+        .await?;
+        let mcp = config.expose.agent.mcp.clone().unwrap_or_default();
+        let identity = config.identity()?;
+        let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(identity.clone(), version));
+        if !mcp.instructions.trim().is_empty() {
+            info = info.with_instructions(mcp.instructions.clone());
+        }
+        let listing: Vec<_> = tools.iter().map(listing::to_mcp).collect();
+        let by_name: HashMap<String, usize> =
+            listing.iter().enumerate().map(|(i, t)| (t.name.to_string(), i)).collect();
+        let form = confirm::form_schema().map_err(|e| Error::config(format!("the approval form is invalid: {e}")))?;
+        let max_concurrent = mcp.max_concurrent_tools();
+        let address = self.address.unwrap_or_else(|| mcp.address().to_owned());
+        let port = if self.port != 0 { self.port } else { mcp.port() };
+        let shared = Shared {
+            identity,
+            info,
+            tools,
+            listing,
+            by_name,
+            confirm: mcp.confirm_over_mcp,
+            confirm_timeout: self.confirm_timeout,
+            tool_timeout: mcp.tool_timeout(),
+            max_concurrent,
+            slots: Arc::new(Semaphore::new(max_concurrent)),
+            pending: confirm::PendingApprovals::new(self.confirm_timeout),
+            form,
+            events: self.events.unwrap_or_else(|| Arc::new(NoMcpEvents)),
+            in_flight: InFlight::default(),
+            calls_cancel: CancellationToken::new(),
+        };
+        Ok(McpServer { shared: Arc::new(shared), warnings, address, port, max_body: self.max_body, hosts: self.hosts })
+    }
+}

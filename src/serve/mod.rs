@@ -1,0 +1,11 @@
+//! Serving the selected tool set to other programs (SPEC sections 15 and 16).
+//!
+//! - [`mcp`] (feature `mcp`): the tools over the Model Context Protocol's streamable HTTP transport, with
+//!   elicitation-gated confirmation.
+//!
+//! Every server is fed by the same [`Toolset`](crate::Toolset) the agent loop uses, so selection, naming, schemas
+//! and gating never drift between them.
+
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;

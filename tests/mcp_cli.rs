@@ -1,0 +1,148 @@
+//! `cli mcp` end to end (CLI-17, MCP-2, MCP-19, MCP-21..23): the real example binary serving the real cowsay demo,
+//! rmcp's client calling it over loopback HTTP, and SIGTERM stopping it gracefully.
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+
+mod common;
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+
+use mcp_support::*;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `cli mcp`, its stderr lines arriving on a channel.
+struct Cli {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Cli {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Cli {
+        let mut cmd = Command::new(common::example("cli"));
+        cmd.arg("mcp").args(args).current_dir(common::root()).stdin(Stdio::null()).stdout(Stdio::null());
+        cmd.stderr(Stdio::piped()).env_remove("FISK_AI_MCP_PORT").env_remove("FISK_AI_MCP_ADDRESS");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Cli { child, lines, seen: Vec::new() }
+    }
+
+    /// Wait for a stderr line containing `needle` (or the end of output); everything seen is kept.
+    fn wait_for(&mut self, needle: &str) -> bool {
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
+            let hit = line.contains(needle);
+            self.seen.push(line);
+            if hit {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn stderr(&self) -> String {
+        self.seen.join("\n")
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM)
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        status
+    }
+}
+
+impl Drop for Cli {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn cli_mcp_serves_the_cowsay_demo_logs_each_call_and_stops_on_sigterm() {
+    let port = free_port();
+    let port_s = port.to_string();
+    // `--port 0` is unset, so the environment's port is used (MCP-2).
+    let mut cli =
+        Cli::start(&["--config", "examples/cowsay/agent.yaml", "--port", "0"], &[("FISK_AI_MCP_PORT", &port_s)]);
+    assert!(cli.wait_for("register it with an MCP client"), "startup:\n{}", cli.stderr());
+    let err = cli.stderr();
+    assert!(err.contains("serving 5 tool(s) over MCP as cowsay: say, cow_say, cow_think, feed, list"), "{err}");
+    assert!(err.contains("2 gated tool(s): cow_think (ai:confirm), feed (impact:rw)"), "{err}");
+    assert!(err.contains("confirm_over_mcp: always"), "{err}");
+    let url = format!("http://127.0.0.1:{port}/");
+    assert!(err.contains(&format!("claude mcp add --transport http cowsay {url}")), "{err}");
+
+    for era in ERAS {
+        let client = connect(&url, TestClient::new(false, Answer::Decline), era).await;
+        let out = exec_json(&call(&client, "say", json!({"message": format!("moo {era:?}")})).await);
+        assert_eq!(out["exit_code"], 0);
+        assert!(out["output"].as_str().unwrap().contains(&format!("moo {era:?}")), "{out}");
+        // The default fails closed for a client that cannot be asked.
+        let out = call(&client, "cow_think", json!({"message": "hmm"})).await;
+        assert!(is_error(&out) && text(&out).contains("cannot be asked"), "{out:?}");
+        client.cancel().await.unwrap();
+    }
+    assert!(cli.wait_for("-> say -- moo Modern"), "MCP-19 per-call line:\n{}", cli.stderr());
+    let err = cli.stderr();
+    assert!(err.contains("-> say -- moo Legacy"), "{err}");
+    assert!(err.contains("denied: cow think -- hmm (client cannot be asked for approval)"), "{err}");
+    assert!(err.contains("connected (protocol 2025-11-25, cannot be asked)"), "{err}");
+
+    let status = cli.terminate();
+    assert!(status.success(), "SIGTERM stops it gracefully: {status:?}\n{}", cli.stderr());
+    assert!(cli.stderr().ends_with("stopped"), "{}", cli.stderr());
+}
+
+#[tokio::test]
+async fn cli_mcp_without_an_application_serves_built_ins_and_warns_about_agent_only_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(
+        &config,
+        "identity: helper\nharness:\n  human_in_the_loop: {enabled: true}\n  tools: [{name: base64_encode}]\n\
+         expose: {agent: {mcp: {}}}\n",
+    )
+    .unwrap();
+    let port = free_port().to_string();
+    let mut cli = Cli::start(&["--config", config.to_str().unwrap(), "--port", &port, "--address", "127.0.0.1"], &[]);
+    assert!(cli.wait_for("register it with an MCP client"), "startup:\n{}", cli.stderr());
+    let err = cli.stderr();
+    assert!(err.contains("only the harness.tools built-ins are served"), "MCP-23: {err}");
+    assert!(err.contains("warning: harness.human_in_the_loop is enabled but has no effect over MCP"), "MCP-21: {err}");
+    assert!(err.contains("serving 1 tool(s) over MCP as helper: base64_encode"), "{err}");
+    assert!(cli.terminate().success(), "{}", cli.stderr());
+}
+
+#[tokio::test]
+async fn cli_mcp_refuses_a_configuration_without_the_expose_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(&config, "identity: x\nharness:\n  tools: [{name: base64_encode}]\n").unwrap();
+    let out =
+        Command::new(common::example("cli")).args(["mcp", "--config", config.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("expose.agent.mcp"), "MCP-1: {err}");
+}

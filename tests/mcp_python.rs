@@ -1,0 +1,81 @@
+//! Interop with the official Python MCP SDK client (`pip install mcp`): list the tools and call a gated tool,
+//! answering its elicitation, in the client's default mode (the 2026-07-28 lifecycle, approval through
+//! `InputRequiredResult`) and in its legacy mode (`initialize`, `elicitation/create`).
+//!
+//! The interpreter comes from `FISK_AI_PYTHON` (a venv with `mcp` installed; `.ci/run` creates it). Under CI
+//! (`CI` set) a missing or unusable interpreter fails the test; elsewhere the test prints a loud skip line.
+#![cfg(feature = "mcp")]
+
+mod common;
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+
+use mcp_support::*;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn python() -> Option<PathBuf> {
+    let under_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    let unavailable = |why: String| {
+        if under_ci {
+            panic!("CI is set but the Python MCP client is unavailable: {why}; .ci/run must create the venv");
+        }
+        eprintln!("\n!!!!! SKIPPED mcp_python: {why} (set FISK_AI_PYTHON to a python with `mcp` installed) !!!!!\n");
+        None
+    };
+    let Some(python) = std::env::var_os("FISK_AI_PYTHON").filter(|v| !v.is_empty()) else {
+        return unavailable("FISK_AI_PYTHON is not set".to_owned());
+    };
+    let python = PathBuf::from(python);
+    match std::process::Command::new(&python).args(["-c", "import mcp"]).output() {
+        Ok(out) if out.status.success() => Some(python),
+        Ok(out) => unavailable(format!(
+            "{} cannot import mcp: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => unavailable(format!("{} does not run: {e}", python.display())),
+    }
+}
+
+async fn run_client(python: &PathBuf, url: &str, mode: &str) -> Value {
+    let script = common::root().join("tests/fixtures/python/mcp_client.py");
+    let out = tokio::process::Command::new(python).arg(&script).args([url, mode]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python client ({mode}) failed:\n{stdout}\n{stderr}");
+    let line = stdout.lines().last().unwrap_or_else(|| panic!("no output; stderr:\n{stderr}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}\n{stderr}"))
+}
+
+#[tokio::test]
+async fn python_sdk_client_lists_tools_and_approves_a_gated_call_in_default_and_legacy_modes() {
+    let Some(python) = python() else { return };
+    let served = serve(&["instructions: from python"]).await;
+    for (mode, protocol) in [("default", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let out = run_client(&python, &served.url, mode).await;
+        assert_eq!(out["protocol"], protocol, "{mode}: {out}");
+        assert_eq!(out["server"], "testsrv");
+        let names: Vec<&str> = out["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["echo", "purge", "farm_feed", "slow", "hang", "fail", "odd", "base64_encode", "read_file"]);
+        let purge = out["tools"].as_array().unwrap().iter().find(|t| t["name"] == "purge").unwrap();
+        assert_eq!(purge["annotations"]["destructiveHint"], true, "{purge}");
+        assert_eq!(purge["annotations"]["title"], "purge");
+
+        let asked = out["asked"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{mode}: asked once: {out}");
+        assert!(asked[0]["message"].as_str().unwrap().contains(&format!("purge -- py-{mode}")));
+        assert_eq!(asked[0]["schema"]["required"][0], "approve");
+
+        let result = &out["result"];
+        assert_ne!(result["isError"], true, "{mode}: {result}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        let exec: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(exec["output"], format!("purged py-{mode}\n"));
+
+        // Bad arguments are an isError result, not a protocol error, and nothing is asked.
+        assert_eq!(out["bad_args"]["isError"], true, "{}", out["bad_args"]);
+    }
+    assert_eq!(served.ran(), ["purge py-default", "purge py-legacy"]);
+    served.stop().await.unwrap();
+}
