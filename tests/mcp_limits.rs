@@ -250,3 +250,37 @@ async fn invariant_10_mcp_binds_127_0_0_1_unless_told_otherwise_and_gated_tools_
     assert!(served.ran().is_empty(), "no gated command ran: {:?}", served.ran());
     served.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn browser_origins_that_are_not_local_are_refused_on_every_bind_dns_rebinding() {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+    for bind in ["127.0.0.1", "0.0.0.0"] {
+        let dir = tempfile::tempdir().unwrap();
+        let address = format!("address: \"{bind}\"");
+        let server = McpServer::builder().config(config(dir.path(), &[&address])).build().await.unwrap();
+        let listener = tokio::net::TcpListener::bind((bind, 0)).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn(server.serve(listener, stop.clone().cancelled_owned()));
+        let http = reqwest::Client::new();
+        let post = |origin: Option<String>| {
+            let mut req = http
+                .post(format!("http://127.0.0.1:{port}/"))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(init);
+            if let Some(o) = origin {
+                req = req.header("origin", o);
+            }
+            req.send()
+        };
+        let evil = post(Some("http://evil.example".into())).await.unwrap();
+        assert_eq!(evil.status(), reqwest::StatusCode::FORBIDDEN, "{bind}: a rebinding page's Origin is refused");
+        let local = post(Some(format!("http://localhost:{port}"))).await.unwrap();
+        assert!(local.status().is_success(), "{bind}: {}", local.status());
+        let none = post(None).await.unwrap();
+        assert!(none.status().is_success(), "{bind}: clients that are not browsers send no Origin");
+        stop.cancel();
+        task.await.unwrap().unwrap();
+    }
+}

@@ -232,3 +232,25 @@ async fn mcp_2_3_listen_address_and_port_resolution() {
     let server = McpServer::builder().config(configured()).port(1234).address("0.0.0.0").build().await.unwrap();
     assert_eq!((server.address(), server.port()), ("0.0.0.0", 1234), "overrides win");
 }
+
+#[tokio::test]
+async fn mcp_7_an_agents_hitl_and_memory_tools_are_never_served_from_its_toolset() {
+    use fisk_ai::agent::Agent;
+    use fisk_ai::llm::ScriptedProvider;
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "  human_in_the_loop: {{enabled: true}}\n  memory:\n    enabled: true\n    options: {{directory: {}}}\n",
+        dir.path().join("mem").display()
+    );
+    let yaml = config_yaml(dir.path(), &[], "system_prompt: s\nllm:\n  model: m\n")
+        .replace("harness:\n", &format!("harness:\n{extra}"));
+    let config = Config::from_yaml_str(&yaml).unwrap();
+    let agent = Agent::builder().config(config.clone()).provider(ScriptedProvider::new([])).build().await.unwrap();
+    let agent_names: Vec<&str> = agent.toolset().iter().map(|t| t.spec().name()).collect();
+    assert!(agent_names.iter().any(|n| n.starts_with("ask_human_")), "{agent_names:?}");
+    assert!(agent_names.iter().any(|n| n.starts_with("memory_")), "{agent_names:?}");
+    let server = McpServer::builder().config(config).toolset(agent.toolset().clone()).build().await.unwrap();
+    let served: Vec<&str> = server.tools().iter().map(|t| t.spec().name()).collect();
+    assert!(!served.iter().any(|n| n.starts_with("ask_human_") || n.starts_with("memory_")), "{served:?}");
+    assert!(served.contains(&"echo") && served.contains(&"read_file"), "{served:?}");
+}

@@ -27,6 +27,7 @@ mod store;
 mod time;
 
 pub use file::FileSessionStore;
+pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Answer, Journal, Pending, PendingCall};
 pub use record::{

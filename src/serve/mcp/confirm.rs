@@ -105,7 +105,8 @@ pub(crate) fn denial_text(
 #[derive(Debug)]
 struct Pending {
     tool: String,
-    args: Option<JsonObject>,
+    /// SHA-256 of the canonical arguments: the binding, without keeping a copy of a possibly large body.
+    args: [u8; 32],
     expires: Instant,
 }
 
@@ -133,7 +134,7 @@ impl PendingApprovals {
         }
         let key = nonce();
         let expires = now.checked_add(self.ttl).unwrap_or(now);
-        map.insert(key.clone(), Pending { tool: tool.to_owned(), args: args.cloned(), expires });
+        map.insert(key.clone(), Pending { tool: tool.to_owned(), args: digest(args), expires });
         Some(key)
     }
 
@@ -146,7 +147,7 @@ impl PendingApprovals {
         if pending.expires <= Instant::now() {
             return Err(Denial::TimedOut);
         }
-        let same_args = normalize(pending.args.as_ref()) == normalize(args);
+        let same_args = pending.args == digest(args);
         if pending.tool != tool || !same_args {
             return Err(Denial::Failed);
         }
@@ -154,9 +155,26 @@ impl PendingApprovals {
     }
 }
 
-/// Absent arguments and `{}` are the same call.
-fn normalize(args: Option<&JsonObject>) -> Option<&JsonObject> {
-    args.filter(|a| !a.is_empty())
+/// The digest of a call's arguments in canonical form (sorted keys, no whitespace); absent arguments and `{}` are
+/// the same call.
+fn digest(args: Option<&JsonObject>) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut out = Vec::new();
+    out.push(b'{');
+    if let Some(map) = args {
+        let mut keys: Vec<&String> = map.keys().collect();
+        keys.sort_unstable();
+        for (i, k) in keys.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            crate::session::write_canonical(&mut out, &serde_json::Value::String(k.clone()));
+            out.push(b':');
+            crate::session::write_canonical(&mut out, &map[k.as_str()]);
+        }
+    }
+    out.push(b'}');
+    Sha256::digest(&out).into()
 }
 
 /// 256 bits from the operating system's random source, as hex.

@@ -166,6 +166,9 @@ impl Shared {
         let answer = tokio::select! {
             r = tokio::time::timeout(self.confirm_timeout, asked) => r,
             _ = context.ct.cancelled() => return Err((Denial::Failed, Some("the call was cancelled".to_owned()))),
+            _ = self.calls_cancel.cancelled() => {
+                return Err((Denial::Failed, Some("the server is shutting down".to_owned())));
+            }
         };
         match answer {
             Ok(Ok(result)) => confirm::judge(&result).map_err(|d| (d, None)),
@@ -199,10 +202,12 @@ impl Shared {
         request_ct: &CancellationToken,
     ) -> ToolOutput {
         let name = tool.spec().name();
+        // Biased: once shutdown or the client cancelled, a free slot never wins the race.
         let permit = tokio::select! {
-            p = self.slots.clone().acquire_owned() => p.ok(),
-            _ = request_ct.cancelled() => None,
+            biased;
             _ = self.calls_cancel.cancelled() => None,
+            _ = request_ct.cancelled() => None,
+            p = self.slots.clone().acquire_owned() => p.ok(),
         };
         let Some(_permit) = permit else {
             return ToolOutput::error(format!("the call of \"{name}\" was cancelled before it ran"));
@@ -235,7 +240,15 @@ impl Shared {
         let input = ToolInput::from_value(&value);
         let display = sanitize(&tool.tool().display(&input), PROMPT_LIMIT);
         if let Some(trigger) = tool.gate_trigger() {
-            match self.gated_behavior(context.client_capabilities().as_ref()) {
+            // MCP-9: a legacy session's capabilities are the ones it negotiated at initialize, not per-request
+            // metadata; a 2026-07-28 client declares them with each request.
+            let negotiated = context.peer.peer_info();
+            let capabilities = match (&negotiated, is_modern(&context)) {
+                (Some(info), false) => Some(info.capabilities.clone()),
+                (None, false) => None,
+                (_, true) => context.client_capabilities(),
+            };
+            match self.gated_behavior(capabilities.as_ref()) {
                 GatedBehavior::Asked if is_modern(&context) => match request.request_state.as_deref() {
                     None => return self.ask_modern(&request, tool, &display, trigger),
                     Some(state) => {
@@ -297,14 +310,15 @@ impl ServerHandler for Handler {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
-        let client = format!("{} {}", request.client_info.name, request.client_info.version);
+        // Client-supplied text reaches the operator's terminal: sanitized (GATE-8).
+        let client = sanitize(&format!("{} {}", request.client_info.name, request.client_info.version), 200);
         self.0.connected(Some(client), result.protocol_version.as_str(), Some(&request.capabilities));
         Ok(result)
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
-        let client = context.client_info().map(|c| format!("{} {}", c.name, c.version));
-        let protocol = context.protocol_version().map(|v| v.as_str().to_owned()).unwrap_or_default();
+        let client = context.client_info().map(|c| sanitize(&format!("{} {}", c.name, c.version), 200));
+        let protocol = context.protocol_version().map(|v| sanitize(v.as_str(), 64)).unwrap_or_default();
         self.0.connected(client, &protocol, context.client_capabilities().as_ref());
         Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
     }

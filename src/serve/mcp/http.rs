@@ -43,6 +43,23 @@ pub(crate) fn allowed_hosts(configured: &str, local: SocketAddr) -> Option<Vec<S
     Some(hosts)
 }
 
+/// The `Origin`s to accept: the loopback names and the allowed hosts, over http and https, on any port.
+pub(crate) fn allowed_origins(hosts: Option<&[String]>) -> Vec<String> {
+    let mut names: Vec<&str> = LOOPBACK_HOSTS.to_vec();
+    names.extend(hosts.unwrap_or_default().iter().map(String::as_str));
+    let mut out = Vec::new();
+    for name in names {
+        let host = if name.contains(':') { format!("[{name}]") } else { name.to_owned() };
+        for scheme in ["http", "https"] {
+            let origin = format!("{scheme}://{host}:*");
+            if !out.contains(&origin) {
+                out.push(origin);
+            }
+        }
+    }
+    out
+}
+
 /// Bind `address:port` (a name is resolved).
 pub(crate) async fn bind(address: &str, port: u16) -> Result<TcpListener> {
     let host = address.trim_start_matches('[').trim_end_matches(']');
@@ -64,6 +81,9 @@ pub(crate) async fn serve(
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(sessions.clone())
         .with_max_request_body_bytes(max_body);
+    // DNS rebinding: a browser page always sends its Origin, so only local origins (and the served names) pass,
+    // whatever the bind; clients that are not browsers send none and are unaffected.
+    let config = config.with_allowed_origins(allowed_origins(hosts.as_deref())).enforce_origin_validation();
     let config = match hosts {
         Some(hosts) => config.with_allowed_hosts(hosts),
         None => config.disable_allowed_hosts(),
@@ -134,6 +154,17 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn allowed_origins_are_local_names_and_served_hosts_on_any_port() {
+        let o = allowed_origins(Some(&["agent.example".to_owned(), "::1".to_owned()]));
+        assert!(o.contains(&"http://localhost:*".to_owned()));
+        assert!(o.contains(&"https://[::1]:*".to_owned()));
+        assert!(o.contains(&"http://agent.example:*".to_owned()));
+        assert_eq!(o.iter().filter(|x| x.as_str() == "http://[::1]:*").count(), 1);
+        assert!(!o.iter().any(|x| x.contains("0.0.0.0")));
+    }
+
     use super::*;
 
     fn addr(s: &str) -> SocketAddr {

@@ -79,9 +79,10 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     let mut kept: Vec<SelectedTool> = Vec::with_capacity(selected.len());
     for t in selected.iter() {
         let spec = t.spec();
+        let agent_only = spec.name().starts_with("ask_human_") || spec.name().starts_with("memory_");
         let served = match spec.kind() {
             ToolKind::Command => true,
-            ToolKind::Builtin => servable.contains(spec.name()),
+            ToolKind::Builtin => servable.contains(spec.name()) && !agent_only,
             // MCP-7: HITL and memory (built-ins not listed as servable), imported and custom tools never.
             _ => false,
         };
