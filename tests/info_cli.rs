@@ -44,6 +44,10 @@ fn info_3_5_10_cowsay_demo_lists_tools_gating_and_globals() {
     let pos = |s: &str| stdout.find(s).unwrap();
     assert!(pos("Model:") < pos("Sessions:") && pos("Sessions:") < pos("TOOL") && pos("TOOL") < pos("Global flags:"));
     assert!(pos("Global flags:") < pos("Prompt:"));
+    assert!(
+        stdout.trim_end().ends_with("Serve these tools over MCP: fisk mcp --config examples/cowsay/agent.yaml"),
+        "INFO-2 closing line: {stdout}"
+    );
 }
 
 #[test]

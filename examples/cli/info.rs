@@ -260,6 +260,8 @@ impl Report {
             }
             None => out.push_str("Prompt:\n\n  No system prompt is defined.\n"),
         }
+        // INFO-2: the closing line.
+        out.push_str(&format!("\nServe these tools over MCP: fisk mcp --config {}\n", self.path.display()));
         out
     }
 
