@@ -35,8 +35,8 @@ use crate::memory::{FileMemoryStore, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
 use crate::select::{Selection, Toolset};
 use crate::session::{FileSessionStore, Fingerprint, FingerprintInput, SessionId, SessionStore};
-use crate::source::ToolSource;
-use crate::source::fisk::{ChildEnv, FiskApp};
+use crate::source::fisk::ChildEnv;
+use crate::source::{ToolSource, checked_dir};
 use crate::tool::{CancellationToken, Tool};
 use crate::warning::Warning;
 use crate::{Error, Result};
@@ -203,16 +203,6 @@ impl RunOptions {
     }
 }
 
-/// OVR-6: a directory option, when set, must be an absolute path to an existing directory.
-fn checked_dir<'a>(what: &str, dir: Option<&'a std::path::Path>) -> Result<Option<&'a std::path::Path>> {
-    match dir {
-        Some(d) if !d.is_absolute() || !d.is_dir() => {
-            Err(Error::config(format!("the {what} {} must be an absolute path to an existing directory", d.display())))
-        }
-        other => Ok(other),
-    }
-}
-
 /// Builds an [`Agent`]; by value, finished with [`AgentBuilder::build`].
 pub struct AgentBuilder {
     config: Option<Config>,
@@ -369,16 +359,7 @@ impl AgentBuilder {
             env = env.with_working_dir(dir);
         }
 
-        let mut sources = self.sources;
-        if let Some(app) = FiskApp::from_config(&config) {
-            sources.insert(0, Arc::new(app.with_env(env)));
-        }
-        let mut candidates: Vec<Arc<dyn Tool>> = Vec::new();
-        for source in &sources {
-            let loaded = source.load().await?;
-            candidates.extend(loaded.tools);
-            warnings.extend(loaded.warnings);
-        }
+        let mut candidates = crate::source::load_all(&config, self.sources, env, &mut warnings).await?;
         candidates.extend(self.tools);
         let prompter: Arc<dyn Prompter> = self.prompter.unwrap_or_else(|| Arc::new(NoOperator));
         let env = BuiltinEnv::new(&config, prompter.clone())?;

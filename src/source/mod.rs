@@ -83,3 +83,34 @@ pub trait ToolSource: Send + Sync {
     /// Load the tools. An error fails the agent build.
     async fn load(&self) -> Result<Loaded>;
 }
+
+/// Load the configured application (first, when `application_path` is set, running with `env`) and then every
+/// other source, once each: the one loading path the agent and the MCP server share. Warnings are appended.
+pub(crate) async fn load_all(
+    config: &crate::Config,
+    mut sources: Vec<Arc<dyn ToolSource>>,
+    env: fisk::ChildEnv,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<Arc<dyn Tool>>> {
+    if let Some(app) = fisk::FiskApp::from_config(config) {
+        sources.insert(0, Arc::new(app.with_env(env)));
+    }
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for source in &sources {
+        let loaded = source.load().await?;
+        tools.extend(loaded.tools);
+        warnings.extend(loaded.warnings);
+    }
+    Ok(tools)
+}
+
+/// OVR-6: a directory option, when set, must be an absolute path to an existing directory.
+pub(crate) fn checked_dir<'a>(what: &str, dir: Option<&'a std::path::Path>) -> Result<Option<&'a std::path::Path>> {
+    match dir {
+        Some(d) if !d.is_absolute() || !d.is_dir() => Err(crate::Error::config(format!(
+            "the {what} {} must be an absolute path to an existing directory",
+            d.display()
+        ))),
+        other => Ok(other),
+    }
+}

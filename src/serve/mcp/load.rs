@@ -5,9 +5,9 @@ use crate::builtin::{BuiltinEnv, BuiltinRegistry};
 use crate::config::{Config, Mode};
 use crate::operator::NoOperator;
 use crate::select::{Rule, SelectedTool, Selection, Toolset, is_valid_tool_name};
-use crate::source::ToolSource;
-use crate::source::fisk::{ChildEnv, FiskApp};
-use crate::tool::{Tool, ToolKind};
+use crate::source::fisk::ChildEnv;
+use crate::source::{ToolSource, checked_dir};
+use crate::tool::ToolKind;
 use crate::warning::Warning;
 use crate::{Error, Result};
 use std::collections::HashSet;
@@ -34,26 +34,11 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     let selected = match inputs.toolset {
         Some(toolset) => toolset,
         None => {
-            let mut sources = inputs.sources;
             let mut env = ChildEnv::new();
-            if let Some(dir) = inputs.working_dir {
-                if !dir.is_absolute() || !dir.is_dir() {
-                    return Err(Error::config(format!(
-                        "the tool working directory {} must be an absolute path to an existing directory",
-                        dir.display()
-                    )));
-                }
+            if let Some(dir) = checked_dir("tool working directory", inputs.working_dir)? {
                 env = env.with_working_dir(dir);
             }
-            if let Some(app) = FiskApp::from_config(config) {
-                sources.insert(0, Arc::new(app.with_env(env)));
-            }
-            let mut candidates: Vec<Arc<dyn Tool>> = Vec::new();
-            for source in &sources {
-                let loaded = source.load().await?;
-                candidates.extend(loaded.tools);
-                warnings.extend(loaded.warnings);
-            }
+            let mut candidates = crate::source::load_all(config, inputs.sources, env, &mut warnings).await?;
             // MCP-20: built-ins served over MCP can reach no operator.
             let env = BuiltinEnv::new(config, Arc::new(NoOperator))?;
             candidates.extend(inputs.registry.build_enabled(config, &env)?);
