@@ -1056,3 +1056,14 @@ async fn sess_16_the_fingerprint_hashes_are_pinned_to_the_canonical_form() {
     assert_eq!(fp.system_hash, "d06e64209364bb3408867240f147d078d34606b89d6aecb927e1b8f92630716a");
     assert_eq!(fp.tools_hash, "4e042f28d79c33f4a6141da6fe5ab5832580b70b7a0da7938f6f7d83744a4e21");
 }
+
+#[tokio::test]
+async fn sess_28_a_session_directory_every_user_can_write_is_refused() {
+    let s = Setup::new();
+    let store = s.store();
+    std::fs::create_dir_all(store.dir()).unwrap();
+    std::fs::set_permissions(store.dir(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = store.create(&id("open-dir")).await.unwrap_err();
+    assert!(err.to_string().contains("writable by every user"), "{err}");
+    assert!(!store.journal_path(&id("open-dir")).exists());
+}

@@ -76,8 +76,23 @@ impl FileSessionStore {
         self.dir.join(format!("{id}.lock"))
     }
 
+    /// Refuse a directory other users can write to: they could swap or remove journals under a running session.
+    fn check_dir(&self) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(&self.dir).map_err(|e| io_error(&self.dir, "inspect", e))?;
+        if meta.permissions().mode() & 0o002 != 0 {
+            return Err(Error::session(format!(
+                "the session directory {} is writable by every user; restrict it (chmod 700) or pick another with a \
+                 state directory",
+                self.dir.display()
+            )));
+        }
+        Ok(())
+    }
+
     /// Take `id`'s lock without waiting (SESS-29).
     fn lock(&self, id: &SessionId) -> Result<Flock<File>> {
+        self.check_dir()?;
         let path = self.lock_path(id);
         let file = OpenOptions::new()
             .create(true)
