@@ -20,10 +20,6 @@ use std::collections::HashSet;
 use std::time::Duration;
 use stepper::{ANSWER, Stepper, finish};
 
-/// Calls that ran twice because a kill landed between a step's start and its recorded result (reported, so a run
-/// shows its kills really land mid-step).
-static REPEATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
 struct Rng(u64);
 
 impl Rng {
@@ -60,8 +56,10 @@ struct Attempt {
     requests_end: usize,
 }
 
-/// Returns how many kills landed (a run may finish before its kill point).
-async fn scenario(rng: &mut Rng, n: usize, kills: usize) -> usize {
+/// Returns how many kills landed (a run may finish before its kill point) and how many calls ran twice because a
+/// kill fell between a step's start and its recorded result (reported, so a run shows its kills land mid-step).
+async fn scenario(rng: &mut Rng, n: usize, kills: usize) -> (usize, usize) {
+    let mut repeated = 0;
     let s = Stepper::start(conversation()).await;
     let id = SessionId::new(format!("crash-{n}")).unwrap();
     let mut attempts: Vec<Attempt> = Vec::new();
@@ -97,8 +95,10 @@ async fn scenario(rng: &mut Rng, n: usize, kills: usize) -> usize {
         let first_request = s.server.request_count();
         let mut child = s.run(&args).spawn().unwrap();
         let pid = child.id().unwrap();
-        let last = killed == kills;
-        if !last {
+        // Either kill it at a random point or let it finish; a run that ends before its kill point is not a kill.
+        let finished = if killed == kills {
+            Some(finish(child).await)
+        } else {
             // A random point: once the journal reaches a random line count at or past where it is now, plus jitter
             // (so kills land inside model calls and tool runs too).
             let now = s.journal_lines(&id) as u64;
@@ -111,32 +111,14 @@ async fn scenario(rng: &mut Rng, n: usize, kills: usize) -> usize {
             }
             tokio::time::sleep(jitter).await;
             if child.try_wait().unwrap().is_some() {
-                // It finished before the kill point came: not a kill; it must have completed.
-                let f = finish(child).await;
-                attempts.push(Attempt {
-                    pid,
-                    recorded_turns,
-                    recorded_results,
-                    first_request,
-                    requests_end: s.server.request_count(),
-                });
-                assert_eq!(f.code, Some(0), "scenario {n}: a run that ends by itself completes\n{}", f.stderr);
-                assert_eq!(f.stdout.trim(), ANSWER, "scenario {n}");
-                break;
+                Some(finish(child).await)
+            } else {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                killed += 1;
+                None
             }
-            let _ = child.start_kill();
-            let _ = child.wait().await;
-            killed += 1;
-            attempts.push(Attempt {
-                pid,
-                recorded_turns,
-                recorded_results,
-                first_request,
-                requests_end: s.server.request_count(),
-            });
-            continue;
-        }
-        let f = finish(child).await;
+        };
         attempts.push(Attempt {
             pid,
             recorded_turns,
@@ -144,9 +126,11 @@ async fn scenario(rng: &mut Rng, n: usize, kills: usize) -> usize {
             first_request,
             requests_end: s.server.request_count(),
         });
-        assert_eq!(f.code, Some(0), "scenario {n}: the last attempt completes\n{}", f.stderr);
-        assert_eq!(f.stdout.trim(), ANSWER, "scenario {n}: the final answer is reached");
-        break;
+        if let Some(f) = finished {
+            assert_eq!(f.code, Some(0), "scenario {n}: the attempt that ends by itself completes\n{}", f.stderr);
+            assert_eq!(f.stdout.trim(), ANSWER, "scenario {n}: the final answer is reached");
+            break;
+        }
     }
 
     // Let steps orphaned by a kill finish logging before judging.
@@ -177,28 +161,28 @@ async fn scenario(rng: &mut Rng, n: usize, kills: usize) -> usize {
             starts.iter().filter(|(_, p)| earlier_pids.contains(p) || !pids.contains(p)).map(|(t, _)| t).collect();
         let repeats = mine.iter().filter(|t| earlier.contains(*t)).count();
         assert!(repeats <= 1, "scenario {n} attempt {i}: {repeats} tool calls repeated after one crash: {mine:?}");
-        REPEATED.fetch_add(repeats, std::sync::atomic::Ordering::Relaxed);
+        repeated += repeats;
     }
     let j = s.journal(&id).await.unwrap();
     assert_eq!(j.status(), "completed", "scenario {n}");
     let all: HashSet<String> = s.starts().into_iter().collect();
     assert_eq!(all.len(), 6, "scenario {n}: every step ran: {all:?}");
-    killed
+    (killed, repeated)
 }
 
 async fn crash_suite(points: usize) {
     let mut rng = Rng(seed());
     let mut done = 0;
     let mut n = 0;
+    let mut repeated = 0;
     while done < points {
         n += 1;
         // Up to two kills per scenario: the first run, then the first resume; the next attempt finishes.
-        done += scenario(&mut rng, n, (points - done).min(2)).await;
+        let (kills, repeats) = scenario(&mut rng, n, (points - done).min(2)).await;
+        done += kills;
+        repeated += repeats;
     }
-    eprintln!(
-        "crash suite: {done} kills over {n} scenarios; {} calls repeated by a kill mid-step",
-        REPEATED.load(std::sync::atomic::Ordering::Relaxed)
-    );
+    eprintln!("crash suite: {done} kills over {n} scenarios; {repeated} calls repeated by a kill mid-step");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
