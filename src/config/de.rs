@@ -183,6 +183,21 @@ pub(crate) fn concurrency<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Err
     })
 }
 
+/// `expose.agent.mcp.max_sessions`: 0 (unset) up to [`MAX_MCP_SESSIONS`](super::expose::MAX_MCP_SESSIONS).
+pub(crate) fn max_sessions<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    int_opt(d, |v| {
+        let v = v.unwrap_or(0);
+        let max = super::expose::MAX_MCP_SESSIONS as i64;
+        if v < 0 {
+            Err(format!("must not be negative, got {v}"))
+        } else if v > max {
+            Err(format!("must be at most {max}, got {v}"))
+        } else {
+            Ok(v as u32)
+        }
+    })
+}
+
 /// A duration that must not be negative (MCP-17, A2A-11).
 pub(crate) fn non_negative_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<GoDuration>, D::Error> {
     d.deserialize_option(DurationWith(validate::check_non_negative_duration))

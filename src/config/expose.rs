@@ -13,6 +13,13 @@ pub const DEFAULT_MCP_PORT: u16 = 8080;
 pub const DEFAULT_MCP_ADDRESS: &str = "127.0.0.1";
 /// Default `max_concurrent_tools` for MCP and a2a serving (MCP-16, A2A-11).
 pub const DEFAULT_MAX_CONCURRENT_TOOLS: usize = 2;
+/// Default `expose.agent.mcp.max_sessions`: open MCP sessions at once.
+pub const DEFAULT_MCP_MAX_SESSIONS: usize = 256;
+/// Largest `expose.agent.mcp.max_sessions`.
+pub const MAX_MCP_SESSIONS: usize = 65536;
+/// Default `expose.agent.mcp.session_idle_timeout`: an MCP session with no request for this long is closed.
+pub const DEFAULT_MCP_SESSION_IDLE: Duration = Duration::from_secs(300);
+
 /// Default `tool_timeout` for MCP and a2a serving (MCP-17, A2A-11).
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -120,6 +127,14 @@ pub struct McpExpose {
     /// `tool_timeout` as written (never negative after parsing). Use [`McpExpose::tool_timeout()`].
     #[serde(deserialize_with = "de::non_negative_duration")]
     pub tool_timeout: Option<GoDuration>,
+    /// `max_sessions` as written (0..=65536, checked at parse); 0 means unset. Use
+    /// [`McpExpose::max_sessions()`].
+    #[serde(deserialize_with = "de::max_sessions")]
+    pub max_sessions: u32,
+    /// `session_idle_timeout` as written (above zero when set, checked at parse). Use
+    /// [`McpExpose::session_idle_timeout()`].
+    #[serde(deserialize_with = "de::positive_duration")]
+    pub session_idle_timeout: Option<GoDuration>,
 }
 
 impl McpExpose {
@@ -141,6 +156,20 @@ impl McpExpose {
     /// The per-call timeout, 30s when unset or zero (MCP-17).
     pub fn tool_timeout(&self) -> Duration {
         timeout_or_default(self.tool_timeout)
+    }
+
+    /// How many MCP sessions may be open at once, [`DEFAULT_MCP_MAX_SESSIONS`] when 0/unset. A client that asks
+    /// for one more gets `503 Service Unavailable`.
+    pub fn max_sessions(&self) -> usize {
+        if self.max_sessions == 0 { DEFAULT_MCP_MAX_SESSIONS } else { self.max_sessions as usize }
+    }
+
+    /// How long a session may go without a request before it is closed, [`DEFAULT_MCP_SESSION_IDLE`] when unset.
+    pub fn session_idle_timeout(&self) -> Duration {
+        self.session_idle_timeout
+            .and_then(GoDuration::to_std)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(DEFAULT_MCP_SESSION_IDLE)
     }
 }
 

@@ -1,9 +1,17 @@
-//! The streamable HTTP listener (MCP-3, MCP-4, MCP-22): rmcp's tower service at the listener root behind axum,
-//! allowed `Host` headers following the bind address, a request body limit, and graceful shutdown.
+//! The streamable HTTP listener (MCP-3, MCP-4, MCP-22): rmcp's tower service at the router root behind axum,
+//! strict `Host` and `Origin` checks following the bind address, a session cap, a request body limit,
+//! `TCP_NODELAY` on every connection, and graceful shutdown.
 
-use super::handler::{Handler, Shared};
+use super::guard;
+use super::handler::{Handler, InFlight, Shared};
+use super::sessions::BoundedSessions;
 use crate::{Error, ErrorKind, Result};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::future::{Future, IntoFuture};
 use std::net::{IpAddr, SocketAddr};
@@ -15,6 +23,9 @@ use tokio_util::sync::CancellationToken;
 
 /// How long shutdown waits for in-flight requests before stopping them (MCP-22).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The header carrying a legacy session's id.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -68,50 +79,178 @@ pub(crate) async fn bind(address: &str, port: u16) -> Result<TcpListener> {
         .map_err(|e| Error::new(ErrorKind::Io, format!("cannot listen on {address}:{port}: {e}")).with_source(e))
 }
 
-/// Serve until `shutdown` resolves, then stop accepting, wait up to [`SHUTDOWN_GRACE`] for calls in progress, and
-/// stop whatever is left (their process groups are killed).
-pub(crate) async fn serve(
-    shared: Arc<Shared>,
-    listener: TcpListener,
-    hosts: Option<Vec<String>>,
-    max_body: usize,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<()> {
-    let sessions = CancellationToken::new();
+/// What the router needs besides the handler state: the checks that run before rmcp sees a request.
+pub(crate) struct RouterParts {
+    pub(crate) hosts: Option<Vec<String>>,
+    pub(crate) max_body: usize,
+    pub(crate) sessions: Arc<BoundedSessions>,
+    /// Cancelled at shutdown: every session (and its standalone stream) ends.
+    pub(crate) sessions_cancel: CancellationToken,
+}
+
+/// The MCP service at the router's root behind the strict header checks, the session cap, in-flight tracking
+/// and the DELETE status fix.
+pub(crate) fn router(shared: Arc<Shared>, parts: RouterParts) -> axum::Router {
     let config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(sessions.clone())
-        .with_max_request_body_bytes(max_body);
+        .with_cancellation_token(parts.sessions_cancel.clone())
+        .with_max_request_body_bytes(parts.max_body);
     // DNS rebinding: a browser page always sends its Origin, so only local origins (and the served names) pass,
-    // whatever the bind; clients that are not browsers send none and are unaffected.
-    let config = config.with_allowed_origins(allowed_origins(hosts.as_deref())).enforce_origin_validation();
-    let config = match hosts {
-        Some(hosts) => config.with_allowed_hosts(hosts),
+    // whatever the bind; clients that are not browsers send none and are unaffected. rmcp's own (laxer) checks
+    // stay on behind ours.
+    let config = config.with_allowed_origins(allowed_origins(parts.hosts.as_deref())).enforce_origin_validation();
+    let config = match &parts.hosts {
+        Some(hosts) => config.with_allowed_hosts(hosts.clone()),
         None => config.disable_allowed_hosts(),
     };
     let factory = {
         let shared = shared.clone();
         move || Ok(Handler(shared.clone()))
     };
-    let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    // A POST counts as in flight until its response body has been sent: a tool call's result travels on the
-    // request's own response stream, so shutdown must not close sessions before that body ends.
-    let in_flight = shared.in_flight.clone();
-    let track = axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
-        let in_flight = in_flight.clone();
-        async move {
-            if req.method() != axum::http::Method::POST {
-                return next.run(req).await;
+    let service = StreamableHttpService::new(factory, parts.sessions.clone(), config);
+    let gate = Arc::new(Gate {
+        origin_names: origin_names(parts.hosts.as_deref()),
+        hosts: parts.hosts,
+        sessions: parts.sessions,
+        max_body: parts.max_body,
+        in_flight: shared.in_flight.clone(),
+    });
+    let layer = axum::middleware::from_fn(move |req: Request, next: Next| {
+        let gate = gate.clone();
+        async move { gate.handle(req, next).await }
+    });
+    axum::Router::new().route_service("/", service).layer(layer)
+}
+
+/// The per-request checks in front of rmcp.
+struct Gate {
+    hosts: Option<Vec<String>>,
+    origin_names: Vec<String>,
+    sessions: Arc<BoundedSessions>,
+    max_body: usize,
+    in_flight: InFlight,
+}
+
+impl Gate {
+    async fn handle(&self, req: Request, next: Next) -> Response {
+        if let Err(why) = self.check_headers(req.headers()) {
+            return refuse(StatusCode::FORBIDDEN, why);
+        }
+        let method = req.method().clone();
+        let req = if method == Method::POST && !req.headers().contains_key(SESSION_HEADER) && self.sessions.is_full() {
+            match self.refuse_new_session(req).await {
+                Ok(req) => req,
+                Err(response) => return response,
             }
-            let guard = in_flight.enter();
-            let (parts, body) = next.run(req).await.into_parts();
-            let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-                let _held = &guard;
-                chunk
-            });
-            axum::response::Response::from_parts(parts, axum::body::Body::from_stream(body))
+        } else {
+            req
+        };
+        if method == Method::DELETE {
+            // rmcp answers 202, which the official clients report as a failed termination.
+            let mut response = next.run(req).await;
+            if response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::NO_CONTENT;
+                *response.body_mut() = Body::empty();
+            }
+            return response;
+        }
+        if method != Method::POST {
+            return next.run(req).await;
+        }
+        // A POST counts as in flight until its response body has been sent: a tool call's result travels on the
+        // request's own response stream, so shutdown must not close sessions before that body ends.
+        let guard = self.in_flight.enter();
+        let (parts, body) = next.run(req).await.into_parts();
+        let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+            let _held = &guard;
+            chunk
+        });
+        Response::from_parts(parts, Body::from_stream(body))
+    }
+
+    /// Exactly one well-formed, allowed `Host`; at most one well-formed, allowed `Origin`.
+    fn check_headers(&self, headers: &HeaderMap) -> std::result::Result<(), &'static str> {
+        let mut hosts = headers.get_all(HOST).iter();
+        match (hosts.next(), hosts.next()) {
+            (None, _) if self.hosts.is_some() => return Err("a Host header is required"),
+            (None, _) => {}
+            (Some(h), None) => {
+                let ok = h.to_str().is_ok_and(|h| guard::host_allowed(h, self.hosts.as_deref()));
+                if !ok {
+                    return Err("the Host header is not an allowed host[:port]");
+                }
+            }
+            (Some(_), Some(_)) => return Err("more than one Host header"),
+        }
+        let mut origins = headers.get_all(ORIGIN).iter();
+        match (origins.next(), origins.next()) {
+            (None, _) => Ok(()),
+            (Some(o), None) if o.to_str().is_ok_and(|o| guard::origin_allowed(o, &self.origin_names)) => Ok(()),
+            (Some(_), None) => Err("the Origin header is not an allowed scheme://host[:port]"),
+            (Some(_), Some(_)) => Err("more than one Origin header"),
+        }
+    }
+
+    /// At the session cap: an `initialize` (which would open a session) gets 503 before rmcp allocates anything;
+    /// any other session-less request (the stateless 2026-07-28 lifecycle) goes on. Only reached at the cap, so
+    /// the body is read here only then.
+    async fn refuse_new_session(&self, req: Request) -> std::result::Result<Request, Response> {
+        #[derive(serde::Deserialize)]
+        struct Probe<'a> {
+            #[serde(borrow)]
+            method: Option<&'a str>,
+        }
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, self.max_body).await else {
+            return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"));
+        };
+        let opens = serde_json::from_slice::<Probe<'_>>(&bytes).is_ok_and(|p| p.method == Some("initialize"));
+        if opens && self.sessions.is_full() {
+            let why = format!(
+                "too many MCP sessions are open (max_sessions {}); close one or try again later",
+                self.sessions.max()
+            );
+            let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, why);
+            response.headers_mut().insert(RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
+            return Err(response);
+        }
+        Ok(Request::from_parts(parts, Body::from(bytes)))
+    }
+}
+
+fn refuse(status: StatusCode, why: impl Into<String>) -> Response {
+    let mut response = Response::new(Body::from(why.into()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, axum::http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+/// The host names an `Origin` may carry: the loopback names and the allowed hosts.
+fn origin_names(hosts: Option<&[String]>) -> Vec<String> {
+    let mut names: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+    for h in hosts.unwrap_or_default() {
+        if !names.contains(h) {
+            names.push(h.clone());
+        }
+    }
+    names
+}
+
+/// Serve `router` on `listener` until `shutdown` resolves, then stop accepting and shut the server down
+/// gracefully ([`stop`]). Every accepted connection gets `TCP_NODELAY`: an SSE response goes out as several
+/// writes, and with Nagle's algorithm the last waits for the client's delayed ACK (about 40 ms a request).
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    sessions_cancel: CancellationToken,
+    listener: TcpListener,
+    app: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on an MCP connection");
         }
     });
-    let app = axum::Router::new().route_service("/", service).layer(track);
     let stop_accepting = CancellationToken::new();
     let server = axum::serve(listener, app).with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
     let mut server = std::pin::pin!(server.into_future());
@@ -123,11 +262,17 @@ pub(crate) async fn serve(
     }
     let deadline = Instant::now() + SHUTDOWN_GRACE;
     stop_accepting.cancel();
-    let _ = tokio::time::timeout_at(deadline, shared.in_flight.wait_idle()).await;
-    shared.calls_cancel.cancel();
-    sessions.cancel();
+    stop(&shared, &sessions_cancel, deadline).await;
     let _ = tokio::time::timeout_at(deadline.max(Instant::now() + Duration::from_millis(250)), &mut server).await;
     Ok(())
+}
+
+/// Wait until `deadline` for calls in progress, then stop the rest (their process groups are killed) and end
+/// every session.
+pub(crate) async fn stop(shared: &Shared, sessions_cancel: &CancellationToken, deadline: Instant) {
+    let _ = tokio::time::timeout_at(deadline, shared.in_flight.wait_idle()).await;
+    shared.calls_cancel.cancel();
+    sessions_cancel.cancel();
 }
 
 /// A future that resolves on SIGINT or SIGTERM (MCP-22). The handlers are installed when this is called, not when

@@ -37,10 +37,12 @@
 
 mod confirm;
 mod events;
+mod guard;
 mod handler;
 mod http;
 mod listing;
 mod load;
+mod sessions;
 
 pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
 pub use events::{Denial, GatedBehavior, McpEvent, McpEventSink, NoMcpEvents};
@@ -75,6 +77,8 @@ pub struct McpServer {
     port: u16,
     max_body: usize,
     hosts: Option<Vec<String>>,
+    sessions: Arc<sessions::BoundedSessions>,
+    sessions_cancel: CancellationToken,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -151,9 +155,80 @@ impl McpServer {
         let local = listener
             .local_addr()
             .map_err(|e| Error::new(crate::ErrorKind::Io, format!("the MCP listener has no address: {e}")))?;
-        let hosts = self.hosts.clone().or_else(|| http::allowed_hosts(&self.address, local));
-        let hosts = if self.hosts.as_ref().is_some_and(Vec::is_empty) { None } else { hosts };
-        http::serve(self.shared, listener, hosts, self.max_body, shutdown).await
+        let app = self.router_for(self.hosts_for(Some(local)));
+        http::serve(self.shared, self.sessions_cancel, listener, app, shutdown).await
+    }
+
+    /// The MCP endpoint as an axum [`Router`](axum::Router) answering at its root, for a host to mount under its
+    /// own path beside its own routes, TLS and authentication layers. The strict `Host` and `Origin` checks (for
+    /// the configured address, or [`McpServerBuilder::allowed_hosts`]), the body limit, the session cap, the
+    /// concurrency bound and the per-call timeout all apply; call [`shutdown`](McpServer::shutdown) from the
+    /// host's graceful-shutdown future. Set `TCP_NODELAY` on the host's connections (axum's
+    /// `ListenerExt::tap_io`), or every response waits about 40 ms on Nagle's algorithm.
+    ///
+    /// ```no_run
+    /// # async fn demo(server: fisk_ai::serve::mcp::McpServer) -> std::io::Result<()> {
+    /// use axum::serve::ListenerExt;
+    /// let server = std::sync::Arc::new(server);
+    /// let app = axum::Router::new()
+    ///     .route("/healthz", axum::routing::get(|| async { "ok" }))
+    ///     .nest_service("/mcp", server.router());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// let listener = listener.tap_io(|tcp| {
+    ///     let _ = tcp.set_nodelay(true);
+    /// });
+    /// let stopping = server.clone();
+    /// axum::serve(listener, app)
+    ///     .with_graceful_shutdown(async move {
+    ///         fisk_ai::serve::mcp::shutdown_signal().await;
+    ///         stopping.shutdown().await;
+    ///     })
+    ///     .await
+    /// # }
+    /// ```
+    pub fn router(&self) -> axum::Router {
+        self.router_for(self.hosts_for(None))
+    }
+
+    /// Shut an embedded [`router`](McpServer::router) down gracefully (MCP-22): no new call starts, calls in
+    /// progress get at most [`SHUTDOWN_GRACE`], then they are stopped (their process groups killed) and every
+    /// session ends, so the host's server can finish draining its connections.
+    pub async fn shutdown(&self) {
+        http::stop(&self.shared, &self.sessions_cancel, tokio::time::Instant::now() + SHUTDOWN_GRACE).await;
+    }
+
+    /// MCP sessions open now (sessions idle past `session_idle_timeout` are counted until the next one opens).
+    pub fn open_sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    fn router_for(&self, hosts: Option<Vec<String>>) -> axum::Router {
+        http::router(
+            self.shared.clone(),
+            http::RouterParts {
+                hosts,
+                max_body: self.max_body,
+                sessions: self.sessions.clone(),
+                sessions_cancel: self.sessions_cancel.clone(),
+            },
+        )
+    }
+
+    /// The `Host`s to accept: the builder's list (empty means any), else those the bound (or configured) address
+    /// implies.
+    fn hosts_for(&self, local: Option<std::net::SocketAddr>) -> Option<Vec<String>> {
+        if let Some(hosts) = &self.hosts {
+            return (!hosts.is_empty()).then(|| hosts.clone());
+        }
+        let bare = self.address.trim_start_matches('[').trim_end_matches(']');
+        let local = local.or_else(|| bare.parse::<std::net::IpAddr>().ok().map(|ip| (ip, self.port).into()));
+        match local {
+            Some(local) => http::allowed_hosts(&self.address, local),
+            // A name that was not bound here: accept it, and the loopback names when it is localhost.
+            None => http::allowed_hosts(&self.address, ([127, 0, 0, 1], self.port).into())
+                .filter(|_| bare.eq_ignore_ascii_case("localhost"))
+                .or_else(|| Some(vec![bare.to_ascii_lowercase()])),
+        }
     }
 
     /// [`serve`](McpServer::serve) until SIGINT or SIGTERM (MCP-22). The signal handlers are installed when this is
@@ -352,6 +427,16 @@ impl McpServerBuilder {
             in_flight: InFlight::default(),
             calls_cancel: CancellationToken::new(),
         };
-        Ok(McpServer { shared: Arc::new(shared), warnings, address, port, max_body: self.max_body, hosts: self.hosts })
+        let sessions = Arc::new(sessions::BoundedSessions::new(mcp.max_sessions(), mcp.session_idle_timeout()));
+        Ok(McpServer {
+            shared: Arc::new(shared),
+            warnings,
+            address,
+            port,
+            max_body: self.max_body,
+            hosts: self.hosts,
+            sessions,
+            sessions_cancel: CancellationToken::new(),
+        })
     }
 }
