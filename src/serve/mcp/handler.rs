@@ -109,9 +109,9 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// TOOL-20, then the schema (EXEC-3): every input is checked before anything is asked or run.
-fn check_input(tool: &SelectedTool, value: &Value) -> Result<(), String> {
+fn check_input(tool: &SelectedTool, value: &Value, input: &ToolInput) -> Result<(), String> {
     let spec = tool.spec();
-    if let Some(missing) = spec.missing_required(&value.to_string()) {
+    if let Some(missing) = spec.missing_required(input.as_str()) {
         return Err(missing.to_string());
     }
     if spec.input_schema().is_object() {
@@ -234,10 +234,11 @@ impl Shared {
             return error_result(format!("unknown tool \"{name}\"; tools/list names the tools this server offers"));
         };
         let value = Value::Object(request.arguments.clone().unwrap_or_default());
-        if let Err(text) = check_input(tool, &value) {
+        // Rendered once: the required check and the tool read the same text.
+        let input = ToolInput::from_value(&value);
+        if let Err(text) = check_input(tool, &value, &input) {
             return error_result(text);
         }
-        let input = ToolInput::from_value(&value);
         let display = sanitize(&tool.tool().display(&input), PROMPT_LIMIT);
         if let Some(trigger) = tool.gate_trigger() {
             // MCP-9: a legacy session's capabilities are the ones it negotiated at initialize, not per-request
