@@ -412,7 +412,7 @@ async fn search_1_to_6_deferral_follows_the_count_the_provider_and_no_tool_searc
         .unwrap()
     };
     let searching = Caps::new("searchy").with_tool_search(true);
-    let provider = Arc::new(ScriptedProvider::new([text("ok", StopReason::EndTurn)]).with_caps(searching));
+    let provider = Arc::new(ScriptedProvider::new([text("ok", StopReason::EndTurn)]).with_caps(searching.clone()));
     let agent = agent_with(provider.clone(), cfg("")).await;
     agent.run("x", RunOptions::default()).await;
     let req = &provider.requests()[0];
@@ -421,21 +421,23 @@ async fn search_1_to_6_deferral_follows_the_count_the_provider_and_no_tool_searc
     assert!(req.tools.iter().all(|(_, deferred)| *deferred), "natscli has no ai:no_defer commands");
 
     let agent =
-        agent_with(Arc::new(ScriptedProvider::new([]).with_caps(searching)), cfg("  no_tool_search: true\n")).await;
+        agent_with(Arc::new(ScriptedProvider::new([]).with_caps(searching.clone())), cfg("  no_tool_search: true\n"))
+            .await;
     assert!(agent.warnings().contains(&Warning::ToolSearchDisabled { count: 221 }));
     assert!(!agent.tool_plan().search());
     let agent = agent_with(Arc::new(ScriptedProvider::new([])), cfg("")).await;
     assert!(agent.warnings().contains(&Warning::ToolSearchUnavailable { provider: "scripted".into(), count: 221 }));
 
     // Under the threshold nothing is deferred, even with search available (SEARCH-5).
-    let agent = agent_with(Arc::new(ScriptedProvider::new([]).with_caps(searching)), config("")).await;
+    let agent = agent_with(Arc::new(ScriptedProvider::new([]).with_caps(searching.clone())), config("")).await;
     assert!(!agent.tool_plan().search() && agent.tool_plan().iter().all(|(_, d)| !d));
 }
 
 #[tokio::test]
 async fn search_3_no_defer_commands_and_built_ins_stay_direct() {
     let searching = Caps::new("searchy").with_tool_search(true);
-    let mut builder = Agent::builder().config(config("")).provider(ScriptedProvider::new([]).with_caps(searching));
+    let mut builder =
+        Agent::builder().config(config("")).provider(ScriptedProvider::new([]).with_caps(searching.clone()));
     for i in 0..6 {
         builder = builder.tool(Counter::new(&format!("c{i}")));
     }
@@ -452,8 +454,9 @@ struct Echo;
 
 #[async_trait]
 impl ModelProvider for Echo {
-    fn capabilities(&self) -> Caps {
-        Caps::new("echo")
+    fn capabilities(&self) -> &Caps {
+        static CAPS: std::sync::LazyLock<Caps> = std::sync::LazyLock::new(|| Caps::new("echo"));
+        &CAPS
     }
     async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError> {
         tokio::task::yield_now().await;
@@ -480,8 +483,9 @@ struct Boom;
 
 #[async_trait]
 impl ModelProvider for Boom {
-    fn capabilities(&self) -> Caps {
-        Caps::new("boom")
+    fn capabilities(&self) -> &Caps {
+        static CAPS: std::sync::LazyLock<Caps> = std::sync::LazyLock::new(|| Caps::new("boom"));
+        &CAPS
     }
     async fn call(&self, _: &Request<'_>) -> Result<Response, ProviderError> {
         panic!("provider bug")
@@ -522,8 +526,14 @@ async fn sel_13_and_ovr_8_build_fails_on_an_empty_set_or_a_colliding_custom_tool
     assert!(err.to_string().contains("no tools remain"));
     let err = Agent::builder().config(config("")).provider(Echo).tool(Counter::new("feed")).build().await.unwrap_err();
     assert!(err.to_string().contains("\"feed\""));
-    let err = Agent::builder().config(config("")).build().await.unwrap_err();
-    assert!(err.to_string().contains("provider"));
+    // No provider given and none registered: `llm.provider` cannot be resolved (PROV-3).
+    let err = Agent::builder()
+        .config(config(""))
+        .providers(fisk_ai::llm::ProviderRegistry::empty())
+        .build()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown provider \"anthropic\"; available: none"), "{err}");
 }
 
 #[test]

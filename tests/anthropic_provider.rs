@@ -788,11 +788,20 @@ async fn prov_10_a_400_on_a_thinking_request_hints_that_thinking_can_be_turned_o
 
 #[test]
 fn prov_4_16_capabilities_declare_tool_search_and_the_credential_variables() {
-    let caps = AnthropicProvider::new(KEY).capabilities();
+    let provider = AnthropicProvider::new(KEY);
+    let caps = provider.capabilities();
     assert_eq!(caps.provider, "anthropic");
     assert!(caps.tool_search);
-    assert_eq!(caps.credentials, PROVIDER_CREDENTIALS);
-    assert!(caps.credentials.contains(&"ANTHROPIC_API_KEY"));
+    // Written out from SPEC PROV-16: comparing with the library's own constant could not notice a dropped name.
+    let spec = [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_IDENTITY_TOKEN",
+        "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+        "ANTHROPIC_CUSTOM_HEADERS",
+    ];
+    assert_eq!(caps.credentials, spec);
+    assert_eq!(PROVIDER_CREDENTIALS, spec, "the union scrubbed for every child (EXEC-8)");
 }
 
 #[test]

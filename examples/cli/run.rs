@@ -4,8 +4,7 @@ use clap::Args;
 use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunStats, TerminalReason};
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, sanitize};
-use fisk_ai::llm::anthropic::AnthropicProvider;
-use fisk_ai::llm::{Block, Message, Role};
+use fisk_ai::llm::{Block, Message, ProviderRegistry, ProviderSettings, Role};
 use fisk_ai::operator::TerminalPrompter;
 use fisk_ai::session::{FileSessionStore, SessionId};
 use fisk_ai::tool::{CancellationToken, ToolKind};
@@ -212,15 +211,12 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     let _ = args.no_tui; // CLI-4: accepted, no effect on line output.
     let (checkpoint, resume) = session_flags(&args)?;
     let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let api_key = args
-        .api_key
-        .clone()
-        .filter(|k| !k.is_empty())
-        .ok_or("an API key is required: pass --api-key or set ANTHROPIC_API_KEY")?;
-    // CLI-3 / PROV-7: the base URL is checked before anything else happens (before the debug file exists).
-    let mut provider = AnthropicProvider::new(api_key);
-    if let Some(url) = args.base_url.as_deref().filter(|u| !u.is_empty()) {
-        provider = provider.with_base_url(url)?;
+    // CLI-3 / PROV-7: the base URL is checked before anything else happens (before the config is read and before
+    // the debug file exists).
+    let base_url = args.base_url.clone().filter(|u| !u.trim().is_empty());
+    if let Some(url) = &base_url {
+        fisk_ai::config::check_http_url(url.trim())
+            .map_err(|e| format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}"))?;
     }
     let config = Config::load(&args.config)?;
     model.clone_from(&config.llm.model);
@@ -232,40 +228,44 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         )
         .into());
     }
-    // PROV-3: providers are resolved by name.
-    if !fisk_ai::llm::PROVIDERS.contains(&config.llm.provider.as_str()) {
-        return Err(format!(
-            "llm.provider: unknown provider \"{}\"; available: {}",
-            config.llm.provider,
-            fisk_ai::llm::PROVIDERS.join(", ")
-        )
-        .into());
-    }
-    provider = provider.with_call_timeout(config.llm.budget.call_timeout());
     let err = Arc::new(Stderr { spinner: Mutex::new(None), animate: std::io::stderr().is_terminal() });
+    // PROV-3: the provider is resolved by name from the registry; it reads its own key and base URL variables.
+    let mut settings = ProviderSettings::new(&config);
+    if let Some(key) = args.api_key.clone() {
+        settings = settings.with_api_key(key);
+    }
+    if let Some(url) = base_url {
+        settings = settings.with_base_url(url);
+    }
+    let debug_path = PathBuf::from("http-debug.log");
     if args.http_debug {
-        let path = PathBuf::from("http-debug.log");
-        provider = provider.with_http_debug(&path)?;
-        err.line(&format!(
-            "notice: writing every API request and response to {} (it holds the full conversation)",
-            path.display()
-        ));
+        settings = settings.with_http_debug(&debug_path);
     }
     let trace = match &args.trace {
         Some(path) => {
             let t = crate::trace::Trace::create(path)?;
-            err.line(&format!("notice: tracing model traffic to {}", path.display()));
-            provider = provider.with_observer(t.clone());
-            Some(t)
+            settings = settings.with_observer(t.clone());
+            Some((t, path.clone()))
         }
         None => None,
     };
+    let provider = ProviderRegistry::with_defaults().build(&settings)?;
+    if args.http_debug {
+        err.line(&format!(
+            "notice: writing every API request and response to {} (it holds the full conversation)",
+            debug_path.display()
+        ));
+    }
+    let trace = trace.map(|(t, path)| {
+        err.line(&format!("notice: tracing model traffic to {}", path.display()));
+        t
+    });
     if config.application_path.is_none() {
         err.line("notice: no application is wrapped (application_path is unset); only built-in tools are available");
     }
     let mut builder = Agent::builder()
         .config(config)
-        .provider(provider)
+        .provider_arc(provider)
         .gate(TerminalGate::stderr())
         .prompter(TerminalPrompter::stderr());
     if let Some(dir) = &args.state_dir {

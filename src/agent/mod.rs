@@ -30,7 +30,7 @@ pub use outcome::{RunOutcome, RunStats, TerminalReason};
 use crate::builtin::{BuiltinEnv, BuiltinRegistry, BuiltinTool};
 use crate::config::{Config, Mode};
 use crate::gate::{ConfirmGate, DenyAll};
-use crate::llm::{ModelProvider, ToolPlan};
+use crate::llm::{ModelProvider, ProviderFactory, ProviderRegistry, ProviderSettings, ToolPlan};
 use crate::memory::{FileMemoryStore, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
 use crate::select::{Selection, Toolset};
@@ -207,6 +207,7 @@ impl RunOptions {
 pub struct AgentBuilder {
     config: Option<Config>,
     provider: Option<Arc<dyn ModelProvider>>,
+    providers: ProviderRegistry,
     gate: Option<Arc<dyn ConfirmGate>>,
     prompter: Option<Arc<dyn Prompter>>,
     memory: Option<Arc<dyn MemoryStore>>,
@@ -223,6 +224,7 @@ impl Default for AgentBuilder {
         AgentBuilder {
             config: None,
             provider: None,
+            providers: ProviderRegistry::with_defaults(),
             gate: None,
             prompter: None,
             memory: None,
@@ -256,7 +258,8 @@ impl AgentBuilder {
         self
     }
 
-    /// The model provider (required).
+    /// The model provider. Without one, `llm.provider` is resolved from the [provider
+    /// registry](AgentBuilder::providers) with the provider's own environment variables (PROV-3).
     #[must_use]
     pub fn provider(self, provider: impl ModelProvider + 'static) -> Self {
         self.provider_arc(Arc::new(provider))
@@ -266,6 +269,22 @@ impl AgentBuilder {
     #[must_use]
     pub fn provider_arc(mut self, provider: Arc<dyn ModelProvider>) -> Self {
         self.provider = Some(provider);
+        self
+    }
+
+    /// The providers `llm.provider` can name when no [`provider`](AgentBuilder::provider) is given
+    /// ([`ProviderRegistry::with_defaults`] unless replaced). Every registered provider's credential variables are
+    /// scrubbed from every child, whichever provider runs (PROV-16).
+    #[must_use]
+    pub fn providers(mut self, providers: ProviderRegistry) -> Self {
+        self.providers = providers;
+        self
+    }
+
+    /// Register one more provider factory in the [provider registry](AgentBuilder::providers).
+    #[must_use]
+    pub fn provider_factory(mut self, factory: impl ProviderFactory + 'static) -> Self {
+        self.providers.register(Arc::new(factory));
         self
     }
 
@@ -346,14 +365,17 @@ impl AgentBuilder {
     /// search. Fails on configuration errors, source failures, name collisions and an empty tool set (SEL-13).
     pub async fn build(self) -> Result<Agent> {
         let config = self.config.ok_or_else(|| Error::config("an agent needs a configuration"))?;
-        let provider = self.provider.ok_or_else(|| Error::config("an agent needs a model provider"))?;
         let mut warnings = config.validate(Mode::Agent)?;
+        let provider = match self.provider {
+            Some(provider) => provider,
+            None => self.providers.build(&ProviderSettings::new(&config))?,
+        };
         let model = config.llm.model.clone().ok_or_else(|| Error::config_key("llm.model", "llm.model is required"))?;
         let caps = provider.capabilities();
 
         let mut env = ChildEnv::new();
-        for name in caps.credentials {
-            env = env.with_scrubbed(*name);
+        for name in caps.credentials.iter().cloned().chain(self.providers.credentials()) {
+            env = env.with_scrubbed(name);
         }
         if let Some(dir) = checked_dir("tool working directory", self.working_dir.as_deref())? {
             env = env.with_working_dir(dir);
@@ -433,7 +455,7 @@ impl AgentBuilder {
             warnings.push(if caps.tool_search {
                 Warning::ToolSearchDisabled { count: toolset.len() }
             } else {
-                Warning::ToolSearchUnavailable { provider: caps.provider.to_owned(), count: toolset.len() }
+                Warning::ToolSearchUnavailable { provider: caps.provider.clone(), count: toolset.len() }
             });
         }
         let gate: Arc<dyn ConfirmGate> = self.gate.unwrap_or_else(|| Arc::new(DenyAll));
@@ -450,7 +472,7 @@ impl AgentBuilder {
         let plan = ToolPlan::new(toolset, search_allowed);
         let budget = &config.llm.budget;
         let fingerprint = Fingerprint::compute(FingerprintInput {
-            provider: caps.provider,
+            provider: &caps.provider,
             model: &model,
             system: &system,
             tools: &plan,

@@ -200,7 +200,7 @@ impl Run<'_> {
     /// The calls of a turn whose tools the live run would not have run (LOOP-6, LOOP-7) never run: they get an
     /// error result instead.
     async fn complete_pending(&mut self, mut pending: Pending) -> Option<Ended> {
-        let unrunnable = self.last_stop.as_ref().filter(|s| !runs_tools(s)).map(|s| s.as_str().to_owned());
+        let unrunnable = self.last_stop.as_ref().filter(|s| !s.runs_tools()).map(|s| s.as_str().to_owned());
         let calls = std::mem::take(&mut pending.calls);
         let mut results = Vec::with_capacity(calls.len());
         for call in &calls {
@@ -535,12 +535,6 @@ impl Run<'_> {
         let is_error = output.is_error();
         Dispatch::Result(Block::tool_result(id, output.into_content(), is_error))
     }
-}
-
-/// Whether a turn that stopped for `stop` has its tool calls run (LOOP-6, LOOP-7: not a truncated, refused or
-/// overflowing one).
-fn runs_tools(stop: &StopReason) -> bool {
-    !matches!(stop, StopReason::MaxTokens | StopReason::Refusal | StopReason::ContextWindowExceeded)
 }
 
 /// The first tool-call id a turn uses twice: results pair with calls by id, so such a turn cannot be answered.

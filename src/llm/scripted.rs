@@ -88,8 +88,8 @@ impl ScriptedProvider {
 
 #[async_trait]
 impl ModelProvider for ScriptedProvider {
-    fn capabilities(&self) -> Caps {
-        self.caps
+    fn capabilities(&self) -> &Caps {
+        &self.caps
     }
 
     async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError> {

@@ -177,9 +177,7 @@ impl Journal {
         {
             // LOOP-6/7: the reply ended the run; only its terminal record is missing.
             let reason = match stop {
-                Some(StopReason::MaxTokens | StopReason::Refusal | StopReason::ContextWindowExceeded) => {
-                    crate::agent::TerminalReason::Error
-                }
+                Some(stop) if !stop.runs_tools() => crate::agent::TerminalReason::Error,
                 _ => crate::agent::TerminalReason::Completed,
             };
             j.terminal = Some(TerminalRecord::new(reason, None));

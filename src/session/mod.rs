@@ -27,6 +27,7 @@ mod store;
 mod time;
 
 pub use file::FileSessionStore;
+#[cfg(feature = "mcp")]
 pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Answer, Journal, Pending, PendingCall};

@@ -5,13 +5,12 @@
 //! neutral model does not name (server tool calls, tool-search results, redacted thinking) travel as
 //! [`Block::Provider`](crate::llm::Block::Provider) and go back byte for byte; thinking signatures too.
 
-mod debug;
-mod observe;
-mod retry;
 mod stream;
 mod wire;
 
-pub use observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
+// Kept here too: the observer types were first published under this module.
+pub use crate::llm::observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
+use crate::llm::{http_debug as debug, retry};
 
 use crate::config::{check_http_url, format_duration};
 use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan};
@@ -104,6 +103,7 @@ pub struct AnthropicProvider {
     streaming: bool,
     observers: Vec<Arc<dyn WireObserver>>,
     tools: Mutex<Vec<(u64, Arc<[u8]>)>>,
+    caps: Caps,
 }
 
 impl AnthropicProvider {
@@ -132,6 +132,7 @@ impl AnthropicProvider {
             streaming: true,
             observers: Vec::new(),
             tools: Mutex::new(Vec::new()),
+            caps: Caps::new(PROVIDER_ID).with_tool_search(true).with_credentials(PROVIDER_CREDENTIALS.iter().copied()),
         }
     }
 
@@ -356,8 +357,8 @@ impl AnthropicProvider {
 
 #[async_trait]
 impl ModelProvider for AnthropicProvider {
-    fn capabilities(&self) -> Caps {
-        Caps::new(PROVIDER_ID).with_tool_search(true).with_credentials(PROVIDER_CREDENTIALS)
+    fn capabilities(&self) -> &Caps {
+        &self.caps
     }
 
     async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError> {
@@ -460,4 +461,46 @@ async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, ProviderError
         out.extend_from_slice(&chunk);
     }
     Ok(out)
+}
+
+/// Builds an [`AnthropicProvider`] for `llm.provider: anthropic` (PROV-3, PROV-6): the key from the settings or
+/// `ANTHROPIC_API_KEY`, the base URL from the settings or `ANTHROPIC_BASE_URL` (checked first, PROV-7), the
+/// per-call timeout from `llm.budget.call_timeout`, then the debug file and observers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AnthropicFactory;
+
+impl crate::llm::ProviderFactory for AnthropicFactory {
+    fn name(&self) -> &str {
+        PROVIDER_ID
+    }
+
+    fn credentials(&self) -> Vec<String> {
+        PROVIDER_CREDENTIALS.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn build(&self, settings: &crate::llm::ProviderSettings<'_>) -> crate::Result<Arc<dyn ModelProvider>> {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let base_url = settings.base_url.clone().or_else(|| env("ANTHROPIC_BASE_URL"));
+        if let Some(url) = &base_url {
+            check_http_url(url.trim()).map_err(|e| {
+                Error::config(format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}"))
+            })?;
+        }
+        let key = settings
+            .api_key
+            .clone()
+            .or_else(|| env("ANTHROPIC_API_KEY"))
+            .ok_or_else(|| Error::config("an API key is required: pass --api-key or set ANTHROPIC_API_KEY"))?;
+        let mut provider = AnthropicProvider::new(key).with_call_timeout(settings.config.llm.budget.call_timeout());
+        if let Some(url) = base_url {
+            provider = provider.with_base_url(url)?;
+        }
+        if let Some(path) = &settings.http_debug {
+            provider = provider.with_http_debug(path)?;
+        }
+        for observer in &settings.observers {
+            provider = provider.with_observer(observer.clone());
+        }
+        Ok(Arc::new(provider))
+    }
 }

@@ -1,12 +1,11 @@
-//! Watching the wire: every request body, response, failed attempt and retry of an [`AnthropicProvider`].
-//!
-//! [`AnthropicProvider`]: super::AnthropicProvider
+//! Watching the wire: every request body, response, failed attempt and retry of an HTTP provider, whichever API it
+//! speaks.
 
 use crate::llm::ProviderError;
 use std::fmt;
 use std::time::Duration;
 
-/// Receives what an [`AnthropicProvider`](super::AnthropicProvider) puts on and gets off the wire, for debug dumps
+/// Receives what an HTTP provider (such as `AnthropicProvider`) puts on and gets off the wire, for debug dumps
 /// (PROV-17) and JSON-lines traces (PROV-18). Every method has a no-op default, so an observer implements only
 /// what it needs.
 ///
@@ -14,7 +13,8 @@ use std::time::Duration;
 /// sees contains the API key (headers are not passed at all).
 ///
 /// ```
-/// use fisk_ai::llm::anthropic::{AnthropicProvider, WireObserver, WireRequest, WireRetry};
+/// use fisk_ai::llm::anthropic::AnthropicProvider;
+/// use fisk_ai::llm::{WireObserver, WireRequest, WireRetry};
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///

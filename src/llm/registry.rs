@@ -1,0 +1,185 @@
+//! Providers by name (PROV-3): `llm.provider` is looked up in a [`ProviderRegistry`] a host can extend, and the
+//! [`ProviderFactory`] found there builds the provider from the configuration and the host's settings.
+
+use super::observe::WireObserver;
+use super::provider::ModelProvider;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What a factory builds a provider from: the configuration plus the host's overrides (a CLI's `--api-key`,
+/// `--base-url`, `--http-debug`, `--trace`). Unset overrides fall back to the provider's environment variables.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ProviderSettings<'a> {
+    /// The run's configuration (`llm.*`).
+    pub config: &'a Config,
+    /// The API key, instead of the provider's environment variable.
+    pub api_key: Option<String>,
+    /// The base URL, instead of the provider's environment variable (checked by PROV-7).
+    pub base_url: Option<String>,
+    /// Write every request and response to this file (mode 0600, PROV-17).
+    pub http_debug: Option<PathBuf>,
+    /// Observers of the wire traffic (PROV-18).
+    pub observers: Vec<Arc<dyn WireObserver>>,
+}
+
+impl std::fmt::Debug for ProviderSettings<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSettings")
+            .field("provider", &self.config.llm.provider)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("base_url", &self.base_url)
+            .field("http_debug", &self.http_debug)
+            .field("observers", &self.observers.len())
+            .finish()
+    }
+}
+
+impl<'a> ProviderSettings<'a> {
+    /// Settings with no overrides.
+    pub fn new(config: &'a Config) -> Self {
+        ProviderSettings { config, api_key: None, base_url: None, http_debug: None, observers: Vec::new() }
+    }
+
+    /// Use `key` as the API key; empty means unset.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into()).filter(|k| !k.trim().is_empty());
+        self
+    }
+
+    /// Use `url` as the base URL; empty means unset.
+    #[must_use]
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into()).filter(|u| !u.trim().is_empty());
+        self
+    }
+
+    /// Dump the HTTP traffic to `path`.
+    #[must_use]
+    pub fn with_http_debug(mut self, path: impl Into<PathBuf>) -> Self {
+        self.http_debug = Some(path.into());
+        self
+    }
+
+    /// Add a wire observer.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn WireObserver>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+}
+
+/// Builds one kind of provider; registered in a [`ProviderRegistry`] under [`name`](ProviderFactory::name).
+///
+/// ```
+/// use fisk_ai::llm::{Caps, ModelProvider, ProviderFactory, ProviderRegistry, ProviderSettings, ScriptedProvider};
+/// use std::sync::Arc;
+///
+/// /// A provider for dry runs: every answer is scripted.
+/// struct DryRun;
+///
+/// impl ProviderFactory for DryRun {
+///     fn name(&self) -> &str {
+///         "dry-run"
+///     }
+///
+///     fn credentials(&self) -> Vec<String> {
+///         vec!["DRY_RUN_TOKEN".to_owned()]
+///     }
+///
+///     fn build(&self, _settings: &ProviderSettings<'_>) -> fisk_ai::Result<Arc<dyn ModelProvider>> {
+///         Ok(Arc::new(ScriptedProvider::new([]).with_caps(Caps::new("dry-run"))))
+///     }
+/// }
+///
+/// let mut providers = ProviderRegistry::with_defaults();
+/// providers.register(Arc::new(DryRun));
+/// assert!(providers.names().any(|n| n == "dry-run"));
+/// assert!(providers.credentials().iter().any(|c| c == "DRY_RUN_TOKEN"));
+/// ```
+pub trait ProviderFactory: Send + Sync {
+    /// The name `llm.provider` uses.
+    fn name(&self) -> &str;
+
+    /// The credential variables the provider reads, known before it is built: every registered provider's names
+    /// are scrubbed from every child, whichever provider is active (PROV-16).
+    fn credentials(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Build the provider. Fails with a configuration error naming the setting (a missing key, a bad base URL).
+    fn build(&self, settings: &ProviderSettings<'_>) -> Result<Arc<dyn ModelProvider>>;
+}
+
+/// The providers `llm.provider` can name.
+#[derive(Clone, Default)]
+pub struct ProviderRegistry {
+    factories: BTreeMap<String, Arc<dyn ProviderFactory>>,
+}
+
+impl std::fmt::Debug for ProviderRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.factories.keys()).finish()
+    }
+}
+
+impl ProviderRegistry {
+    /// A registry with no provider.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// The providers compiled into this build (`anthropic` with its feature).
+    pub fn with_defaults() -> Self {
+        #[allow(unused_mut)]
+        let mut registry = Self::empty();
+        #[cfg(feature = "anthropic")]
+        registry.register(Arc::new(super::anthropic::AnthropicFactory));
+        registry
+    }
+
+    /// Add `factory`, replacing one of the same name.
+    pub fn register(&mut self, factory: Arc<dyn ProviderFactory>) {
+        self.factories.insert(factory.name().to_owned(), factory);
+    }
+
+    /// The factory named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn ProviderFactory>> {
+        self.factories.get(name)
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.factories.keys().map(String::as_str)
+    }
+
+    /// Every registered provider's credential variables, each once.
+    pub fn credentials(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for name in self.factories.values().flat_map(|f| f.credentials()) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    }
+
+    /// Build the provider `llm.provider` names. An unknown name is a configuration error on `llm.provider` that
+    /// lists the available ones (PROV-3).
+    pub fn build(&self, settings: &ProviderSettings<'_>) -> Result<Arc<dyn ModelProvider>> {
+        let name = settings.config.llm.provider.as_str();
+        let Some(factory) = self.get(name) else {
+            let known: Vec<&str> = self.names().collect();
+            let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+            return Err(Error::config_key(
+                "llm.provider",
+                format!("llm.provider: unknown provider \"{name}\"; available: {known}"),
+            ));
+        };
+        factory.build(settings)
+    }
+}
