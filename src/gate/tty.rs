@@ -110,8 +110,11 @@ where
             return; // The caller went away, or the prompt was interrupted, while queued: show nothing.
         }
         let term = Term::stderr();
-        let result = term.write_line("").and_then(|()| prompt(&term));
-        thread_target.leave();
+        let result = {
+            // Left on drop, so a panicking prompt is never signalled after its thread is gone.
+            let _showing = Showing(&thread_target);
+            term.write_line("").and_then(|()| prompt(&term))
+        };
         if !matches!(result, Ok(Some(_))) {
             // dialoguer hides the cursor while a prompt runs and leaves it hidden when the prompt fails.
             let _ = term.show_cursor();
@@ -174,7 +177,7 @@ impl PromptThread {
         !state.stopped
     }
 
-    /// On the prompt thread, once the prompt returned.
+    /// On the prompt thread, once the prompt returned or panicked.
     fn leave(&self) {
         self.lock().showing = None;
     }
@@ -192,6 +195,15 @@ impl PromptThread {
         if let Some(thread) = state.showing {
             let _ = pthread_kill(thread, WAKE);
         }
+    }
+}
+
+/// Marks the prompt thread as showing its prompt until dropped.
+struct Showing<'a>(&'a PromptThread);
+
+impl Drop for Showing<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
     }
 }
 
