@@ -253,6 +253,29 @@ mod tests {
     }
 
     #[test]
+    fn gate_12_an_interrupt_before_the_prompt_shows_keeps_it_from_showing() {
+        let t = PromptThread::default();
+        assert!(!t.stop(), "nothing on screen yet");
+        assert!(!t.enter(), "a prompt interrupted while queued is never shown");
+        t.wake(); // Nothing to signal: a no-op.
+    }
+
+    #[test]
+    fn gate_12_an_interrupt_while_the_prompt_shows_is_told_to_wake_it_and_never_after_it_left() {
+        let t = PromptThread::default();
+        assert!(t.enter());
+        {
+            let _showing = Showing(&t);
+            assert_eq!(t.lock().showing, Some(pthread_self()));
+        }
+        assert_eq!(t.lock().showing, None, "left on drop");
+        assert!(!t.stop(), "the prompt already returned: nothing to wake");
+        let shown = PromptThread::default();
+        assert!(shown.enter());
+        assert!(shown.stop(), "on screen: the caller must wake it and wait");
+    }
+
+    #[test]
     fn gate_6_other_failures_are_never_answers() {
         assert_eq!(classify(err(io::ErrorKind::NotConnected)), Answer::NoTerminal);
         assert!(matches!(classify(err(io::ErrorKind::BrokenPipe)), Answer::Failed(_)));
