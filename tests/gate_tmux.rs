@@ -308,3 +308,21 @@ async fn gate_12_sigterm_at_the_prompt_without_a_checkpoint_ends_the_run_and_run
     assert_eq!(run.ran(), "", "nothing ran");
     assert!(!run.state().exists(), "nothing is journaled without --checkpoint");
 }
+
+/// CLI-7 on a terminal too narrow for the line: a quoted value is shortened as one value, inside its quotes.
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_7_gate_8_a_long_quoted_value_is_shortened_whole_on_a_narrow_terminal() {
+    let test = "cli_7_gate_8_a_long_quoted_value_is_shortened_whole_on_a_narrow_terminal";
+    if !tmux_available(test) {
+        return;
+    }
+    let long = format!("first part {} end-it", "z".repeat(110));
+    let run = cli::Run::new("echo", serde_json::json!({"words": ["a b", long]})).await;
+    let pane = run.start("narrow", "go");
+    let (code, out) = pane.finished();
+    let screen = pane.screen(false);
+    assert_eq!(code, "0", "{screen}");
+    assert_eq!(out.trim(), "done");
+    assert!(screen.lines().any(|l| l == "-> echo -- 'a b' 'first part...end-it'"), "{screen}");
+}
