@@ -255,3 +255,42 @@ async fn cli_2_3_4_missing_key_bad_base_url_and_chat_are_rejected_before_any_wor
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("full-screen"));
 }
+
+#[tokio::test]
+async fn cli_7_gate_8_the_trace_line_quotes_and_sanitizes_hostile_arguments() {
+    let hostile = "it's \u{202e}\u{200b}\u{feff}moo\n\u{1b}[31mred";
+    let server = FakeAnthropic::with_replies([
+        streamed(
+            &[
+                json!({"type": "tool_use", "id": "toolu_1", "name": "cow_say", "input": {"name": "x --dry-run", "message": hostile}}),
+                json!({"type": "tool_use", "id": "toolu_2", "name": "cow_say", "input": {"name": "", "message": "moo"}}),
+            ],
+            "tool_use",
+            10,
+            5,
+        ),
+        streamed(&[json!({"type": "text", "text": "Done."})], "end_turn", 10, 5),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_cli(&server, dir.path(), &["moo"], "").await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(r"-> cow say --name='x --dry-run' -- 'it'\''s \u{202e}\u{200b}\u{feff}moo red'"),
+        "a flag inside a value, a quote, bidi and zero-width characters, a newline and a colour: {stderr}"
+    );
+    assert!(stderr.contains("-> cow say --name='' -- moo\n"), "an empty value is visible: {stderr}");
+    for hidden in ['\u{202e}', '\u{200b}', '\u{feff}', '\u{1b}'] {
+        assert!(!stderr.contains(hidden), "{hidden:?} reached the terminal: {stderr:?}");
+    }
+    // EXEC-13: what the model reads keeps the plain join.
+    let reqs = server.requests();
+    let result = &reqs[1].body_json()["messages"][2]["content"][0];
+    let content = result["content"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| result["content"][0]["text"].as_str().unwrap().to_owned());
+    let v: Value = serde_json::from_str(&content).unwrap();
+    assert_eq!(v["command"], format!("cow say --name=x --dry-run -- {hostile}"));
+}

@@ -215,3 +215,24 @@ async fn exec_10_an_enormous_deadline_does_not_panic() {
     let out = t.call(&raw("{}"), &CallContext::new().with_timeout(Duration::MAX)).await;
     assert_eq!(exec_output(out.content()).1, 7);
 }
+
+#[tokio::test]
+async fn exec_6_13_gate_8_the_display_quotes_what_could_be_misread_and_the_result_command_stays_the_plain_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tool(dir.path(), "echo-args");
+    let input = r#"{"key": "", "msg": "x --dry-run", "rest": ["", "it's", "a\u202eb\u200bc\ufeff"]}"#;
+    let argv = ["run", "--key=", "--", "x --dry-run", "", "it's", "a\u{202e}b\u{200b}c\u{feff}"];
+    assert_eq!(t.display(&raw(input)), "run --key='' -- 'x --dry-run' '' 'it'\\''s' 'a\u{202e}b\u{200b}c\u{feff}'");
+    // Shown to an operator, the invisible characters become visible too.
+    assert_eq!(
+        fisk_ai::gate::sanitize(&t.display(&raw(input)), fisk_ai::gate::PROMPT_LIMIT),
+        r"run --key='' -- 'x --dry-run' '' 'it'\''s' 'a\u{202e}b\u{200b}c\u{feff}'"
+    );
+    let out = call(&t, input).await;
+    let v: serde_json::Value = serde_json::from_str(out.content()).unwrap();
+    assert_eq!(v["command"], argv.join(" "), "EXEC-13 keeps the plain join");
+    let (output, _, _) = exec_output(out.content());
+    assert_eq!(split_args(&output), argv, "the command got exactly these elements");
+    // Plain input reads as before.
+    assert_eq!(t.display(&raw(r#"{"level": "a", "msg": "moo"}"#)), "run --level=a -- moo");
+}

@@ -2,10 +2,15 @@
 //! keys go in with `send-keys`, and the screen comes back with `capture-pane`. The example's stdout is redirected
 //! to a file, so the screen shows only what went to stderr.
 //!
+//! The last tests run the example CLI the same way, against the fake Messages API, for the approval line it shows
+//! and for SIGTERM at its prompt.
+//!
 //! Without tmux these tests print `SKIPPED:` and pass, except when `CI` is set, where they fail.
 #![cfg(feature = "terminal")]
 
 mod common;
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+mod fake_anthropic;
 mod tmux;
 
 use tmux::{Pane, quote, tmux_available};
@@ -149,4 +154,175 @@ fn gate_6_no_terminal_on_stdin_declines_without_prompting() {
     assert_decision(&pane, "decline");
     let screen = pane.screen(false);
     assert!(!screen.contains("Approval needed"), "{screen}");
+}
+
+/// The example CLI on a real terminal: `cli run` against the fake Messages API, wrapping the fake `mcp-app`, whose
+/// gated `purge` leaves a line in a `ran` file when it runs.
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+mod cli {
+    use super::*;
+    use crate::fake_anthropic::{FakeAnthropic, Reply, streamed};
+    use fisk_ai::session::{FileSessionStore, Journal, SessionId, SessionStore};
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    use serde_json::{Value, json};
+    use std::path::PathBuf;
+
+    pub(super) struct Run {
+        pub dir: tempfile::TempDir,
+        pub server: FakeAnthropic,
+        config: PathBuf,
+    }
+
+    impl Run {
+        /// A conversation whose model first asks for `call` (one tool_use block), then answers `done`.
+        pub async fn new(name: &str, input: Value) -> Run {
+            let dir = tempfile::tempdir().unwrap();
+            let app = crate::common::fake_app(dir.path(), "mcp-app");
+            let config = dir.path().join("agent.yaml");
+            std::fs::write(
+                &config,
+                format!(
+                    "identity: tmuxcli\napplication_path: {}\nsystem_prompt: Do it.\nllm:\n  model: \
+                     test-model\n",
+                    app.display()
+                ),
+            )
+            .unwrap();
+            let call = json!({"type": "tool_use", "id": "call-1", "name": name, "input": input});
+            let replies: [Reply; 2] =
+                [streamed(&[call], "tool_use"), streamed(&[json!({"type": "text", "text": "done"})], "end_turn")];
+            let server = FakeAnthropic::with_replies(replies).await;
+            Run { dir, server, config }
+        }
+
+        /// `cli run` in a tmux pane with these extra words (sh words).
+        pub fn start(&self, test: &str, extra: &str) -> Pane {
+            let args = format!(
+                "run --config {} --state-dir {} --base-url {} --api-key test-key --no-color {extra}",
+                quote(self.config.to_str().unwrap()),
+                quote(self.state().to_str().unwrap()),
+                quote(&self.server.url()),
+            );
+            Pane::start("cli", test, &args, "")
+        }
+
+        pub fn state(&self) -> PathBuf {
+            self.dir.path().join("state")
+        }
+
+        /// What the fake application ran, one line per run.
+        pub fn ran(&self) -> String {
+            std::fs::read_to_string(self.dir.path().join("ran")).unwrap_or_default()
+        }
+
+        pub async fn journal(&self, id: &str) -> Journal {
+            let store = FileSessionStore::new(self.state());
+            Journal::fold(store.read(&SessionId::new(id).unwrap()).await.unwrap()).unwrap()
+        }
+    }
+
+    pub(super) fn terminate(pane: &Pane) {
+        kill(Pid::from_raw(pane.example_pid("cli")), Signal::SIGTERM).unwrap();
+    }
+}
+
+/// The approval prompt's command line for a value with a flag inside it, a right-to-left override, zero-width
+/// characters, a newline, a colour escape and a single quote.
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gate_7_8_the_cli_prompt_shows_one_quoted_value_with_every_hidden_character_visible() {
+    let test = "gate_7_8_the_cli_prompt_shows_one_quoted_value_with_every_hidden_character_visible";
+    if !tmux_available(test) {
+        return;
+    }
+    let target = "ORDERS\u{202e} --dry-run\u{200b}\u{feff}\n\u{1b}[31mred's";
+    let run = cli::Run::new("purge", serde_json::json!({"target": target})).await;
+    let pane = run.start("hostile", "purge");
+    let screen = wait_prompt(&pane);
+    assert!(screen.contains(r#"Approval needed for "purge" (tagged ai:confirm)"#), "{screen}");
+    let shown = r"  purge -- 'ORDERS\u{202e} --dry-run\u{200b}\u{feff} red'\''s'";
+    assert!(screen.lines().any(|l| l == shown), "want {shown:?} in:\n{screen}");
+    let raw = pane.screen(true);
+    for hidden in ["\u{202e}", "\u{200b}", "\u{feff}", "\u{1b}[31m"] {
+        assert!(!raw.contains(hidden), "{hidden:?} reached the terminal: {raw:?}");
+    }
+    pane.keys(&["Enter"]);
+    let (code, out) = pane.finished();
+    assert_eq!(code, "0", "{}", pane.screen(false));
+    assert_eq!(out.trim(), "done");
+    assert_eq!(run.ran(), "", "declined: nothing ran");
+}
+
+/// SIGTERM while the approval prompt waits: the prompt ends as Ctrl-C there would, nothing runs, the checkpointed
+/// run ends suspended, and the resume asks the same call again.
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gate_12_sigterm_at_the_prompt_aborts_nothing_runs_and_the_checkpointed_run_stays_resumable() {
+    let test = "gate_12_sigterm_at_the_prompt_aborts_nothing_runs_and_the_checkpointed_run_stays_resumable";
+    if !tmux_available(test) {
+        return;
+    }
+    let run = cli::Run::new("purge", serde_json::json!({"target": "ORDERS"})).await;
+    let pane = run.start("sigterm", "--checkpoint --name at-prompt purge");
+    wait_prompt(&pane);
+    cli::terminate(&pane);
+    let (code, out) = pane.finished();
+    let screen = pane.screen(false);
+    assert_eq!(code, "0", "CLI-16: a suspended run exits 0 (not killed by the signal); screen:\n{screen}");
+    assert_eq!(out, "", "no answer");
+    assert!(screen.contains("suspended; resume with: fisk run --resume at-prompt"), "{screen}");
+    assert_eq!(run.ran(), "", "nothing ran");
+    assert_eq!(run.server.requests().len(), 1, "the run stopped at the prompt");
+    let j = run.journal("at-prompt").await;
+    assert_eq!(j.status(), "suspended");
+    assert_eq!(j.pending.as_ref().unwrap().unanswered().count(), 1, "the call waits, unanswered");
+
+    // The resume asks again; this time the operator approves it once.
+    let pane = run.start("resume", "--resume at-prompt");
+    let screen = wait_prompt(&pane);
+    assert!(screen.contains("  purge -- ORDERS"), "{screen}");
+    pane.keys(&["Down", "Enter"]);
+    let (code, out) = pane.finished();
+    assert_eq!(code, "0", "{}", pane.screen(false));
+    assert_eq!(out.trim(), "done");
+    assert_eq!(run.ran(), "purge ORDERS\n", "it ran once, after the approval");
+    assert_eq!(run.journal("at-prompt").await.status(), "completed");
+}
+
+/// Without a checkpoint, SIGTERM at the prompt still runs nothing and ends the run (GATE-12: reason `error`).
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gate_12_sigterm_at_the_prompt_without_a_checkpoint_ends_the_run_and_runs_nothing() {
+    let test = "gate_12_sigterm_at_the_prompt_without_a_checkpoint_ends_the_run_and_runs_nothing";
+    if !tmux_available(test) {
+        return;
+    }
+    let run = cli::Run::new("purge", serde_json::json!({"target": "ORDERS"})).await;
+    let pane = run.start("sigterm-plain", "purge");
+    wait_prompt(&pane);
+    cli::terminate(&pane);
+    let (code, out) = pane.finished();
+    assert_eq!(code, "1", "the run ended in error, not killed by the signal; screen:\n{}", pane.screen(false));
+    assert_eq!(out, "");
+    assert_eq!(run.ran(), "", "nothing ran");
+    assert!(!run.state().exists(), "nothing is journaled without --checkpoint");
+}
+
+/// CLI-7 on a terminal too narrow for the line: a quoted value is shortened as one value, inside its quotes.
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_7_gate_8_a_long_quoted_value_is_shortened_whole_on_a_narrow_terminal() {
+    let test = "cli_7_gate_8_a_long_quoted_value_is_shortened_whole_on_a_narrow_terminal";
+    if !tmux_available(test) {
+        return;
+    }
+    let long = format!("first part {} end-it", "z".repeat(110));
+    let run = cli::Run::new("echo", serde_json::json!({"words": ["a b", long]})).await;
+    let pane = run.start("narrow", "go");
+    let (code, out) = pane.finished();
+    let screen = pane.screen(false);
+    assert_eq!(code, "0", "{screen}");
+    assert_eq!(out.trim(), "done");
+    assert!(screen.lines().any(|l| l == "-> echo -- 'a b' 'first part...end-it'"), "{screen}");
 }

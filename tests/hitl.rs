@@ -531,6 +531,25 @@ fn hitl_13_display_is_the_name_and_the_sanitized_question_on_one_line() {
     assert_eq!(tools[INPUT].display(&ToolInput::from_value(&json!({"question": 3}))), "ask_human_input");
 }
 
+#[tokio::test]
+async fn hitl_9_gate_8_the_operator_sees_bidi_and_zero_width_characters_as_escapes() {
+    let question = "Run \u{202e}txt.exe\u{200b}?\u{feff}";
+    let shown = r"Run \u{202e}txt.exe\u{200b}?\u{feff}";
+    let mut op = reachable();
+    op.expect_confirm().withf(move |q| q == shown).times(1).return_const(Answer::Given(false));
+    call(op, CONFIRM, json!({"question": question})).await;
+
+    let mut op = reachable();
+    let options = vec![r"a\u{200d}b".to_owned(), "ab".to_owned()];
+    op.expect_select().withf(move |q, o| q == shown && o == options).times(1).return_const(Answer::Given(0));
+    let out = call(op, SELECT, json!({"question": question, "options": ["a\u{200d}b", "ab"]})).await;
+    assert_eq!(result(&out), json!({"selected": "a\u{200d}b"}), "the original option comes back");
+
+    let tools = hitl_tools(Arc::new(Mocked(never_asked(true))));
+    let display = tools[CONFIRM].display(&ToolInput::from_value(&json!({"question": question})));
+    assert_eq!(display, format!("ask_human_confirm {shown}"), "CLI-7 trace");
+}
+
 // ---- HITL-12: the system segment ----
 
 #[test]

@@ -104,9 +104,13 @@ async fn cli_mcp_serves_the_cowsay_demo_logs_each_call_and_stops_on_sigterm() {
         assert!(is_error(&out) && text(&out).contains("cannot be asked"), "{out:?}");
         client.cancel().await.unwrap();
     }
-    assert!(cli.wait_for("-> say -- moo Modern"), "MCP-19 per-call line:\n{}", cli.stderr());
+    assert!(
+        cli.wait_for("-> say -- 'moo Modern'"),
+        "MCP-19 per-call line, the spaced value quoted (GATE-8):\n{}",
+        cli.stderr()
+    );
     let err = cli.stderr();
-    assert!(err.contains("-> say -- moo Legacy"), "{err}");
+    assert!(err.contains("-> say -- 'moo Legacy'"), "{err}");
     assert!(err.contains("denied: cow think -- hmm (client cannot be asked for approval)"), "{err}");
     assert!(err.contains("connected (protocol 2025-11-25, cannot be asked)"), "{err}");
 

@@ -268,3 +268,34 @@ async fn mcp_13_waiting_for_approval_holds_no_slot_and_is_outside_the_tool_timeo
     assert_eq!(served.ran(), ["purge late"]);
     served.stop().await.unwrap();
 }
+
+/// A value with a flag inside it, a right-to-left override, zero-width characters, a newline, a colour escape and a
+/// single quote: what the user is asked about, and what the server logs, must show one quoted, visible value.
+const HOSTILE_TARGET: &str = "ORDERS\u{202e} --dry-run\u{200b}\u{feff}\n\u{1b}[31mred's";
+/// `purge` with [`HOSTILE_TARGET`], as the operator must see it.
+const HOSTILE_SHOWN: &str = r"purge -- 'ORDERS\u{202e} --dry-run\u{200b}\u{feff} red'\''s'";
+
+#[tokio::test]
+async fn gate_8_mcp_10_the_elicitation_message_and_the_log_show_the_quoted_sanitized_command() {
+    let served = serve(&[]).await;
+    for era in ERAS {
+        let user = TestClient::new(true, Answer::Approve);
+        let client = connect(&served.url, user.clone(), era).await;
+        let out = exec_json(&call(&client, "purge", json!({"target": HOSTILE_TARGET})).await);
+        // EXEC-13: the result's command keeps the plain join.
+        assert_eq!(out["command"], format!("purge -- {HOSTILE_TARGET}"), "{era:?}");
+        let msg = &user.asked()[0].message;
+        assert!(msg.contains(&format!("\n\n{HOSTILE_SHOWN}\n\n")), "{era:?}: {msg}");
+        for hidden in ['\u{202e}', '\u{200b}', '\u{feff}', '\u{1b}'] {
+            assert!(!msg.contains(hidden), "{era:?}: {hidden:?} reached the user: {msg:?}");
+        }
+        client.cancel().await.unwrap();
+    }
+    let events = served.events();
+    let calls: Vec<&String> = events.iter().filter(|e| e.starts_with("call purge")).collect();
+    assert_eq!(calls.len(), 2, "{events:?}");
+    for line in calls {
+        assert_eq!(line, &format!("call purge {HOSTILE_SHOWN}"), "MCP-19: the server log line");
+    }
+    served.stop().await.unwrap();
+}

@@ -110,7 +110,8 @@ async fn mcp_18_calls_run_the_real_command_and_return_exec_13_json_on_both_lifec
         client.cancel().await.unwrap();
     }
     let events = served.events();
-    assert!(events.iter().any(|e| e == "call echo echo --loud -- a -b c"), "MCP-19 per-call log: {events:?}");
+    // GATE-8: the log tells the one argument `-b c` from two; the EXEC-13 command above stays the plain join.
+    assert!(events.iter().any(|e| e == "call echo echo --loud -- a '-b c'"), "MCP-19 per-call log: {events:?}");
     served.stop().await.unwrap();
 }
 

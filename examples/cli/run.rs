@@ -3,7 +3,7 @@
 use clap::Args;
 use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunStats, TerminalReason};
-use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, sanitize};
+use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, escape_invisible, quote_arg, sanitize};
 use fisk_ai::llm::{Block, Message, ProviderRegistry, ProviderSettings, Role};
 use fisk_ai::operator::TerminalPrompter;
 use fisk_ai::session::{FileSessionStore, SessionId};
@@ -136,26 +136,24 @@ fn size(bytes: usize) -> String {
 }
 
 /// CLI-7: when the line is wider than the terminal, values longer than 19 characters keep their first 10 and last
-/// 6 characters; the command path and flag names are never shortened.
+/// 6 characters; the command path and flag names are never shortened. The line is read as shell words, the way the
+/// display quotes them, so a quoted value holding spaces is one value and is shortened inside its quotes.
 fn fit(display: &str, width: Option<usize>) -> String {
     if width.is_none_or(|w| display.chars().count() + 3 <= w) {
         return display.to_owned();
     }
-    let shorten = |v: &str| {
-        let chars: Vec<char> = v.chars().collect();
+    let shorten = |word: &str| {
+        let chars: Vec<char> = unquote(word).chars().collect();
         if chars.len() > 19 {
-            format!(
-                "{}...{}",
-                chars[..10].iter().collect::<String>(),
-                chars[chars.len() - 6..].iter().collect::<String>()
-            )
+            let short: String = chars[..10].iter().chain(['.'; 3].iter()).chain(&chars[chars.len() - 6..]).collect();
+            quote_arg(&short).into_owned()
         } else {
-            v.to_owned()
+            word.to_owned()
         }
     };
     let mut after_dashdash = false;
-    display
-        .split(' ')
+    words(display)
+        .into_iter()
         .map(|tok| {
             if tok == "--" {
                 after_dashdash = true;
@@ -171,6 +169,39 @@ fn fit(display: &str, width: Option<usize>) -> String {
         .join(" ")
 }
 
+/// Split a display line at the spaces outside single quotes, each word keeping its quotes.
+fn words(line: &str) -> Vec<&str> {
+    let (mut out, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
+    for (i, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if !quoted => escaped = true,
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                out.push(&line[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&line[start..]);
+    out
+}
+
+/// The text a shell word stands for (quotes removed, `'\''` back to `'`); an unclosed quote (a cut line) runs
+/// to the end.
+fn unquote(word: &str) -> String {
+    let (mut out, mut quoted, mut chars) = (String::new(), false, word.chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => quoted = !quoted,
+            '\\' if !quoted => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn is_hitl(kind: ToolKind, name: &str) -> bool {
     kind == ToolKind::Builtin && name.starts_with("ask_human_")
 }
@@ -183,8 +214,10 @@ fn quiet_result(kind: ToolKind, name: &str, verbose: bool) -> bool {
             || name == "base64_encode")
 }
 
+/// Multi-line text for stderr (narration, reasoning, tool output): terminal escapes removed and invisible format
+/// characters shown (GATE-8), line breaks and indentation kept.
 fn strip(text: &str) -> String {
-    strip_ansi_escapes::strip_str(text)
+    escape_invisible(&strip_ansi_escapes::strip_str(text)).into_owned()
 }
 
 /// Run, and on an error before or around the run print it and still close with the summary (CLI-13, CLI-15).
@@ -263,10 +296,12 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     if config.application_path.is_none() {
         err.line("notice: no application is wrapped (application_path is unset); only built-in tools are available");
     }
+    // GATE-12: a SIGTERM (or `kill -INT`) while an approval prompt shows ends it like Ctrl-C at the prompt.
+    let stop_prompts = CancellationToken::new();
     let mut builder = Agent::builder()
         .config(config)
         .provider_arc(provider)
-        .gate(TerminalGate::stderr())
+        .gate(TerminalGate::stderr().with_interrupt(stop_prompts.clone()))
         .prompter(TerminalPrompter::stderr());
     if let Some(dir) = &args.state_dir {
         builder = builder.session_store(FileSessionStore::new(dir));
@@ -279,7 +314,8 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     let cancel = CancellationToken::new();
     let suspend = CancellationToken::new();
     let checkpointed = checkpoint.is_some() || resume.is_some();
-    watch_signals(checkpointed, cancel.clone(), suspend.clone(), err.clone())?;
+    let tokens = Tokens { cancel: cancel.clone(), suspend: suspend.clone(), prompts: stop_prompts };
+    watch_signals(checkpointed, tokens, err.clone())?;
 
     let width = if std::io::stderr().is_terminal() { terminal_width() } else { None };
     let replay_agent = agent.clone();
@@ -348,7 +384,8 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
 
     if let Some(answer) = outcome.answer.as_deref().filter(|a| !a.is_empty()) {
         err.line("");
-        let answer = strip(answer);
+        // The answer is data for stdout: only terminal escapes are removed.
+        let answer = strip_ansi_escapes::strip_str(answer);
         let mut out = std::io::stdout().lock();
         if std::io::stdout().is_terminal() && !no_color {
             let _ = write!(out, "{}", termimad::MadSkin::default().term_text(&answer));
@@ -375,14 +412,20 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     Ok(outcome.reason)
 }
 
-/// SESS-24: with a checkpoint the first SIGINT or a SIGTERM asks for a suspend at the next boundary and a second
-/// SIGINT aborts; without one either signal cancels the run (killing a running tool's process group).
-fn watch_signals(
-    checkpointed: bool,
+/// What a signal can stop.
+struct Tokens {
     cancel: CancellationToken,
     suspend: CancellationToken,
-    err: Arc<Stderr>,
-) -> std::io::Result<()> {
+    /// Ends an approval prompt on screen (and any later one) as Ctrl-C at the prompt would.
+    prompts: CancellationToken,
+}
+
+/// SESS-24: with a checkpoint the first SIGINT or a SIGTERM asks for a suspend at the next boundary and a second
+/// SIGINT aborts; without one either signal cancels the run (killing a running tool's process group). Either signal
+/// also ends an approval prompt that is waiting for the operator, as Ctrl-C at the prompt does (GATE-12): nothing
+/// runs, and a checkpointed run ends suspended, resumable, with the same call asked again on resume.
+fn watch_signals(checkpointed: bool, tokens: Tokens, err: Arc<Stderr>) -> std::io::Result<()> {
+    let Tokens { cancel, suspend, prompts } = tokens;
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
@@ -393,6 +436,8 @@ fn watch_signals(
                 Some(()) = term.recv() => false,
                 else => return,
             };
+            // The prompt would otherwise keep waiting for a key while the run is asked to stop.
+            prompts.cancel();
             if cancel.is_cancelled() {
                 // Cancelling did not end the run in time: another interrupt leaves at once.
                 std::process::exit(130);

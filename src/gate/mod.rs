@@ -4,6 +4,7 @@
 //! [`Approvals`]. With no gate configured every gated call is declined ([`DenyAll`]); no terminal, end of input, an
 //! interrupt, a timeout or any error never means yes (DESIGN §6, invariant 6).
 
+mod quote;
 mod sanitize;
 #[cfg(feature = "terminal")]
 #[cfg_attr(docsrs, doc(cfg(feature = "terminal")))]
@@ -11,7 +12,8 @@ mod terminal;
 #[cfg(feature = "terminal")]
 pub(crate) mod tty;
 
-pub use sanitize::{PROMPT_LIMIT, sanitize};
+pub use quote::{display_argv, quote_arg};
+pub use sanitize::{PROMPT_LIMIT, escape_invisible, sanitize};
 #[cfg(feature = "terminal")]
 pub use terminal::TerminalGate;
 

@@ -1,15 +1,22 @@
+use std::borrow::Cow;
+use unicode_general_category::{GeneralCategory, get_general_category};
+
 /// The longest text shown in an approval prompt (GATE-8).
 pub const PROMPT_LIMIT: usize = 2000;
 
 /// Make model-influenced text safe to show an operator (GATE-8): terminal escape sequences (CSI, OSC and any other
 /// ESC-introduced sequence) removed, remaining control characters replaced by spaces, whitespace runs collapsed to
-/// one space, and the result cut to `max_chars` characters with `…` appended when cut. Escapes go before the cut.
+/// one space, invisible format characters shown as escapes (see [`escape_invisible`]), and the result cut to
+/// `max_chars` characters with `…` appended when cut. Escapes go before the cut, and the cut never splits a
+/// `\u{…}` escape: one that does not fit is left out whole, so the text may end a few characters short.
 ///
 /// ```
 /// use fisk_ai::gate::sanitize;
 ///
 /// assert_eq!(sanitize("rm \u{1b}[31m-rf\u{1b}[0m\n\t/tmp\u{7}", 100), "rm -rf /tmp");
 /// assert_eq!(sanitize("abcdef", 3), "abc…");
+/// // A right-to-left override would make `txt.exe` read `exe.txt`.
+/// assert_eq!(sanitize("cat \u{202e}txt.exe", 100), r"cat \u{202e}txt.exe");
 /// ```
 pub fn sanitize(text: &str, max_chars: usize) -> String {
     let stripped = strip_ansi_escapes::strip_str(separate_controls(text));
@@ -32,24 +39,73 @@ pub fn sanitize(text: &str, max_chars: usize) -> String {
             count += 1;
             pending_space = false;
         }
-        if count == max_chars {
+        // An escape is ASCII, so its byte length is its character count; it is kept or cut whole.
+        let escaped = is_invisible(c).then(|| escape(c));
+        let width = escaped.as_ref().map_or(1, String::len);
+        if count + width > max_chars {
             out.push('…');
             return out;
         }
-        out.push(c);
-        count += 1;
+        match escaped {
+            Some(e) => out.push_str(&e),
+            None => out.push(c),
+        }
+        count += width;
     }
     out
+}
+
+/// Show every invisible format character as a Rust-style escape such as `\u{202e}` (lowercase hex), leaving all
+/// other text, line breaks and layout as they are (GATE-8).
+///
+/// "Invisible" is Unicode general category Cf (format), per the Unicode 16 tables of the
+/// `unicode-general-category` crate: the bidirectional embeddings, overrides and isolates (U+202A..U+202E,
+/// U+2066..U+2069) and marks (U+200E, U+200F, U+061C), zero-width characters (U+200B..U+200D, U+2060..U+2064,
+/// U+FEFF), the soft hyphen U+00AD, U+180E, the tag characters (U+E0001, U+E0020..U+E007F) and the rest. They
+/// change how a line reads (reordering it, hiding or joining characters) without being seen, so an operator could
+/// approve something other than what they read. [`sanitize`] applies this too; use this alone for multi-line text
+/// such as narration, after removing terminal escapes.
+///
+/// ```
+/// use fisk_ai::gate::escape_invisible;
+///
+/// assert_eq!(escape_invisible("a\u{200b}b\nc\u{feff}"), "a\\u{200b}b\nc\\u{feff}");
+/// assert_eq!(escape_invisible("plain"), "plain");
+/// ```
+pub fn escape_invisible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_invisible) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_invisible(c) {
+            out.push_str(&escape(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `c` is a format character (general category Cf).
+fn is_invisible(c: char) -> bool {
+    // ASCII is never Cf; skipping the lookup keeps the common case cheap.
+    !c.is_ascii() && get_general_category(c) == GeneralCategory::Format
+}
+
+/// `\u{202e}`: the form Rust and JSON-minded readers recognise, unambiguous about which code point it was.
+fn escape(c: char) -> String {
+    format!("\\u{{{:x}}}", u32::from(c))
 }
 
 /// strip-ansi-escapes drops every control character except LF instead of leaving a gap, so `rm\t-rf` would read
 /// `rm-rf`. Turn each control that is not part of escape syntax into LF, which it keeps and the whitespace collapse
 /// then turns into one space. BEL, CAN and SUB also end (or cancel) sequences, so they stay, followed by an LF.
 /// Inside an OSC or DCS string the added LF is ignored, so nothing of a payload leaks out.
-fn separate_controls(text: &str) -> std::borrow::Cow<'_, str> {
+fn separate_controls(text: &str) -> Cow<'_, str> {
     let is_gap = |c: char| c.is_control() && !matches!(c, '\u{1b}' | '\n' | '\u{7f}');
     if !text.chars().any(is_gap) {
-        return std::borrow::Cow::Borrowed(text);
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
@@ -62,5 +118,70 @@ fn separate_controls(text: &str) -> std::borrow::Cow<'_, str> {
             c => out.push(c),
         }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_8_bidi_controls_are_shown_escaped() {
+        // Embeddings and overrides U+202A..U+202E, isolates U+2066..U+2069, and the marks.
+        for c in ('\u{202a}'..='\u{202e}').chain('\u{2066}'..='\u{2069}').chain(['\u{200e}', '\u{200f}', '\u{61c}']) {
+            let shown = sanitize(&format!("rm {c}x"), PROMPT_LIMIT);
+            assert_eq!(shown, format!("rm \\u{{{:x}}}x", u32::from(c)));
+            assert!(!shown.contains(c), "{c:?} reached the operator");
+        }
+        assert_eq!(sanitize("cat \u{202e}txt.exe", 100), r"cat \u{202e}txt.exe");
+    }
+
+    #[test]
+    fn gate_8_zero_width_and_other_format_characters_are_shown_escaped() {
+        let cases = [
+            ('\u{200b}', r"\u{200b}"),
+            ('\u{200c}', r"\u{200c}"),
+            ('\u{200d}', r"\u{200d}"),
+            ('\u{2060}', r"\u{2060}"),
+            ('\u{2064}', r"\u{2064}"),
+            ('\u{feff}', r"\u{feff}"),
+            ('\u{ad}', r"\u{ad}"),
+            ('\u{180e}', r"\u{180e}"),
+            ('\u{e0001}', r"\u{e0001}"),
+            ('\u{e0041}', r"\u{e0041}"),
+            ('\u{e007f}', r"\u{e007f}"),
+            ('\u{fff9}', r"\u{fff9}"),
+            ('\u{600}', r"\u{600}"),
+        ];
+        for (c, escaped) in cases {
+            assert_eq!(sanitize(&format!("a{c}b"), 100), format!("a{escaped}b"), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn gate_8_visible_text_is_untouched_by_the_escaping() {
+        let text = "stream rm ORDERS --force 日本語 🦀 café";
+        assert_eq!(sanitize(text, 100), text);
+        assert_eq!(escape_invisible(text), text);
+        assert!(matches!(escape_invisible(text), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn gate_8_an_escape_is_never_split_by_the_cut() {
+        // "ab" + 8-character escape does not fit in 5: the escape is left out whole.
+        assert_eq!(sanitize("ab\u{202e}cd", 5), "ab…");
+        assert_eq!(sanitize("ab\u{202e}cd", 10), r"ab\u{202e}…");
+        assert_eq!(sanitize("ab\u{202e}cd", 12), r"ab\u{202e}cd");
+        let once = sanitize(&"\u{200b}x".repeat(500), PROMPT_LIMIT);
+        assert!(once.chars().count() <= PROMPT_LIMIT + 1 && once.ends_with('…'), "{}", once.chars().count());
+        assert_eq!(sanitize(&once, PROMPT_LIMIT), once, "sanitizing twice changes nothing");
+    }
+
+    #[test]
+    fn gate_8_escaping_keeps_the_other_rules() {
+        let hostile = "\u{1b}[31mrm\u{1b}[0m\n\t\u{202e}-rf\u{200b}  /tmp\u{7}";
+        assert_eq!(sanitize(hostile, 100), r"rm \u{202e}-rf\u{200b} /tmp");
+        // Layout-preserving form: only the format characters change.
+        assert_eq!(escape_invisible("one\u{200b}\n  two\u{feff}"), "one\\u{200b}\n  two\\u{feff}");
+    }
 }

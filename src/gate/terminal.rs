@@ -4,6 +4,7 @@ use super::tty::{self, Answer};
 use super::{ConfirmGate, ConfirmRequest, Decision, PROMPT_LIMIT, sanitize};
 use async_trait::async_trait;
 use dialoguer::Select;
+use tokio_util::sync::CancellationToken;
 
 /// The longest command path named inside the third option, so the option stays one line on a normal terminal.
 const OPTION_COMMAND_LIMIT: usize = 60;
@@ -36,6 +37,10 @@ const OPTION_COMMAND_LIMIT: usize = 60;
 /// ends through the `Abort` decision rather than as a cancellation. Prompts run on their own thread, one at a time
 /// per process.
 ///
+/// A signal sent to the process (SIGTERM, `kill -INT`) reaches the host's handlers, not the prompt. A host that
+/// wants it to end the prompt like Ctrl-C gives the gate a token with [`with_interrupt`](Self::with_interrupt) and
+/// cancels it from its handler: the prompt on screen ends, nothing runs, and the decision is [`Decision::Abort`].
+///
 /// ```no_run
 /// use fisk_ai::gate::{ConfirmGate, ConfirmRequest, Decision, TerminalGate};
 ///
@@ -55,14 +60,39 @@ const OPTION_COMMAND_LIMIT: usize = 60;
 #[derive(Debug, Clone)]
 pub struct TerminalGate {
     // Private so later options (another stream, a theme) do not break construction.
-    _private: (),
+    interrupt: Option<CancellationToken>,
 }
 
 impl TerminalGate {
     /// A gate that draws its prompts on stderr and reads the operator's keys from the terminal.
     #[must_use]
     pub fn stderr() -> Self {
-        TerminalGate { _private: () }
+        TerminalGate { interrupt: None }
+    }
+
+    /// End every prompt as if Ctrl-C were pressed ([`Decision::Abort`]) once `token` is cancelled, for example from
+    /// the host's SIGTERM handler (GATE-12). A prompt on screen is taken down and the terminal restored; a prompt
+    /// asked after the token was cancelled is never shown. Needs a tokio runtime with IO and time enabled.
+    ///
+    /// ```no_run
+    /// use fisk_ai::gate::TerminalGate;
+    /// use fisk_ai::tool::CancellationToken;
+    ///
+    /// # async fn demo() -> std::io::Result<()> {
+    /// let stop_prompts = CancellationToken::new();
+    /// let gate = TerminalGate::stderr().with_interrupt(stop_prompts.clone());
+    /// let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    /// tokio::spawn(async move {
+    ///     term.recv().await;
+    ///     stop_prompts.cancel();
+    /// });
+    /// # let _ = gate;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_interrupt(mut self, token: CancellationToken) -> Self {
+        self.interrupt = Some(token);
+        self
     }
 }
 
@@ -84,16 +114,20 @@ impl ConfirmGate for TerminalGate {
             "Yes, run this call once".to_owned(),
             format!("Yes, and don't ask again for \"{short}\" in this conversation (any arguments)"),
         ];
-        let answer = tty::ask(move |term| {
-            term.write_line(&header)?;
-            term.write_line(&line)?;
-            let choice = Select::new().with_prompt("Your choice").items(&options).default(0).interact_on_opt(term)?;
-            if choice == Some(2) {
-                // The choice stands even if this notice cannot be written.
-                let _ = term.write_line(&format!("Won't ask again for \"{short}\" in this conversation."));
-            }
-            Ok(choice)
-        })
+        let answer = tty::ask_until(
+            move |term| {
+                term.write_line(&header)?;
+                term.write_line(&line)?;
+                let choice =
+                    Select::new().with_prompt("Your choice").items(&options).default(0).interact_on_opt(term)?;
+                if choice == Some(2) {
+                    // The choice stands even if this notice cannot be written.
+                    let _ = term.write_line(&format!("Won't ask again for \"{short}\" in this conversation."));
+                }
+                Ok(choice)
+            },
+            self.interrupt.as_ref(),
+        )
         .await;
         match answer {
             Answer::Given(1) => Decision::Once,

@@ -16,12 +16,31 @@
 //! through the gate's `Abort` (GATE-12). The prompt thread therefore blocks SIGINT for its whole life: the raised
 //! signal stays pending on that thread and is discarded when the thread exits, while a SIGINT sent to the process
 //! (for example `kill -INT`) is still delivered to the other threads as before.
+//!
+//! Interrupting from outside ([`ask_until`]): a host that wants SIGTERM (or anything else) to end a prompt the way
+//! Ctrl-C does cancels a token. The prompt thread sits in console's `poll` on the terminal, which only a signal
+//! handled *on that thread* can wake; a signal sent to the process may land on any thread. So the prompt thread
+//! keeps [`WAKE`] (SIGURG) unblocked, a handler for it is installed through tokio, and the waiting side sends it to
+//! exactly that thread (`pthread_kill`) until the prompt returns. The interrupted `poll` fails with `EINTR`, which
+//! console reports like Ctrl-C (restoring the terminal first). SIGURG is used because its default action is to
+//! ignore it and nothing else in a process like this sends it (Go's runtime picks it for the same reason), so
+//! installing the handler changes nothing a host relies on.
 
 use dialoguer::console::Term;
+use nix::sys::pthread::{Pthread, pthread_kill, pthread_self};
 use nix::sys::signal::{SigSet, Signal};
 use std::io::{self, IsTerminal};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// The signal that wakes a prompt thread out of its wait for a key (see the module notes).
+const WAKE: Signal = Signal::SIGURG;
+/// How often [`WAKE`] is re-sent while an interrupted prompt has not returned: a signal that arrives while the
+/// thread is drawing rather than waiting wakes nothing, so it is sent again until one lands in the wait.
+const WAKE_RETRY: Duration = Duration::from_millis(50);
 
 /// Whether an operator can be asked: stdin and stderr are both terminals (GATE-6, HITL-7).
 pub(crate) fn reachable() -> bool {
@@ -58,19 +77,44 @@ where
     T: Send + 'static,
     F: FnOnce(&Term) -> io::Result<Option<T>> + Send + 'static,
 {
+    ask_until(prompt, None).await
+}
+
+/// [`ask`], ended as [`Answer::Interrupted`] when `interrupt` is cancelled, exactly as if Ctrl-C had been pressed:
+/// a prompt on screen is woken and returns (the terminal restored), one still queued is never shown, and an answer
+/// given in the same instant is discarded. An already cancelled token asks nothing. Waking needs a tokio runtime
+/// with its IO and time drivers (as the agent loop has); outside a tokio runtime an interrupted prompt ends at the
+/// next key press instead, still as [`Answer::Interrupted`].
+pub(crate) async fn ask_until<T, F>(prompt: F, interrupt: Option<&CancellationToken>) -> Answer<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&Term) -> io::Result<Option<T>> + Send + 'static,
+{
     if !reachable() {
         return Answer::NoTerminal;
     }
-    let (tx, rx) = oneshot::channel();
+    if interrupt.is_some_and(CancellationToken::is_cancelled) {
+        return Answer::Interrupted;
+    }
+    let can_wake = interrupt.is_some() && wake_handler_installed();
+    let target = Arc::new(PromptThread::default());
+    let (tx, mut rx) = oneshot::channel();
+    let thread_target = target.clone();
     let spawned = std::thread::Builder::new().name("fisk-ai-prompt".into()).spawn(move || {
         // Only this thread: the SIGINT console raises on Ctrl-C stays pending here and dies with the thread.
         let _ = SigSet::from(Signal::SIGINT).thread_block();
+        // Inherited masks may block it; the wake must reach this thread's wait.
+        let _ = SigSet::from(WAKE).thread_unblock();
         let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if tx.is_closed() {
-            return; // The caller went away while queued: show nothing.
+        if tx.is_closed() || !thread_target.enter() {
+            return; // The caller went away, or the prompt was interrupted, while queued: show nothing.
         }
         let term = Term::stderr();
-        let result = term.write_line("").and_then(|()| prompt(&term));
+        let result = {
+            // Left on drop, so a panicking prompt is never signalled after its thread is gone.
+            let _showing = Showing(&thread_target);
+            term.write_line("").and_then(|()| prompt(&term))
+        };
         if !matches!(result, Ok(Some(_))) {
             // dialoguer hides the cursor while a prompt runs and leaves it hidden when the prompt fails.
             let _ = term.show_cursor();
@@ -81,7 +125,102 @@ where
         return Answer::Failed(format!("cannot start the prompt thread: {e}"));
     }
     // A closed channel means the prompt panicked (the sender was dropped during unwinding).
-    rx.await.unwrap_or_else(|_| Answer::Failed("the prompt panicked".into()))
+    let panicked = |_| Answer::Failed("the prompt panicked".into());
+    let Some(token) = interrupt else {
+        return rx.await.unwrap_or_else(panicked);
+    };
+    tokio::select! {
+        answer = &mut rx => return answer.unwrap_or_else(panicked),
+        () = token.cancelled() => {}
+    }
+    if target.stop() {
+        // On screen: wake it, and wait until it has returned so the terminal is back in its normal mode.
+        if !can_wake {
+            let _ = rx.await;
+            return Answer::Interrupted;
+        }
+        loop {
+            target.wake();
+            tokio::select! {
+                _ = &mut rx => break,
+                () = tokio::time::sleep(WAKE_RETRY) => {}
+            }
+        }
+    }
+    Answer::Interrupted
+}
+
+/// The prompt thread while it shows a prompt, so it can be signalled, and never after it has stopped showing it:
+/// a thread id is only valid while the thread runs, and the mutex keeps `leave` from passing a `wake` in progress.
+#[derive(Default)]
+struct PromptThread {
+    state: Mutex<ThreadState>,
+}
+
+#[derive(Default)]
+struct ThreadState {
+    showing: Option<Pthread>,
+    stopped: bool,
+}
+
+impl PromptThread {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ThreadState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// On the prompt thread, before drawing: false when the prompt was interrupted first.
+    fn enter(&self) -> bool {
+        let mut state = self.lock();
+        if !state.stopped {
+            state.showing = Some(pthread_self());
+        }
+        !state.stopped
+    }
+
+    /// On the prompt thread, once the prompt returned or panicked.
+    fn leave(&self) {
+        self.lock().showing = None;
+    }
+
+    /// Interrupt: no prompt starts after this. True when one is on screen.
+    fn stop(&self) -> bool {
+        let mut state = self.lock();
+        state.stopped = true;
+        state.showing.is_some()
+    }
+
+    /// Send [`WAKE`] to the thread if it still shows its prompt.
+    fn wake(&self) {
+        let state = self.lock();
+        if let Some(thread) = state.showing {
+            let _ = pthread_kill(thread, WAKE);
+        }
+    }
+}
+
+/// Marks the prompt thread as showing its prompt until dropped.
+struct Showing<'a>(&'a PromptThread);
+
+impl Drop for Showing<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+/// Install (once per process) a handler for [`WAKE`], without which the signal would be ignored and wake nothing.
+/// tokio keeps a handler for the life of the process once registered, so the stream itself is not kept. Outside a
+/// tokio runtime nothing is installed and the answer is false (asked again next time).
+fn wake_handler_installed() -> bool {
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    if INSTALLED.load(Ordering::Acquire) {
+        return true;
+    }
+    let ok = tokio::runtime::Handle::try_current().is_ok()
+        && tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(WAKE as i32)).is_ok();
+    if ok {
+        INSTALLED.store(true, Ordering::Release);
+    }
+    ok
 }
 
 /// Map a prompt's result to an [`Answer`].
@@ -111,6 +250,29 @@ mod tests {
         assert_eq!(classify::<u8>(Ok(None)), Answer::Interrupted);
         assert_eq!(classify(err(io::ErrorKind::Interrupted)), Answer::Interrupted);
         assert_eq!(classify(err(io::ErrorKind::UnexpectedEof)), Answer::Interrupted);
+    }
+
+    #[test]
+    fn gate_12_an_interrupt_before_the_prompt_shows_keeps_it_from_showing() {
+        let t = PromptThread::default();
+        assert!(!t.stop(), "nothing on screen yet");
+        assert!(!t.enter(), "a prompt interrupted while queued is never shown");
+        t.wake(); // Nothing to signal: a no-op.
+    }
+
+    #[test]
+    fn gate_12_an_interrupt_while_the_prompt_shows_is_told_to_wake_it_and_never_after_it_left() {
+        let t = PromptThread::default();
+        assert!(t.enter());
+        {
+            let _showing = Showing(&t);
+            assert_eq!(t.lock().showing, Some(pthread_self()));
+        }
+        assert_eq!(t.lock().showing, None, "left on drop");
+        assert!(!t.stop(), "the prompt already returned: nothing to wake");
+        let shown = PromptThread::default();
+        assert!(shown.enter());
+        assert!(shown.stop(), "on screen: the caller must wake it and wait");
     }
 
     #[test]

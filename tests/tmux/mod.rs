@@ -118,6 +118,26 @@ impl Pane {
         }
     }
 
+    /// The pid of the running example `name` (a descendant of the pane's shell), once it has started.
+    pub fn example_pid(&self, name: &str) -> i32 {
+        let o = run(&mut self.tmux(&["display-message", "-p", "-t", "t", "#{pane_pid}"]));
+        let root = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+        let start = Instant::now();
+        loop {
+            let mut todo = vec![root.clone()];
+            while let Some(pid) = todo.pop() {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                if comm.trim_end() == name {
+                    return pid.parse().unwrap();
+                }
+                let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+                todo.extend(children.split_whitespace().map(str::to_owned));
+            }
+            assert!(start.elapsed() < PATIENCE, "{name} never started; screen:\n{}", self.screen(false));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The pane's title, which an OSC 0/2 sequence would set.
     pub fn title(&self) -> String {
         let o = run(&mut self.tmux(&["display-message", "-p", "-t", "t", "#{pane_title}"]));

@@ -49,8 +49,10 @@ pub(crate) fn form_schema() -> Result<ElicitationSchema, &'static str> {
 }
 
 /// The approval message (MCP-10): the server, the resolved command line and the triggering tag. `display` is
-/// already sanitized.
+/// already quoted and sanitized; the tag comes from the application, and is sanitized here as the terminal gate
+/// does (GATE-8).
 pub(crate) fn message(identity: &str, display: &str, trigger: &str) -> String {
+    let trigger = crate::gate::sanitize(trigger, crate::gate::PROMPT_LIMIT);
     format!("{identity} asks for approval to run (gated by tag {trigger}):\n\n{display}\n\nApprove running it?")
 }
 

@@ -267,10 +267,12 @@ impl Tool for CommandTool {
         &self.spec
     }
 
-    /// The argument vector joined by single spaces, without the binary (EXEC-6).
+    /// The argument vector joined by single spaces, without the binary (EXEC-6), each element that is empty or not
+    /// plain shell-quoted so an operator can tell where one ends ([`display_argv`](crate::gate::display_argv)).
+    /// The EXEC-13 `command` of the result is the plain join.
     fn display(&self, input: &ToolInput) -> String {
         match self.shape().argv(normalized(input)) {
-            Ok(argv) => argv.join(" "),
+            Ok(argv) => crate::gate::display_argv(&argv),
             Err(_) => format!("{} {}", self.spec.display_path(), input.as_str()),
         }
     }
