@@ -227,16 +227,22 @@ async fn cli_2_3_4_missing_key_bad_base_url_and_chat_are_rejected_before_any_wor
         }
         cmd.output().unwrap()
     };
+    // Configuration errors come before a missing key (the key belongs to the provider the configuration names).
+    let out = run(&["x"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("agent.yaml"), "{}", text(&out.stderr));
+    std::fs::write(dir.path().join("agent.yaml"), "identity: x\nsystem_prompt: s\nllm:\n  model: m\n").unwrap();
     let out = run(&["x"], None);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(stderr.starts_with("error: ") && stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
     // CLI-13: the summary closes every exit path, errors included.
     assert!(
-        stderr.lines().last().unwrap().starts_with("Run summary: llm_calls=0 tool_calls=0 tokens=0/0 latency="),
+        stderr.lines().last().unwrap().starts_with("Run summary: model=m llm_calls=0 tool_calls=0 tokens=0/0 latency="),
         "{stderr}"
     );
-    // PROV-7: checked before the config is read (there is no agent.yaml here) and before http-debug.log exists.
+    // PROV-7: checked before the config is read and before http-debug.log exists.
+    std::fs::remove_file(dir.path().join("agent.yaml")).unwrap();
     let out = run(&["--base-url", "http://example.com", "--http-debug", "x"], Some("k"));
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("http://example.com"), "{}", text(&out.stderr));
