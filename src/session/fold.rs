@@ -177,8 +177,8 @@ impl Journal {
         {
             // LOOP-6/7: the reply ended the run; only its terminal record is missing.
             let reason = match stop {
-                Some(stop) if !stop.runs_tools() => crate::agent::TerminalReason::Error,
-                _ => crate::agent::TerminalReason::Completed,
+                Some(stop) if !stop.runs_tools() => crate::session::TerminalReason::Error,
+                _ => crate::session::TerminalReason::Completed,
             };
             j.terminal = Some(TerminalRecord::new(reason, None));
         }
@@ -187,7 +187,7 @@ impl Journal {
 
     /// Whether the last run completed (SESS-17).
     pub fn is_completed(&self) -> bool {
-        self.terminal.as_ref().is_some_and(|t| t.reason == crate::agent::TerminalReason::Completed)
+        self.terminal.as_ref().is_some_and(|t| t.reason == crate::session::TerminalReason::Completed)
     }
 
     /// Whether the session was interactive (SESS-23).

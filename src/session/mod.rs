@@ -24,6 +24,7 @@ mod fingerprint;
 mod fold;
 mod record;
 mod store;
+mod terminal;
 mod time;
 
 pub use file::FileSessionStore;
@@ -36,6 +37,7 @@ pub use record::{
     ToolResultRecord, UserRecord,
 };
 pub use store::{JournalWriter, SessionEntry, SessionStore};
+pub use terminal::TerminalReason;
 pub use time::rfc3339;
 
 use crate::{Error, Result};

@@ -4,8 +4,8 @@
 //! backend stores the very same bytes as the file backend, SESS-32).
 
 use super::fingerprint::Fingerprint;
-use crate::agent::TerminalReason;
 use crate::llm::{Message, StopReason, Usage};
+use crate::session::TerminalReason;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -268,7 +268,7 @@ impl TerminalRecord {
 }
 
 mod reason {
-    use crate::agent::TerminalReason;
+    use crate::session::TerminalReason;
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub(super) fn serialize<S: Serializer>(r: &TerminalReason, s: S) -> Result<S::Ok, S::Error> {
