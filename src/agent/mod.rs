@@ -29,6 +29,7 @@ pub use outcome::{RunOutcome, RunStats, TerminalReason};
 
 use crate::builtin::{BuiltinEnv, BuiltinRegistry, BuiltinTool};
 use crate::config::{Config, Mode};
+use crate::error::{Error, Result};
 use crate::gate::{ConfirmGate, DenyAll};
 use crate::llm::{ModelProvider, ProviderFactory, ProviderRegistry, ProviderSettings, ToolPlan};
 use crate::memory::{FileMemoryStore, MemoryStore};
@@ -39,7 +40,6 @@ use crate::source::fisk::ChildEnv;
 use crate::source::{ToolSource, checked_dir};
 use crate::tool::{CancellationToken, Tool};
 use crate::warning::Warning;
-use crate::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -4,11 +4,11 @@ use super::events::RunEvent;
 use super::outcome::{RunOutcome, RunStats, TerminalReason};
 use super::run::{self, Checkpoint, Start};
 use super::{Inner, RunOptions};
+use crate::error::{Error, Result};
 use crate::gate::Approvals;
 use crate::llm::StopReason;
 use crate::session::{ConfirmChoice, ConfirmRecord, Journal, Meta, Payload, Record, SessionId, SessionStore};
 use crate::warning::Warning;
-use crate::{Error, Result};
 use std::sync::Arc;
 
 fn store(inner: &Inner) -> Result<&Arc<dyn SessionStore>> {

@@ -20,7 +20,7 @@ impl BuiltinTool for Base64Factory {
         true
     }
 
-    fn build(&self, options: &Map<String, Value>, _env: &BuiltinEnv) -> crate::Result<Arc<dyn Tool>> {
+    fn build(&self, options: &Map<String, Value>, _env: &BuiltinEnv) -> crate::error::Result<Arc<dyn Tool>> {
         reject_unknown_options(self.name(), options, &[])?;
         let schema = json!({
             "type": "object",

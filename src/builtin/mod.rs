@@ -12,9 +12,9 @@ pub use base64::Base64Factory;
 pub use read_file::ReadFileFactory;
 
 use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::operator::Prompter;
 use crate::tool::Tool;
-use crate::{Error, Result};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -49,7 +49,7 @@ impl BuiltinEnv {
     /// An environment for `config`, with the process working directory and `prompter`.
     pub fn new(config: &Config, prompter: Arc<dyn Prompter>) -> Result<Self> {
         let working_dir = std::env::current_dir()
-            .map_err(|e| Error::new(crate::ErrorKind::Io, format!("cannot read the working directory: {e}")))?;
+            .map_err(|e| Error::new(crate::error::ErrorKind::Io, format!("cannot read the working directory: {e}")))?;
         Ok(BuiltinEnv {
             root_directory: config.root_directory.clone(),
             working_dir,

@@ -10,9 +10,9 @@
 //! for a symlink, a FIFO or a larger file between any check and the open is still refused.
 
 use super::{BuiltinEnv, BuiltinTool, reject_unknown_options};
+use crate::error::{Error, Result};
 use crate::gate::{PROMPT_LIMIT, sanitize};
 use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
-use crate::{Error, Result};
 use async_trait::async_trait;
 use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, readlinkat};

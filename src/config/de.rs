@@ -375,7 +375,7 @@ where
 }
 
 /// Re-reads the memory and session `options` blocks strictly for the backends `cfg` selected.
-pub(crate) fn check_backend_options(yaml: &str, memory: &str, sessions: &str) -> crate::Result<()> {
+pub(crate) fn check_backend_options(yaml: &str, memory: &str, sessions: &str) -> crate::error::Result<()> {
     let res = match (memory, sessions) {
         ("jetstream", "jetstream") => shadow::<JetStreamMemoryOptions, JetStreamSessionOptions>(yaml),
         ("jetstream", _) => shadow::<JetStreamMemoryOptions, FileOptions>(yaml),

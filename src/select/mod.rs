@@ -16,9 +16,9 @@ pub use rule::Rule;
 pub use toolset::{SelectedTool, Toolset};
 
 use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::tool::{Tool, ToolKind, tags};
 use crate::warning::Warning;
-use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 use crate::config::Filter;
+use crate::error::{Error, Result};
 use crate::tool::ToolSpec;
-use crate::{Error, Result};
 use regex::Regex;
 
 /// One `include` or `exclude` rule: name patterns and exact tags (SEL-5..9).

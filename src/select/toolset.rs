@@ -1,7 +1,7 @@
 use super::Rule;
+use crate::error::{Error, Result};
 use crate::tool::{Tool, ToolSpec};
 use crate::warning::Warning;
-use crate::{Error, Result};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;

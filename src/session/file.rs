@@ -5,7 +5,7 @@ use super::SessionId;
 use super::record::Record;
 use super::store::{JournalWriter, SessionEntry, SessionStore};
 use crate::config::SessionOptions;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use async_trait::async_trait;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{DirBuilder, File, OpenOptions};

@@ -3,9 +3,9 @@
 use super::record::{
     AssistantRecord, ConfirmChoice, JOURNAL_VERSION, Meta, Payload, Record, TerminalRecord, ToolResultRecord,
 };
+use crate::error::{Error, Result};
 use crate::llm::{Block, Message, Role, StopReason, Usage};
 use crate::tool::ToolInput;
-use crate::{Error, Result};
 use std::collections::HashMap;
 
 /// A session rebuilt from its records: the conversation, the counters, the held confirmation answers, the pending

@@ -40,7 +40,7 @@ pub use store::{JournalWriter, SessionEntry, SessionStore};
 pub use terminal::TerminalReason;
 pub use time::rfc3339;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use std::fmt;
 
 /// The longest session id (SESS-3).

@@ -4,9 +4,9 @@
 //! backend stores the very same bytes as the file backend, SESS-32).
 
 use super::fingerprint::Fingerprint;
+use crate::error::{Error, Result};
 use crate::llm::{Message, StopReason, Usage};
 use crate::session::TerminalReason;
-use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// The journal payload version this build writes and reads (SESS-6).

@@ -2,7 +2,7 @@
 
 use super::SessionId;
 use super::record::Record;
-use crate::Result;
+use crate::error::Result;
 use async_trait::async_trait;
 use std::time::SystemTime;
 

@@ -5,7 +5,7 @@
 
 pub mod fisk;
 
-use crate::Result;
+use crate::error::Result;
 use crate::tool::{Origin, Tool};
 use crate::warning::Warning;
 use async_trait::async_trait;
@@ -107,7 +107,7 @@ pub(crate) async fn load_all(
 /// OVR-6: a directory option, when set, must be an absolute path to an existing directory.
 pub(crate) fn checked_dir<'a>(what: &str, dir: Option<&'a std::path::Path>) -> Result<Option<&'a std::path::Path>> {
     match dir {
-        Some(d) if !d.is_absolute() || !d.is_dir() => Err(crate::Error::config(format!(
+        Some(d) if !d.is_absolute() || !d.is_dir() => Err(crate::error::Error::config(format!(
             "the {what} {} must be an absolute path to an existing directory",
             d.display()
         ))),

@@ -13,9 +13,9 @@ pub use crate::llm::observe::{WireError, WireObserver, WireRequest, WireResponse
 use crate::llm::{http_debug as debug, retry};
 
 use crate::config::{check_http_url, format_duration};
+use crate::error::{Error, ErrorKind};
 use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan};
 use crate::source::fisk::PROVIDER_CREDENTIALS;
-use crate::{Error, ErrorKind};
 use async_trait::async_trait;
 use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
@@ -138,7 +138,7 @@ impl AnthropicProvider {
 
     /// A provider configured from the environment (PROV-6): `ANTHROPIC_API_KEY` (required) and
     /// `ANTHROPIC_BASE_URL` (optional, checked like [`with_base_url`](Self::with_base_url)).
-    pub fn from_env() -> crate::Result<Self> {
+    pub fn from_env() -> crate::error::Result<Self> {
         let key = std::env::var("ANTHROPIC_API_KEY").ok().filter(|k| !k.trim().is_empty()).ok_or_else(|| {
             Error::config("ANTHROPIC_API_KEY is not set: the anthropic provider needs an API key (--api-key)")
         })?;
@@ -154,7 +154,7 @@ impl AnthropicProvider {
     ///
     /// Set this before [`with_http_debug`](Self::with_http_debug), so a bad URL is reported before the debug file
     /// is created.
-    pub fn with_base_url(mut self, url: impl AsRef<str>) -> crate::Result<Self> {
+    pub fn with_base_url(mut self, url: impl AsRef<str>) -> crate::error::Result<Self> {
         let url = url.as_ref().trim();
         check_http_url(url)
             .map_err(|e| Error::config(format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}")))?;
@@ -200,7 +200,7 @@ impl AnthropicProvider {
     /// `path` (PROV-17). Whatever is at `path` is removed first (a symlink itself, never its target) and a new file
     /// is created exclusively with mode 0600. Headers are not written, so the API key never is. The file holds the
     /// whole conversation: tell the operator where it goes.
-    pub fn with_http_debug(mut self, path: impl AsRef<Path>) -> crate::Result<Self> {
+    pub fn with_http_debug(mut self, path: impl AsRef<Path>) -> crate::error::Result<Self> {
         let path = path.as_ref();
         let log = debug::HttpDebugLog::create(path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot create the HTTP debug log {}: {e}", path.display()))
@@ -478,7 +478,7 @@ impl crate::llm::ProviderFactory for AnthropicFactory {
         PROVIDER_CREDENTIALS.iter().map(|s| (*s).to_owned()).collect()
     }
 
-    fn build(&self, settings: &crate::llm::ProviderSettings<'_>) -> crate::Result<Arc<dyn ModelProvider>> {
+    fn build(&self, settings: &crate::llm::ProviderSettings<'_>) -> crate::error::Result<Arc<dyn ModelProvider>> {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let base_url = settings.base_url.clone().or_else(|| env("ANTHROPIC_BASE_URL"));
         if let Some(url) = &base_url {

@@ -5,7 +5,7 @@
 use super::guard;
 use super::handler::{Handler, InFlight, Shared};
 use super::sessions::BoundedSessions;
-use crate::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER};

@@ -3,13 +3,13 @@
 
 use crate::builtin::{BuiltinEnv, BuiltinRegistry};
 use crate::config::{Config, Mode};
+use crate::error::{Error, Result};
 use crate::operator::NoOperator;
 use crate::select::{Rule, SelectedTool, Selection, Toolset, is_valid_tool_name};
 use crate::source::fisk::ChildEnv;
 use crate::source::{ToolSource, checked_dir};
 use crate::tool::ToolKind;
 use crate::warning::Warning;
-use crate::{Error, Result};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
