@@ -2,6 +2,9 @@
 //! The tools are rendered once per plan, so a turn costs one pass over the conversation and one buffer of about the
 //! body's size. Before the timings, the bytes allocated per turn are printed (counted by a global allocator).
 
+// The counting allocator has to implement the unsafe GlobalAlloc trait.
+#![allow(unsafe_code)]
+
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use fisk_ai::async_trait;
 use fisk_ai::llm::anthropic::AnthropicProvider;

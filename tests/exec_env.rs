@@ -1,5 +1,7 @@
 //! Invariant 4 (EXEC-8): the child environment never carries a credential variable. Alone in its own test binary
 //! because it sets variables in this process's environment before any other thread exists.
+// Setting this process's environment (before any other thread exists) is unsafe in edition 2024.
+#![allow(unsafe_code)]
 
 mod common;
 
