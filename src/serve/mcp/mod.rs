@@ -328,7 +328,7 @@ impl McpServerBuilder {
         if !mcp.instructions.trim().is_empty() {
             info = info.with_instructions(mcp.instructions.clone());
         }
-        let listing: Vec<_> = tools.iter().map(listing::to_mcp).collect();
+        let listing = listing::build(&tools);
         let by_name: HashMap<String, usize> =
             listing.iter().enumerate().map(|(i, t)| (t.name.to_string(), i)).collect();
         let form = confirm::form_schema().map_err(|e| Error::config(format!("the approval form is invalid: {e}")))?;
