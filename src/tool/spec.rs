@@ -220,7 +220,7 @@ impl ToolSpec {
     pub(crate) fn input_schema_owned(&self) -> Value {
         match &self.input_schema {
             Schema::Ready(v) => v.clone(),
-            Schema::Lazy { cell, make } => cell.get().cloned().unwrap_or_else(|| make()),
+            Schema::Lazy { cell, make } => cell.get().cloned().unwrap_or_else(make),
         }
     }
 
