@@ -71,7 +71,7 @@ impl Walk {
     }
 }
 
-/// Whether a raw restricted schema is an object (anything else means derive one, TOOL-10).
+/// The raw restricted schema's text when it is an object (anything else means derive one, TOOL-10).
 fn object_schema(raw: Option<&RawValue>) -> Option<&str> {
     raw.map(RawValue::get).filter(|r| r.trim_start().starts_with('{'))
 }
@@ -118,7 +118,7 @@ pub(crate) fn doc_leaves(
             path.pop();
         }
     }
-    let mut w = Walk { out: Vec::with_capacity(commands.len()), ..Walk::default() };
+    let mut w = Walk::default();
     walk(text, commands, &mut Vec::new(), &mut w);
     warnings.extend(w.warnings);
     (w.out, w.derived)
