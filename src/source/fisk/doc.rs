@@ -145,6 +145,22 @@ impl LeafParts {
         }
     }
 
+    /// The names of the flags and args, all a precomputed schema's global merge needs: borrowed from the document
+    /// rather than decoding every flag in full for a listing.
+    pub(crate) fn names(&self) -> Vec<Cow<'_, str>> {
+        if let Some(Ok(s)) = self.shape.get() {
+            return s.flags.iter().map(|f| &f.name).chain(s.args.iter().map(|a| &a.name)).map(|n| n.into()).collect();
+        }
+        let mut out = Vec::new();
+        for r in [&self.flags, &self.args].into_iter().flatten() {
+            // Checked at load, so this decodes; were it not to, the merge would only skip fewer globals.
+            if let Ok(Some(named)) = serde_json::from_str::<Option<Vec<Named<'_>>>>(&self.text[r.clone()]) {
+                out.extend(named.into_iter().map(|n| n.name));
+            }
+        }
+        out
+    }
+
     fn decode(&self) -> Result<Shape, String> {
         fn part<T: for<'de> Deserialize<'de>>(text: &str, r: &Option<Range<usize>>) -> Result<Vec<T>, String> {
             match r {
@@ -156,6 +172,13 @@ impl LeafParts {
         }
         Ok(Shape { flags: part(&self.text, &self.flags)?, args: part(&self.text, &self.args)? })
     }
+}
+
+/// A flag or arg by name only.
+#[derive(Deserialize)]
+struct Named<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
 }
 
 /// Any JSON string, checked and dropped.

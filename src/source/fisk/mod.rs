@@ -245,6 +245,11 @@ impl FiskApp {
                 let parts = Arc::new(leaf.parts);
                 let (p, app) = (parts.clone(), shared.clone());
                 let schema = move || {
+                    // Only a global merge needs the names.
+                    let names = if app.globals.is_empty() { Vec::new() } else { p.names() };
+                    if let Some(v) = p.schema().and_then(|raw| walk::input_schema_named(raw, &app.globals, &names)) {
+                        return v;
+                    }
                     let shape = p.shape_for_schema();
                     walk::input_schema(p.schema(), &app.globals, &shape.flags, &shape.args)
                 };

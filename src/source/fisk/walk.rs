@@ -127,15 +127,27 @@ pub(crate) fn doc_leaves(
 /// TOOL-10 and TOOL-16: a leaf's input schema, built when first needed: the precomputed restricted schema (or one
 /// derived from the flags and args), closed against unknown keys, with the exposed globals merged in.
 pub(crate) fn input_schema(raw: Option<&str>, globals: &[FlagModel], flags: &[FlagModel], args: &[ArgModel]) -> Value {
-    let mut schema = match raw.and_then(|r| serde_json::from_str::<Value>(r).ok()) {
+    let schema = match raw.and_then(|r| serde_json::from_str::<Value>(r).ok()) {
         Some(s @ Value::Object(_)) => s,
         _ => derive_schema(flags, args),
     };
-    // The schema is the trust boundary: whatever the document says, no key outside its properties reaches argv.
+    close_and_merge(schema, globals, |n| flags.iter().any(|f| f.name == n) || args.iter().any(|a| a.name == n))
+}
+
+/// [`input_schema`] of a precomputed object schema, knowing only the names of the command's flags and args (all
+/// the global merge needs, so a listing decodes no flag in full).
+pub(crate) fn input_schema_named(raw: &str, globals: &[FlagModel], owned: &[Cow<'_, str>]) -> Option<Value> {
+    let schema = serde_json::from_str::<Value>(raw).ok().filter(Value::is_object)?;
+    Some(close_and_merge(schema, globals, |n| owned.iter().any(|o| o == n)))
+}
+
+/// The schema is the trust boundary: whatever the document says, no key outside its properties reaches argv. Then
+/// the exposed globals the command does not own (`owns`) are merged in.
+fn close_and_merge(mut schema: Value, globals: &[FlagModel], owns: impl Fn(&str) -> bool) -> Value {
     if let Some(obj) = schema.as_object_mut() {
         obj.insert("additionalProperties".into(), Value::Bool(false));
     }
-    merge_globals(&mut schema, globals, flags, args);
+    merge_globals(&mut schema, globals, owns);
     schema
 }
 
@@ -205,7 +217,7 @@ pub(crate) fn derive_schema(flags: &[FlagModel], args: &[ArgModel]) -> Value {
 }
 
 /// GLOBAL-6..8: add exposed globals as properties, skipping any the command defines itself.
-fn merge_globals(schema: &mut Value, globals: &[FlagModel], flags: &[FlagModel], args: &[ArgModel]) {
+fn merge_globals(schema: &mut Value, globals: &[FlagModel], owns: impl Fn(&str) -> bool) {
     if globals.is_empty() {
         return;
     }
@@ -215,9 +227,7 @@ fn merge_globals(schema: &mut Value, globals: &[FlagModel], flags: &[FlagModel],
         let props = obj.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         let Some(props) = props.as_object_mut() else { return };
         for g in globals {
-            let clash = flags.iter().any(|f| f.name == g.name)
-                || args.iter().any(|a| a.name == g.name)
-                || props.contains_key(&g.name);
+            let clash = owns(&g.name) || props.contains_key(&g.name);
             if clash {
                 continue;
             }
