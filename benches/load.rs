@@ -1,5 +1,6 @@
 //! Load cost: parse + walk + pipeline of the real natscli tree against a bare `serde_json::Value` parse of the same
-//! bytes (target: at most 2x), and a synthetic 10,000-leaf tree (target: under 20 ms).
+//! bytes (target: at most 2x), and a synthetic 10,000-leaf tree (target: under 20 ms). `parse_walk_select` is the
+//! borrowed fast path `load` takes; `classic_parse_walk_select` decodes an owned `AppModel` first.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fisk_ai::Selection;
