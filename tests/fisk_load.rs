@@ -322,3 +322,62 @@ async fn tool_7_no_application_path_means_no_source() {
     let app = FiskApp::from_config(&config).unwrap();
     assert_eq!(app.binary(), std::path::Path::new("/bin/x"));
 }
+
+/// Everything a tool shows, for comparing the two load paths.
+fn described(loaded: &fisk_ai::source::Loaded) -> Vec<String> {
+    let tools = loaded.tools.iter().map(|t| {
+        let s = t.spec();
+        let input = fisk_ai::ToolInput::from_json("{}").unwrap();
+        format!(
+            "{} | {:?} | {} | {} | {} | {:?} | {}",
+            s.name(),
+            s.command_path(),
+            s.description(),
+            s.plain_description(),
+            s.tags(),
+            s.input_schema(),
+            t.display(&input)
+        )
+    });
+    tools.chain(loaded.warnings.iter().map(|w| format!("warning: {w}"))).collect()
+}
+
+#[test]
+fn the_fast_load_path_gives_exactly_the_tools_of_the_classic_decode() {
+    for fixture in ["argv-cases", "cowsay", "edge-cases", "mcp-app", "natscli", "old-fisk", "stepper"] {
+        let bytes = std::fs::read(common::fixture(&format!("{fixture}.json"))).unwrap();
+        for globals in [&[][..], &["context"][..]] {
+            let app = FiskApp::new("app").with_global_flags(globals.iter().copied());
+            let classic = app.tools_from_model(fisk_ai::source::fisk::AppModel::from_slice(&bytes).unwrap());
+            let fast = app.tools_from_slice(&bytes);
+            match (classic, fast) {
+                (Ok(c), Ok(f)) => assert_eq!(described(&c), described(&f), "{fixture} {globals:?}"),
+                (Err(c), Err(f)) => assert_eq!(c.to_string(), f.to_string(), "{fixture} {globals:?}"),
+                (c, f) => panic!("{fixture} {globals:?}: classic {:?}, fast {:?}", c.err(), f.err()),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_fast_load_path_rejects_what_the_classic_decode_rejects_with_the_same_error() {
+    let bad = [
+        r#"{"commands":[{"name":"a","flags":[{"help":"no name"}]}]}"#,
+        r#"{"commands":[{"name":"a","flags":{"name":"x"}}]}"#,
+        r#"{"commands":[{"name":"a","args":[{"name":"x","required":"yes"}]}]}"#,
+        r#"{"commands":[{"name":"g","hidden":true,"commands":[{"name":"a","flags":[{"name":1}]}]}]}"#,
+        r#"{"commands":[{"name":"a","flags":[{"name":"x","completions":[1]}]}]}"#,
+        r#"{"name":null,"commands":[]}"#,
+        "noise\n{\"commands\":[{\"name\":\"a\",\"tags\":[2]}]}",
+    ];
+    for doc in bad {
+        let app = FiskApp::new("app");
+        let classic = fisk_ai::source::fisk::AppModel::from_slice(doc.as_bytes()).unwrap_err();
+        let fast = app.tools_from_slice(doc.as_bytes()).unwrap_err();
+        assert!(fast.to_string().ends_with(&classic.to_string()), "{doc}: {fast} vs {classic}");
+    }
+    // Noise before the document and null lists load the same way on both paths.
+    let doc = "Loading\n{\"commands\":[{\"name\":\"a\",\"flags\":null,\"args\":null,\"tags\":null}]}";
+    let fast = FiskApp::new("app").tools_from_slice(doc.as_bytes()).unwrap();
+    assert_eq!(names(&fast.tools), ["a"]);
+}

@@ -150,3 +150,24 @@ async fn cli_mcp_refuses_a_configuration_without_the_expose_block() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("expose.agent.mcp"), "MCP-1: {err}");
 }
+
+#[tokio::test]
+async fn cli_mcp_startup_line_names_at_most_twenty_tools_then_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::fake_app(dir.path(), "many");
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(
+        &config,
+        format!("identity: many\napplication_path: {}\nexpose: {{agent: {{mcp: {{}}}}}}\n", app.display()),
+    )
+    .unwrap();
+    let port = free_port().to_string();
+    let mut cli = Cli::start(&["--config", config.to_str().unwrap(), "--port", &port], &[]);
+    assert!(cli.wait_for("register it with an MCP client"), "startup:\n{}", cli.stderr());
+    let err = cli.stderr();
+    let first: Vec<String> = (0..20).map(|i| format!("cmd{i:02}")).collect();
+    let line = format!("serving 25 tool(s) over MCP as many: {} … and 5 more", first.join(", "));
+    assert!(err.lines().any(|l| l == line), "{err}");
+    assert!(!err.contains("cmd20"), "{err}");
+    assert!(cli.terminate().success(), "{}", cli.stderr());
+}

@@ -55,6 +55,19 @@ fn log(event: &McpEvent<'_>) {
     }
 }
 
+/// Names shown on the startup line before the rest are only counted: a 10,000-command tree would otherwise print
+/// one enormous line that buries everything after it.
+const LISTED_NAMES: usize = 20;
+
+/// The first [`LISTED_NAMES`] names, then `… and N more`.
+fn name_list(names: &[&str]) -> String {
+    let shown = names[..names.len().min(LISTED_NAMES)].join(", ");
+    match names.len().saturating_sub(LISTED_NAMES) {
+        0 => shown,
+        rest => format!("{shown} … and {rest} more"),
+    }
+}
+
 pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::load(&args.config)?;
     let no_application = config.application_path.is_none();
@@ -79,7 +92,7 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>>
 
     let tools = server.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name()).collect();
-    eprintln!("serving {} tool(s) over MCP as {}: {}", names.len(), server.identity(), names.join(", "));
+    eprintln!("serving {} tool(s) over MCP as {}: {}", names.len(), server.identity(), name_list(&names));
     let gated: Vec<String> =
         tools.iter().filter_map(|t| t.gate_trigger().map(|tag| format!("{} ({tag})", t.spec().name()))).collect();
     if !gated.is_empty() {

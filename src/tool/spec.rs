@@ -215,6 +215,15 @@ impl ToolSpec {
         }
     }
 
+    /// The input schema as an owned value, without keeping it: a lazy schema not yet built is built just for the
+    /// caller. Serving builds every schema once for its listing, and caching them here too would hold two copies.
+    pub(crate) fn input_schema_owned(&self) -> Value {
+        match &self.input_schema {
+            Schema::Ready(v) => v.clone(),
+            Schema::Lazy { cell, make } => cell.get().cloned().unwrap_or_else(make),
+        }
+    }
+
     /// The tags in declared order.
     pub fn tags(&self) -> &Tags {
         &self.tags

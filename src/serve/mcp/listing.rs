@@ -1,9 +1,10 @@
 //! How a selected tool looks to an MCP client (MCP-14, MCP-15).
 
-use crate::select::SelectedTool;
+use crate::select::{SelectedTool, Toolset};
 use crate::tool::{ToolKind, ToolSpec, tags};
 use rmcp::model::{JsonObject, Tool as McpTool, ToolAnnotations};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Built-ins that only read (MCP-14).
@@ -39,21 +40,32 @@ pub(crate) fn hints(spec: &ToolSpec) -> Hints {
     }
 }
 
-/// MCP-15: the input schema verbatim; an absent (non-object) schema becomes `{"type": "object"}`.
-pub(crate) fn schema(spec: &ToolSpec) -> JsonObject {
-    match spec.input_schema() {
-        Value::Object(map) => map.clone(),
+/// MCP-15: the input schema verbatim; an absent (non-object) schema becomes `{"type": "object"}`. Identical schemas
+/// share one object: many commands of a large tree take the same flags, and 10,000 copies of one schema would be
+/// most of what a listing weighs.
+fn schema(spec: &ToolSpec, interned: &mut HashMap<String, Arc<JsonObject>>) -> Arc<JsonObject> {
+    let map = match spec.input_schema_owned() {
+        Value::Object(map) => map,
         _ => {
             let mut map = JsonObject::new();
             map.insert("type".to_owned(), Value::String("object".to_owned()));
             map
         }
-    }
+    };
+    // Keyed by the serialized form: maps are sorted, so equal schemas serialize equally.
+    let key = serde_json::to_string(&map).unwrap_or_default();
+    interned.entry(key).or_insert_with(|| Arc::new(map)).clone()
+}
+
+/// The listing `tools/list` serves, in tool order, built once when the server is built.
+pub(crate) fn build(tools: &Toolset) -> Vec<McpTool> {
+    let mut interned = HashMap::new();
+    tools.iter().map(|t| to_mcp(t, schema(t.spec(), &mut interned))).collect()
 }
 
 /// The tool as `tools/list` sends it: name, title (the space-separated command path; built-ins: the name),
 /// the model description with its Tags line, the schema, and the hints. Confirmation is never an annotation.
-pub(crate) fn to_mcp(tool: &SelectedTool) -> McpTool {
+fn to_mcp(tool: &SelectedTool, schema: Arc<JsonObject>) -> McpTool {
     let spec = tool.spec();
     let title = spec.display_path();
     let h = hints(spec);
@@ -61,7 +73,7 @@ pub(crate) fn to_mcp(tool: &SelectedTool) -> McpTool {
     annotations.read_only_hint = h.read_only;
     annotations.destructive_hint = h.destructive;
     annotations.idempotent_hint = h.idempotent;
-    McpTool::new(spec.name().to_owned(), spec.description().to_owned(), Arc::new(schema(spec)))
+    McpTool::new(spec.name().to_owned(), spec.description().to_owned(), schema)
         .with_title(title)
         .with_annotations(annotations)
 }

@@ -53,7 +53,7 @@ use crate::config::{Config, ConfirmOverMcp};
 use crate::select::Toolset;
 use crate::source::ToolSource;
 use crate::warning::Warning;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use handler::{InFlight, Shared};
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use std::collections::HashMap;
@@ -403,7 +403,7 @@ impl McpServerBuilder {
         if !mcp.instructions.trim().is_empty() {
             info = info.with_instructions(mcp.instructions.clone());
         }
-        let listing: Vec<_> = tools.iter().map(listing::to_mcp).collect();
+        let listing = listing::build(&tools);
         let by_name: HashMap<String, usize> =
             listing.iter().enumerate().map(|(i, t)| (t.name.to_string(), i)).collect();
         let form = confirm::form_schema().map_err(|e| Error::config(format!("the approval form is invalid: {e}")))?;

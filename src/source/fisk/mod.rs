@@ -13,6 +13,7 @@
 //! ```
 
 mod argv;
+mod doc;
 mod model;
 mod process;
 mod walk;
@@ -25,7 +26,7 @@ use super::{Loaded, ToolSource};
 use crate::config::Config;
 use crate::tool::{CallContext, ExecReport, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use crate::warning::Warning;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use async_trait::async_trait;
 use process::{Capture, RunError};
 use std::path::{Path, PathBuf};
@@ -127,6 +128,13 @@ impl FiskApp {
     /// Run `<binary> --fisk-introspect` once and decode the document (TOOL-1..5): scrubbed environment, the process
     /// working directory, own process group, 16 MiB cap (rejected, never truncated), bounded by the deadline.
     pub async fn introspect(&self) -> Result<AppModel> {
+        let output = self.introspect_bytes().await?;
+        self.decode(&output)
+    }
+
+    /// Run `<binary> --fisk-introspect` and return what it printed, failing as [`introspect`](Self::introspect)
+    /// does on everything but the decode.
+    async fn introspect_bytes(&self) -> Result<Vec<u8>> {
         let bin = self.binary.display();
         let args = ["--fisk-introspect".to_owned()];
         let cancel = CancellationToken::new();
@@ -162,9 +170,15 @@ impl FiskApp {
                 if text.is_empty() { String::new() } else { format!(": {text}") }
             )));
         }
-        AppModel::from_slice(&done.output).map_err(|e| {
+        Ok(done.output)
+    }
+
+    /// The classic decode of a document, with the introspection error wording.
+    fn decode(&self, bytes: &[u8]) -> Result<AppModel> {
+        AppModel::from_slice(bytes).map_err(|e| {
             Error::introspection(format!(
-                "{bin} --fisk-introspect printed a document that is not a fisk application model: {e}"
+                "{} --fisk-introspect printed a document that is not a fisk application model: {e}",
+                self.binary.display()
             ))
             .with_source(e)
         })
@@ -173,7 +187,7 @@ impl FiskApp {
     /// The application's exposable global flags (hidden and framework flags left out), marking the exposed ones.
     /// Fails like [`load`](ToolSource::load) on an allowlist entry that names no exposable global.
     pub fn describe_globals(&self, app: &AppModel) -> Result<Vec<GlobalFlag>> {
-        let exposed = walk::exposed_globals(app, &self.global_flags, &self.binary)?;
+        let exposed = walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?;
         Ok(app
             .flags
             .iter()
@@ -190,36 +204,64 @@ impl FiskApp {
     /// Turn a decoded document into tools, without running anything: walk, names, descriptions, schemas with
     /// exposed globals merged, and the TAG-6/TAG-7/TOOL-10 warnings.
     pub fn tools_from_model(&self, app: AppModel) -> Result<Loaded> {
-        let globals: Arc<[FlagModel]> = walk::exposed_globals(&app, &self.global_flags, &self.binary)?.into();
+        let globals = walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?;
         let mut warnings = Vec::new();
-        let (leaves, derived) = walk::leaves(app.commands, &mut warnings);
+        let leaves = walk::leaves(app.commands, &mut warnings);
+        Ok(self.tools_from_leaves(globals, leaves, warnings))
+    }
+
+    /// Decode an introspection document and turn it into tools, as [`tools_from_model`](Self::tools_from_model)
+    /// after [`AppModel::from_slice`] would, but faster and in less memory: the document is kept whole and each
+    /// tool decodes its own schema, flags and args from it only when first needed. This is what
+    /// [`load`](ToolSource::load) does.
+    pub fn tools_from_slice(&self, bytes: &[u8]) -> Result<Loaded> {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return self.tools_from_model(self.decode(bytes)?);
+        };
+        let text: Arc<str> = Arc::from(text);
+        let Some(app) = doc::parse(&text) else {
+            // The classic decode reports what is wrong exactly as it always has.
+            return self.tools_from_model(self.decode(bytes)?);
+        };
+        let globals = walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?;
+        let mut warnings = Vec::new();
+        let leaves = walk::doc_leaves(&text, app.commands, &mut warnings);
+        Ok(self.tools_from_leaves(globals, leaves, warnings))
+    }
+
+    fn tools_from_leaves(
+        &self,
+        globals: Vec<FlagModel>,
+        (leaves, derived): (Vec<walk::Leaf>, usize),
+        mut warnings: Vec<Warning>,
+    ) -> Loaded {
         if derived > 0 {
             warnings.push(Warning::DerivedSchemas { binary: self.binary.to_path_buf(), commands: derived });
         }
-        let env = Arc::new(self.env.clone());
+        let shared = Arc::new(AppShared { globals, binary: self.binary.clone(), env: self.env.clone() });
         let tools = leaves
             .into_iter()
             .map(|leaf| {
-                let flags: Arc<[FlagModel]> = leaf.flags.into();
-                let args: Arc<[ArgModel]> = leaf.args.into();
-                let (raw, g, f, a) = (leaf.schema, globals.clone(), flags.clone(), args.clone());
-                let schema = move || walk::input_schema(raw.as_deref(), &g, &f, &a);
+                let parts = Arc::new(leaf.parts);
+                let (p, app) = (parts.clone(), shared.clone());
+                let schema = move || {
+                    // Only a global merge needs the names.
+                    let names = if app.globals.is_empty() { Vec::new() } else { p.names() };
+                    if let Some(v) = p.schema().and_then(|raw| walk::input_schema_named(raw, &app.globals, &names)) {
+                        return v;
+                    }
+                    let shape = p.shape_for_schema();
+                    walk::input_schema(p.schema(), &app.globals, &shape.flags, &shape.args)
+                };
                 let spec = ToolSpec::new_lazy(leaf.name, ToolKind::Command, schema)
                     .with_description(leaf.description)
                     .with_plain_description(leaf.plain_description)
                     .with_tags(leaf.tags)
                     .with_command_path(leaf.path);
-                Arc::new(CommandTool {
-                    spec,
-                    flags,
-                    args,
-                    globals: globals.clone(),
-                    binary: self.binary.clone(),
-                    env: env.clone(),
-                }) as Arc<dyn Tool>
+                Arc::new(CommandTool { spec, parts, app: shared.clone() }) as Arc<dyn Tool>
             })
             .collect();
-        Ok(Loaded { tools, warnings })
+        Loaded { tools, warnings }
     }
 }
 
@@ -230,30 +272,43 @@ impl ToolSource for FiskApp {
     }
 
     async fn load(&self) -> Result<Loaded> {
-        let app = self.introspect().await?;
-        self.tools_from_model(app)
+        let output = self.introspect_bytes().await?;
+        self.tools_from_slice(&output)
     }
+}
+
+/// What every tool of one application shares.
+struct AppShared {
+    globals: Vec<FlagModel>,
+    binary: Arc<Path>,
+    env: ChildEnv,
 }
 
 /// One leaf command as a tool.
 struct CommandTool {
     spec: ToolSpec,
-    flags: Arc<[FlagModel]>,
-    args: Arc<[ArgModel]>,
-    globals: Arc<[FlagModel]>,
-    binary: Arc<Path>,
-    env: Arc<ChildEnv>,
+    parts: Arc<doc::LeafParts>,
+    app: Arc<AppShared>,
 }
 
 impl CommandTool {
-    fn shape(&self) -> CommandShape<'_> {
-        CommandShape { path: self.spec.command_path(), globals: &self.globals, flags: &self.flags, args: &self.args }
+    fn shape(&self) -> std::result::Result<CommandShape<'_>, String> {
+        let shape = self.parts.shape().map_err(|e| format!("tool \"{}\": {e}", self.spec.name()))?;
+        Ok(CommandShape {
+            path: self.spec.command_path(),
+            globals: &self.app.globals,
+            flags: &shape.flags,
+            args: &shape.args,
+        })
     }
 }
 
 impl std::fmt::Debug for CommandTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CommandTool").field("spec", &self.spec).field("binary", &self.binary).finish_non_exhaustive()
+        f.debug_struct("CommandTool")
+            .field("spec", &self.spec)
+            .field("binary", &self.app.binary)
+            .finish_non_exhaustive()
     }
 }
 
@@ -271,9 +326,9 @@ impl Tool for CommandTool {
     /// plain shell-quoted so an operator can tell where one ends ([`display_argv`](crate::gate::display_argv)).
     /// The EXEC-13 `command` of the result is the plain join.
     fn display(&self, input: &ToolInput) -> String {
-        match self.shape().argv(normalized(input)) {
-            Ok(argv) => crate::gate::display_argv(&argv),
-            Err(_) => format!("{} {}", self.spec.display_path(), input.as_str()),
+        match self.shape().map(|s| s.argv(normalized(input))) {
+            Ok(Ok(argv)) => crate::gate::display_argv(&argv),
+            _ => format!("{} {}", self.spec.display_path(), input.as_str()),
         }
     }
 
@@ -287,14 +342,25 @@ impl Tool for CommandTool {
         if let Err(e) = self.spec.validate_input(&value) {
             return ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run"));
         }
-        let argv = match self.shape().argv(text) {
+        let shape = match self.shape() {
+            Ok(s) => s,
+            Err(e) => return ToolOutput::error(format!("{e}; the command did not run")),
+        };
+        let argv = match shape.argv(text) {
             Ok(a) => a,
             Err(e) => return ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")),
         };
         let command = argv.join(" ");
-        let ran =
-            process::run(&self.binary, &argv, &self.env, true, Capture::HeadTail, ctx.cancel_token(), ctx.timeout())
-                .await;
+        let ran = process::run(
+            &self.app.binary,
+            &argv,
+            &self.app.env,
+            true,
+            Capture::HeadTail,
+            ctx.cancel_token(),
+            ctx.timeout(),
+        )
+        .await;
         match ran {
             Ok(done) => {
                 let output = process::into_text(done.output);
@@ -302,7 +368,7 @@ impl Tool for CommandTool {
                 ToolOutput::exec(report, &output)
             }
             Err(RunError::Spawn(e)) => {
-                ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.binary.display()))
+                ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.app.binary.display()))
             }
             Err(RunError::Io(e)) => ToolOutput::error(format!("reading the output of \"{command}\" failed: {e}")),
             Err(RunError::TimedOut(d)) => ToolOutput::error(format!(

@@ -116,7 +116,7 @@ pub struct ArgModel {
 }
 
 // Go marshals a nil slice as `null`; treat it as empty.
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Default + Deserialize<'de>,

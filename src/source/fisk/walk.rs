@@ -1,11 +1,15 @@
 //! Leaf walk, naming, descriptions and schemas (TOOL-8..17, TAG-6/7, GLOBAL-2..8).
 
-use super::model::{AppModel, ArgModel, CmdModel, FlagModel};
+use super::doc::{DocCmd, LeafParts};
+use super::model::{ArgModel, CmdModel, FlagModel};
 use crate::tool::Tags;
 use crate::warning::Warning;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+use std::borrow::{Borrow, Cow};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Flags fisk adds itself; never exposable (GLOBAL-4).
 pub(crate) const FRAMEWORK_FLAGS: [&str; 10] = [
@@ -29,86 +33,121 @@ pub(crate) struct Leaf {
     pub(crate) description: String,
     pub(crate) plain_description: String,
     pub(crate) tags: Tags,
-    /// The precomputed schema, when the document has an object there; `None` means derive it (TOOL-10).
-    pub(crate) schema: Option<Box<serde_json::value::RawValue>>,
-    pub(crate) flags: Vec<FlagModel>,
-    pub(crate) args: Vec<ArgModel>,
+    /// The schema text (when the document has an object there; none means derive it, TOOL-10), flags and args.
+    pub(crate) parts: LeafParts,
+}
+
+/// What every leaf walk collects.
+#[derive(Default)]
+struct Walk {
+    out: Vec<Leaf>,
+    derived: usize,
+    warnings: Vec<Warning>,
+}
+
+impl Walk {
+    /// The leaf at `path`, after its TAG-6/TAG-7 warnings.
+    fn leaf<S: Borrow<str>>(&mut self, path: &[S], help: &str, long: &str, tags: Vec<String>, parts: LeafParts) {
+        let tags = Tags::new(tags);
+        // TAG-6 and TAG-7 cover every leaf, before deny stripping and filtering.
+        for tag in tags.unknown_ai_tags() {
+            self.warnings.push(Warning::UnknownAiTag { tag: tag.to_owned(), command: path.join(" ") });
+        }
+        let conflicts = tags.behavior_conflicts();
+        if !conflicts.is_empty() {
+            self.warnings.push(Warning::ConflictingBehaviorTags { command: path.join(" "), tags: conflicts });
+        }
+        if parts.schema().is_none() {
+            self.derived += 1;
+        }
+        self.out.push(Leaf {
+            name: path.join("_"),
+            description: model_description(help, long, &tags),
+            plain_description: if help.is_empty() { long.to_owned() } else { help.to_owned() },
+            path: path.iter().map(|p| p.borrow().to_owned()).collect(),
+            tags,
+            parts,
+        });
+    }
+}
+
+/// The raw restricted schema's text when it is an object (anything else means derive one, TOOL-10).
+fn object_schema(raw: Option<&RawValue>) -> Option<&str> {
+    raw.map(RawValue::get).filter(|r| r.trim_start().starts_with('{'))
 }
 
 /// Walk the tree depth first in document order; hidden commands are skipped with their subtree and grouping nodes
-/// are recursed into but never tools (TOOL-8).
+/// are recursed into but never tools (TOOL-8). Returns the leaves and how many derive their schema.
 pub(crate) fn leaves(commands: Vec<CmdModel>, warnings: &mut Vec<Warning>) -> (Vec<Leaf>, usize) {
-    let mut out = Vec::new();
-    let mut derived = 0;
-    let mut path = Vec::new();
-    walk(commands, &mut path, &mut out, &mut derived, warnings);
-    (out, derived)
+    fn walk(commands: Vec<CmdModel>, path: &mut Vec<String>, w: &mut Walk) {
+        for cmd in commands {
+            if cmd.hidden {
+                continue;
+            }
+            path.push(cmd.name);
+            if cmd.commands.is_empty() {
+                let parts = LeafParts::owned(object_schema(cmd.restricted_schema.as_deref()), cmd.flags, cmd.args);
+                w.leaf(path, &cmd.help, &cmd.help_long, cmd.tags, parts);
+            } else {
+                walk(cmd.commands, path, w);
+            }
+            path.pop();
+        }
+    }
+    let mut w = Walk::default();
+    walk(commands, &mut Vec::new(), &mut w);
+    warnings.extend(w.warnings);
+    (w.out, w.derived)
 }
 
-fn walk(
-    commands: Vec<CmdModel>,
-    path: &mut Vec<String>,
-    out: &mut Vec<Leaf>,
-    derived: &mut usize,
+/// [`leaves`] over a borrowed document: each leaf keeps ranges of `text` instead of owned flags, args and schema.
+pub(crate) fn doc_leaves(
+    text: &Arc<str>,
+    commands: Vec<DocCmd<'_>>,
     warnings: &mut Vec<Warning>,
-) {
-    for mut cmd in commands {
-        if cmd.hidden {
-            continue;
+) -> (Vec<Leaf>, usize) {
+    fn walk<'a>(text: &Arc<str>, commands: Vec<DocCmd<'a>>, path: &mut Vec<Cow<'a, str>>, w: &mut Walk) {
+        for mut cmd in commands.into_iter().filter(|c| !c.hidden) {
+            path.push(std::mem::take(&mut cmd.name));
+            if cmd.commands.is_empty() {
+                let parts = LeafParts::borrowed(text.clone(), &cmd, object_schema(cmd.restricted_schema));
+                w.leaf(path, &cmd.help, &cmd.help_long, cmd.tags, parts);
+            } else {
+                walk(text, cmd.commands, path, w);
+            }
+            path.pop();
         }
-        path.push(std::mem::take(&mut cmd.name));
-        if cmd.commands.is_empty() {
-            out.push(leaf(cmd, path.clone(), derived, warnings));
-        } else {
-            walk(std::mem::take(&mut cmd.commands), path, out, derived, warnings);
-        }
-        path.pop();
     }
-}
-
-fn leaf(cmd: CmdModel, path: Vec<String>, derived: &mut usize, warnings: &mut Vec<Warning>) -> Leaf {
-    let tags = Tags::new(cmd.tags);
-    // TAG-6 and TAG-7 cover every leaf, before deny stripping and filtering.
-    for tag in tags.unknown_ai_tags() {
-        warnings.push(Warning::UnknownAiTag { tag: tag.to_owned(), command: path.join(" ") });
-    }
-    let conflicts = tags.behavior_conflicts();
-    if !conflicts.is_empty() {
-        warnings.push(Warning::ConflictingBehaviorTags { command: path.join(" "), tags: conflicts });
-    }
-    let schema = cmd.restricted_schema.filter(|raw| raw.get().trim_start().starts_with('{'));
-    if schema.is_none() {
-        *derived += 1;
-    }
-    Leaf {
-        name: path.join("_"),
-        description: model_description(&cmd.help, &cmd.help_long, &tags),
-        plain_description: if cmd.help.is_empty() { cmd.help_long } else { cmd.help },
-        path,
-        tags,
-        schema,
-        flags: cmd.flags,
-        args: cmd.args,
-    }
+    let mut w = Walk::default();
+    walk(text, commands, &mut Vec::new(), &mut w);
+    warnings.extend(w.warnings);
+    (w.out, w.derived)
 }
 
 /// TOOL-10 and TOOL-16: a leaf's input schema, built when first needed: the precomputed restricted schema (or one
 /// derived from the flags and args), closed against unknown keys, with the exposed globals merged in.
-pub(crate) fn input_schema(
-    raw: Option<&serde_json::value::RawValue>,
-    globals: &[FlagModel],
-    flags: &[FlagModel],
-    args: &[ArgModel],
-) -> Value {
-    let mut schema = match raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok()) {
+pub(crate) fn input_schema(raw: Option<&str>, globals: &[FlagModel], flags: &[FlagModel], args: &[ArgModel]) -> Value {
+    let schema = match raw.and_then(|r| serde_json::from_str::<Value>(r).ok()) {
         Some(s @ Value::Object(_)) => s,
         _ => derive_schema(flags, args),
     };
-    // The schema is the trust boundary: whatever the document says, no key outside its properties reaches argv.
+    close_and_merge(schema, globals, |n| flags.iter().any(|f| f.name == n) || args.iter().any(|a| a.name == n))
+}
+
+/// [`input_schema`] of a precomputed object schema, knowing only the names of the command's flags and args (all
+/// the global merge needs, so a listing decodes no flag in full).
+pub(crate) fn input_schema_named(raw: &str, globals: &[FlagModel], owned: &[Cow<'_, str>]) -> Option<Value> {
+    let schema = serde_json::from_str::<Value>(raw).ok().filter(Value::is_object)?;
+    Some(close_and_merge(schema, globals, |n| owned.iter().any(|o| o == n)))
+}
+
+/// The schema is the trust boundary: whatever the document says, no key outside its properties reaches argv. Then
+/// the exposed globals the command does not own (`owns`) are merged in.
+fn close_and_merge(mut schema: Value, globals: &[FlagModel], owns: impl Fn(&str) -> bool) -> Value {
     if let Some(obj) = schema.as_object_mut() {
         obj.insert("additionalProperties".into(), Value::Bool(false));
     }
-    merge_globals(&mut schema, globals, flags, args);
+    merge_globals(&mut schema, globals, owns);
     schema
 }
 
@@ -178,7 +217,7 @@ pub(crate) fn derive_schema(flags: &[FlagModel], args: &[ArgModel]) -> Value {
 }
 
 /// GLOBAL-6..8: add exposed globals as properties, skipping any the command defines itself.
-fn merge_globals(schema: &mut Value, globals: &[FlagModel], flags: &[FlagModel], args: &[ArgModel]) {
+fn merge_globals(schema: &mut Value, globals: &[FlagModel], owns: impl Fn(&str) -> bool) {
     if globals.is_empty() {
         return;
     }
@@ -188,9 +227,7 @@ fn merge_globals(schema: &mut Value, globals: &[FlagModel], flags: &[FlagModel],
         let props = obj.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         let Some(props) = props.as_object_mut() else { return };
         for g in globals {
-            let clash = flags.iter().any(|f| f.name == g.name)
-                || args.iter().any(|a| a.name == g.name)
-                || props.contains_key(&g.name);
+            let clash = owns(&g.name) || props.contains_key(&g.name);
             if clash {
                 continue;
             }
@@ -235,12 +272,12 @@ pub(crate) fn normalize_flag_names(names: &[String]) -> Vec<String> {
 }
 
 /// GLOBAL-2..5: the global flags exposed to the model, in document order.
-pub(crate) fn exposed_globals(app: &AppModel, allowlist: &[String], binary: &Path) -> Result<Vec<FlagModel>> {
+pub(crate) fn exposed_globals(flags: &[FlagModel], allowlist: &[String], binary: &Path) -> Result<Vec<FlagModel>> {
     let wanted = normalize_flag_names(allowlist);
     for name in &wanted {
-        match app.flags.iter().find(|f| &f.name == name) {
+        match flags.iter().find(|f| &f.name == name) {
             None => {
-                let known: Vec<&str> = app.flags.iter().filter(|f| exposable(f)).map(|f| f.name.as_str()).collect();
+                let known: Vec<&str> = flags.iter().filter(|f| exposable(f)).map(|f| f.name.as_str()).collect();
                 return Err(Error::config_key(
                     "global_flags",
                     format!(
@@ -262,7 +299,7 @@ pub(crate) fn exposed_globals(app: &AppModel, allowlist: &[String], binary: &Pat
             Some(_) => {}
         }
     }
-    Ok(app.flags.iter().filter(|f| exposable(f) && (f.required || wanted.contains(&f.name))).cloned().collect())
+    Ok(flags.iter().filter(|f| exposable(f) && (f.required || wanted.contains(&f.name))).cloned().collect())
 }
 
 /// Whether a global flag may ever be exposed (GLOBAL-4).

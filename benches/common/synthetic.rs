@@ -1,0 +1,31 @@
+//! The synthetic large tree shared by the load and listing benches and the `large_tree` example: `groups` groups of
+//! `leaves` leaves, each with a precomputed restricted schema, two flags and an argument, plus one global flag.
+//! Written as text so that generating it costs almost no memory (the example measures peak RSS).
+
+use std::fmt::Write;
+
+/// The introspection document of the tree.
+pub fn synthetic(groups: usize, leaves: usize) -> Vec<u8> {
+    let mut out = String::with_capacity(groups * leaves * 900);
+    out.push_str(r#"{"name":"synthetic","help":"","commands":["#);
+    for g in 0..groups {
+        if g > 0 {
+            out.push(',');
+        }
+        write!(out, r#"{{"name":"group{g}","help":"A group","commands":["#).unwrap();
+        for l in 0..leaves {
+            if l > 0 {
+                out.push(',');
+            }
+            let impact = if l % 2 == 0 { "impact:ro" } else { "impact:rw" };
+            write!(
+                out,
+                r#"{{"name":"leaf{l}","help":"Leaf {l} of group {g}","tags":["scope:user","{impact}"],"restricted_schema":{{"additionalProperties":false,"properties":{{"name":{{"description":"Name","type":"string"}},"force":{{"description":"Force","type":"boolean"}},"level":{{"description":"Level","enum":["a","b","c"],"type":"string"}}}},"required":["name"],"type":"object"}},"flags":[{{"name":"force","help":"Force","boolean":true,"cumulative":false}},{{"name":"level","help":"Level","boolean":false,"cumulative":false,"completions":["a","b","c"]}}],"args":[{{"name":"name","help":"Name","required":true,"cumulative":false}}]}}"#
+            )
+            .unwrap();
+        }
+        out.push_str("]}");
+    }
+    out.push_str(r#"],"flags":[{"name":"context","help":"Context","boolean":false,"cumulative":false}]}"#);
+    out.into_bytes()
+}
