@@ -269,3 +269,41 @@ fn mcp_max_sessions_and_idle_timeout_are_checked_with_their_location() {
         assert!(err.contains(line.split(':').next().unwrap()), "{line}: names the key: {err}");
     }
 }
+
+/// The JSON-RPC message in a response body, whether it came as plain JSON or as an SSE `data:` event.
+fn rpc_message(content_type: &str, body: &str) -> serde_json::Value {
+    if content_type.starts_with("application/json") {
+        return serde_json::from_str(body).unwrap();
+    }
+    let data = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).find(|d| !d.is_empty());
+    serde_json::from_str(data.unwrap_or_else(|| panic!("no data event in {body:?}"))).unwrap()
+}
+
+#[tokio::test]
+async fn mcp_15_the_cached_listing_is_exactly_what_rmcp_serves() {
+    let (_server, addr, _dir) = mounted(&[], "/").await;
+    let http = reqwest::Client::new();
+    let session = open_session(&http, addr).await.unwrap();
+    let list = |body: &'static str, session: String| {
+        http_post(addr).header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25").body(body).send()
+    };
+    let fast = list(r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/list"}"#, session.clone()).await.unwrap();
+    assert_eq!(fast.status().as_u16(), 200);
+    let fast_type = fast.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(fast_type.starts_with("application/json"), "{fast_type}");
+    let fast = rpc_message(&fast_type, &fast.text().await.unwrap());
+    // A request with a cursor goes through rmcp's own serialization.
+    let slow = list(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"x"}}"#, session.clone())
+        .await
+        .unwrap();
+    let slow_type = slow.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(slow_type.starts_with("text/event-stream"), "{slow_type}");
+    let slow = rpc_message(&slow_type, &slow.text().await.unwrap());
+    assert_eq!(fast["id"], "a-1");
+    assert_eq!(slow["id"], 7);
+    assert_eq!(fast["result"]["tools"].as_array().unwrap().len(), 9);
+    assert_eq!(fast["result"], slow["result"], "the cached bytes are rmcp's own listing");
+    // An unknown session is rmcp's to refuse.
+    let unknown = list(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, "nope".to_owned()).await.unwrap();
+    assert_eq!(unknown.status().as_u16(), 404);
+}

@@ -33,6 +33,9 @@ pub(crate) struct Shared {
     pub(crate) info: ServerConfig,
     pub(crate) tools: Toolset,
     pub(crate) listing: Vec<McpTool>,
+    /// The `tools/list` result, serialized once: the HTTP layer answers a legacy session's plain listing request
+    /// with these bytes instead of re-serializing every tool per request.
+    pub(crate) listing_json: bytes::Bytes,
     pub(crate) by_name: HashMap<String, usize>,
     pub(crate) confirm: ConfirmOverMcp,
     pub(crate) confirm_timeout: Duration,

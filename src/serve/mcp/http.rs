@@ -113,6 +113,7 @@ pub(crate) fn router(shared: Arc<Shared>, parts: RouterParts) -> axum::Router {
         sessions: parts.sessions,
         max_body: parts.max_body,
         in_flight: shared.in_flight.clone(),
+        listing: shared.listing_json.clone(),
     });
     let layer = axum::middleware::from_fn(move |req: Request, next: Next| {
         let gate = gate.clone();
@@ -128,6 +129,8 @@ struct Gate {
     sessions: Arc<BoundedSessions>,
     max_body: usize,
     in_flight: InFlight,
+    /// The serialized `tools/list` result (see [`Gate::cached_listing`]).
+    listing: bytes::Bytes,
 }
 
 impl Gate {
@@ -156,6 +159,10 @@ impl Gate {
         if method != Method::POST {
             return next.run(req).await;
         }
+        let req = match self.cached_listing(req).await {
+            Ok(response) => return response,
+            Err(req) => req,
+        };
         // A POST counts as in flight until its response body has been sent: a tool call's result travels on the
         // request's own response stream, so shutdown must not close sessions before that body ends.
         let guard = self.in_flight.enter();
@@ -215,6 +222,69 @@ impl Gate {
         }
         Ok(Request::from_parts(parts, Body::from(bytes)))
     }
+}
+
+impl Gate {
+    /// A legacy session's plain `tools/list` is answered here from the listing serialized at build, as a JSON
+    /// response (which the transport allows for any request): a 10,000-tool listing is megabytes, and rmcp would
+    /// clone and serialize every tool on every request. Anything else (another method, a cursor, an unknown or
+    /// expired session, a 2026-07-28 request, a client that takes only SSE) goes to rmcp untouched.
+    async fn cached_listing(&self, req: Request) -> std::result::Result<Response, Request> {
+        let headers = req.headers();
+        let Some(session) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned) else {
+            return Err(req);
+        };
+        let takes_json = headers
+            .get(axum::http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.split(',').any(|t| t.trim().starts_with("application/json")));
+        let modern = headers.get("mcp-protocol-version").is_some_and(|v| v.as_bytes() >= b"2026-07-28".as_slice());
+        if !takes_json || modern || !self.sessions.is_open(&session) {
+            return Err(req);
+        }
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, self.max_body).await else {
+            return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"));
+        };
+        match listing_request_id(&bytes) {
+            Some(id) => {
+                let head = bytes::Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#));
+                let chunks = [head, self.listing.clone(), bytes::Bytes::from_static(b"}")];
+                let body = Body::from_stream(futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>)));
+                let mut response = Response::new(body);
+                response.headers_mut().insert(CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+                Ok(response)
+            }
+            None => Err(Request::from_parts(parts, Body::from(bytes))),
+        }
+    }
+}
+
+/// The id of a JSON-RPC `tools/list` request without a cursor (its text, as sent), or `None` for anything else.
+fn listing_request_id(body: &[u8]) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        jsonrpc: &'a str,
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+        method: &'a str,
+        #[serde(borrow)]
+        params: Option<&'a serde_json::value::RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        cursor: Option<serde::de::IgnoredAny>,
+    }
+    let probe: Probe<'_> = serde_json::from_slice(body).ok()?;
+    let id = probe.id?.get();
+    let plain = match probe.params {
+        None => true,
+        Some(p) if p.get() == "null" => true,
+        Some(p) => serde_json::from_str::<Params>(p.get()).is_ok_and(|p| p.cursor.is_none()),
+    };
+    // A JSON-RPC id is a string or a number; anything else goes to rmcp, which refuses it.
+    let id_ok = id.starts_with('"') || id.starts_with(|c: char| c == '-' || c.is_ascii_digit());
+    (probe.jsonrpc == "2.0" && probe.method == "tools/list" && plain && id_ok).then_some(id)
 }
 
 fn refuse(status: StatusCode, why: impl Into<String>) -> Response {

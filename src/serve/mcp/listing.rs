@@ -57,6 +57,13 @@ fn schema(spec: &ToolSpec, interned: &mut HashMap<String, Arc<JsonObject>>) -> A
     interned.entry(key).or_insert_with(|| Arc::new(map)).clone()
 }
 
+/// A `tools/list` result as a legacy (2025-11-25 and earlier) peer receives it: rmcp clears the 2026-07-28 fields
+/// for those peers, so the result is the tools alone.
+#[derive(serde::Serialize)]
+pub(crate) struct Wire<'a> {
+    pub(crate) tools: &'a [McpTool],
+}
+
 /// The listing `tools/list` serves, in tool order, built once when the server is built.
 pub(crate) fn build(tools: &Toolset) -> Vec<McpTool> {
     let mut interned = HashMap::new();

@@ -50,10 +50,10 @@ pub use http::{SHUTDOWN_GRACE, shutdown_signal};
 
 use crate::builtin::{BuiltinRegistry, BuiltinTool};
 use crate::config::{Config, ConfirmOverMcp};
+use crate::error::{Error, Result};
 use crate::select::Toolset;
 use crate::source::ToolSource;
 use crate::warning::Warning;
-use crate::error::{Error, Result};
 use handler::{InFlight, Shared};
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use std::collections::HashMap;
@@ -404,6 +404,9 @@ impl McpServerBuilder {
             info = info.with_instructions(mcp.instructions.clone());
         }
         let listing = listing::build(&tools);
+        let listing_json = serde_json::to_vec(&listing::Wire { tools: &listing })
+            .map(bytes::Bytes::from)
+            .map_err(|e| Error::config(format!("the tool listing cannot be serialized: {e}")))?;
         let by_name: HashMap<String, usize> =
             listing.iter().enumerate().map(|(i, t)| (t.name.to_string(), i)).collect();
         let form = confirm::form_schema().map_err(|e| Error::config(format!("the approval form is invalid: {e}")))?;
@@ -415,6 +418,7 @@ impl McpServerBuilder {
             info,
             tools,
             listing,
+            listing_json,
             by_name,
             confirm: mcp.confirm_over_mcp,
             confirm_timeout: self.confirm_timeout,

@@ -68,6 +68,18 @@ impl BoundedSessions {
         self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Whether `id` names an open session that has not gone idle; counts as activity.
+    pub(crate) fn is_open(&self, id: &str) -> bool {
+        let mut seen = self.lock();
+        match seen.get_mut(id) {
+            Some(t) if t.elapsed() < self.idle => {
+                *t = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn touch(&self, id: &SessionId) {
         if let Some(t) = self.lock().get_mut(id) {
             *t = Instant::now();

@@ -24,9 +24,9 @@ pub use process::{ChildEnv, PROVIDER_CREDENTIALS};
 
 use super::{Loaded, ToolSource};
 use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::tool::{CallContext, ExecReport, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use crate::warning::Warning;
-use crate::error::{Error, Result};
 use async_trait::async_trait;
 use process::{Capture, RunError};
 use std::path::{Path, PathBuf};

@@ -2,9 +2,9 @@
 
 use super::doc::{DocCmd, LeafParts};
 use super::model::{ArgModel, CmdModel, FlagModel};
+use crate::error::{Error, Result};
 use crate::tool::Tags;
 use crate::warning::Warning;
-use crate::error::{Error, Result};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use std::borrow::{Borrow, Cow};
