@@ -577,8 +577,12 @@ fn builtin_2_unknown_option_is_a_config_error_naming_it() {
 #[test]
 fn builtin_7_negative_or_mistyped_max_bytes_is_a_config_error() {
     let fx = Fixture::new();
-    for (value, says) in [("-1", "must not be negative"), ("1.5", "must be an integer"), ("big", "must be an integer")]
-    {
+    for (value, says) in [
+        ("-1", "must not be negative"),
+        ("1.5", "must be an integer"),
+        ("big", "must be an integer, got a string"),
+        ("[1]", "must be an integer, got a list"),
+    ] {
         let e = build_err(&format!(
             "harness:\n  tools:\n    - name: read_file\n      options: {{root: {}, max_bytes: {value}}}\n",
             quoted(&fx.root)
