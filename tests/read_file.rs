@@ -324,6 +324,9 @@ async fn builtin_10_fifo_is_refused_promptly_and_never_blocks() {
             tokio::time::timeout(Duration::from_secs(10), read(&tool, path)).await.expect("a FIFO must not block");
         refused(&out, path, "is a FIFO, not a regular file");
     }
+    // A FIFO used as a directory: opening it to descend must not wait for a writer either.
+    let out = tokio::time::timeout(Duration::from_secs(10), read(&tool, "pipe/x")).await.expect("must not block");
+    refused(&out, "pipe/x", "pipe is not a directory");
 }
 
 #[tokio::test]
