@@ -231,8 +231,10 @@ async fn invariant_7_symlink_chain_that_eventually_leaves_is_refused() {
     fx.link("f2", "f1");
     fx.link(fx.base.join("outside/secret.txt"), "f2");
     let tool = fx.tool();
-    refused(&read(&tool, "e1").await, "e1", "points outside the root");
-    refused(&read(&tool, "f1").await, "f1", "absolute target");
+    // The refusal names the hop that fails, by its physical path inside the root.
+    refused(&read(&tool, "e1").await, "e1", "the symlink e4 points outside the root");
+    refused(&read(&tool, "f1").await, "f1", "the symlink f2 has an absolute target");
+    refused(&read(&tool, "a/b/e3").await, "a/b/e3", "the symlink e4 points outside the root");
 }
 
 #[tokio::test]
