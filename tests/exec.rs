@@ -215,3 +215,21 @@ async fn exec_10_an_enormous_deadline_does_not_panic() {
     let out = t.call(&raw("{}"), &CallContext::new().with_timeout(Duration::MAX)).await;
     assert_eq!(exec_output(out.content()).1, 7);
 }
+
+#[test]
+fn invariant_4_exec_8_child_env_names_the_prov_16_credentials_and_operator_named_ones() {
+    // Written out from SPEC PROV-16, not taken from the library's constant.
+    let spec = [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_IDENTITY_TOKEN",
+        "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+        "ANTHROPIC_CUSTOM_HEADERS",
+    ];
+    assert_eq!(ChildEnv::new().scrubbed().collect::<Vec<_>>(), spec);
+    // An operator-named credential is added once, however often it is named (MCPI-4).
+    let env = ChildEnv::new().with_scrubbed("GITHUB_TOKEN").with_scrubbed("GITHUB_TOKEN").with_scrubbed(spec[0]);
+    let mut want = spec.to_vec();
+    want.push("GITHUB_TOKEN");
+    assert_eq!(env.scrubbed().collect::<Vec<_>>(), want);
+}
