@@ -233,3 +233,10 @@ fn invariant_4_exec_8_child_env_names_the_prov_16_credentials_and_operator_named
     want.push("GITHUB_TOKEN");
     assert_eq!(env.scrubbed().collect::<Vec<_>>(), want);
 }
+
+#[test]
+fn exec_9_child_env_reports_the_working_dir_it_was_given() {
+    assert_eq!(ChildEnv::new().working_dir(), None, "unset: the child inherits the process working directory");
+    let env = ChildEnv::new().with_working_dir("/srv/tools");
+    assert_eq!(env.working_dir(), Some(Path::new("/srv/tools")));
+}
