@@ -240,3 +240,26 @@ fn exec_9_child_env_reports_the_working_dir_it_was_given() {
     let env = ChildEnv::new().with_working_dir("/srv/tools");
     assert_eq!(env.working_dir(), Some(Path::new("/srv/tools")));
 }
+
+#[tokio::test]
+async fn exec_10_an_abandoned_call_kills_the_whole_process_group() {
+    // A caller that drops the call's future (no cancel token, no timeout) must not leave the command's
+    // descendants running: the process group is killed when the call is dropped, not only the leader.
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    let t = tool(dir.path(), "grandchild");
+    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
+    let call = tokio::spawn(async move { t.call(&raw(&input), &CallContext::new()).await });
+    let mut pids: Vec<String> = Vec::new();
+    for _ in 0..200 {
+        pids = std::fs::read_to_string(&pidfile).unwrap_or_default().lines().map(str::to_owned).collect();
+        if pids.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(pids.len(), 2, "both sleepers started");
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    wait_dead(&pids).await;
+}
