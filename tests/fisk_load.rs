@@ -311,6 +311,16 @@ fn dead(pid: i32) -> bool {
 }
 
 #[tokio::test]
+async fn tool_3_a_document_of_exactly_16_mib_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = fake_app(dir.path(), "exact16");
+    let out = std::process::Command::new(&bin).arg("--fisk-introspect").output().unwrap();
+    assert_eq!(out.stdout.len(), 16 * 1024 * 1024, "the fixture is exactly at the cap");
+    let loaded = FiskApp::new(bin).load().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!loaded.tools.is_empty());
+}
+
+#[tokio::test]
 async fn tool_4_exec_10_a_hung_introspection_is_killed_with_every_descendant_at_the_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let app = FiskApp::new(fake_app(dir.path(), "hang-tree")).with_introspect_timeout(Duration::from_secs(2));
