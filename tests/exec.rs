@@ -263,3 +263,27 @@ async fn exec_10_an_abandoned_call_kills_the_whole_process_group() {
     assert!(call.await.unwrap_err().is_cancelled());
     wait_dead(&pids).await;
 }
+
+#[tokio::test]
+async fn exec_2_false_for_a_plain_boolean_flag_renders_nothing_unless_it_defaults_to_true() {
+    // A boolean flag without --no-x cannot be turned off from the command line; that matters only when its
+    // default is true (Go's ParseBool spellings). Defaulting to false, `false` simply leaves the flag out.
+    let doc = |default: &str| {
+        format!(
+            r#"{{"name":"t","commands":[{{"name":"run","flags":[{{"name":"dry","boolean":true,"default":["{default}"]}}],
+             "restricted_schema":{{"type":"object","properties":{{"dry":{{"type":"boolean"}}}}}}}}]}}"#
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let app = FiskApp::new(fake_app(dir.path(), "echo-args"));
+    for (default, refused) in [("false", false), ("0", false), ("true", true), ("T", true), ("1", true)] {
+        let t = app.tools_from_model(AppModel::from_slice(doc(default).as_bytes()).unwrap()).unwrap().tools.remove(0);
+        let out = call(&t, r#"{"dry":false}"#).await;
+        assert_eq!(out.is_error(), refused, "default {default}: {}", out.content());
+        if refused {
+            assert!(out.content().contains("cannot be set to false"), "{}", out.content());
+        } else {
+            assert_eq!(split_args(&exec_output(out.content()).0), ["run"], "default {default}: no flag rendered");
+        }
+    }
+}
