@@ -230,6 +230,10 @@ fn gate_4_confirm_tags_matching_no_command_warn_once_each() {
     let set = Selection::from_config(&config).unwrap().apply(commands("cowsay.json")).unwrap();
     assert_eq!(set.warnings(), [Warning::UnmatchedConfirmTag { tag: "impact:wr".into() }]);
     assert!(set.warnings()[0].to_string().contains("impact:wr"));
+    // The builder normalizes on its own too (trimmed, empties dropped, duplicates removed), not only the config.
+    let sel = Selection::new().with_confirm_tags(["impact:rw", " impact:wr", "impact:wr ", "", " "]);
+    let set = sel.apply(commands("cowsay.json")).unwrap();
+    assert_eq!(set.warnings(), [Warning::UnmatchedConfirmTag { tag: "impact:wr".into() }]);
 }
 
 #[test]
