@@ -186,6 +186,12 @@ fn sel_14_builtin_or_custom_taking_a_command_name_aborts_before_filters() {
     // Custom tools collide with anything (OVR-8).
     let err = Selection::new().apply(vec![plain("x", ToolKind::Custom), plain("x", ToolKind::Builtin)]).unwrap_err();
     assert!(err.to_string().contains("\"x\""));
+    // The message says which kinds collided, so the operator knows what to rename.
+    assert!(err.to_string().contains("a custom tool and a built-in tool"), "{err}");
+    let err = Selection::new().apply(vec![plain("x", ToolKind::Custom), plain("x", ToolKind::Custom)]).unwrap_err();
+    assert!(err.to_string().contains("two custom tools are both named \"x\""), "{err}");
+    let err = Selection::new().apply(vec![plain("x", ToolKind::Imported), plain("x", ToolKind::Imported)]).unwrap_err();
+    assert!(err.to_string().contains("two imported tools are both named \"x\""), "{err}");
 }
 
 #[test]
