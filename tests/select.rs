@@ -252,3 +252,11 @@ fn sel_11_narrowing_for_serving_only_removes() {
     assert_eq!(names(&narrowed), ["cow_say"]);
     assert_eq!(set.len(), 5);
 }
+
+#[test]
+fn sel_3_4_the_name_only_and_tag_only_rule_constructors_select_what_they_say() {
+    let by_name = Selection::new().with_include(Rule::tools(["^cow_"]).unwrap()).apply(commands("cowsay.json"));
+    assert_eq!(names(&by_name.unwrap()), ["cow_say", "cow_think"]);
+    let by_tag = Selection::new().with_exclude(Rule::tags(["impact:ro"])).apply(commands("cowsay.json"));
+    assert_eq!(names(&by_tag.unwrap()), ["cow_think", "feed"]);
+}
