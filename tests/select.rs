@@ -260,3 +260,13 @@ fn sel_3_4_the_name_only_and_tag_only_rule_constructors_select_what_they_say() {
     let by_tag = Selection::new().with_exclude(Rule::tags(["impact:ro"])).apply(commands("cowsay.json"));
     assert_eq!(names(&by_tag.unwrap()), ["cow_think", "feed"]);
 }
+
+#[test]
+fn gate_5_the_toolset_counts_its_gated_tools_and_iterates_them_all() {
+    let set = Selection::new().with_confirm_tags(["impact:rw"]).apply(commands("cowsay.json")).unwrap();
+    // cow_think is tagged ai:confirm; feed is tagged impact:rw.
+    assert_eq!(set.gated_count(), 2);
+    assert_eq!(Selection::new().apply(commands("cowsay.json")).unwrap().gated_count(), 1);
+    let by_ref: Vec<&str> = (&set).into_iter().map(|t| t.spec().name()).collect();
+    assert_eq!(by_ref, names(&set));
+}
