@@ -236,3 +236,75 @@ async fn exec_6_13_gate_8_the_display_quotes_what_could_be_misread_and_the_resul
     // Plain input reads as before.
     assert_eq!(t.display(&raw(r#"{"level": "a", "msg": "moo"}"#)), "run --level=a -- moo");
 }
+
+#[test]
+fn invariant_4_exec_8_child_env_names_the_prov_16_credentials_and_operator_named_ones() {
+    // Written out from SPEC PROV-16, not taken from the library's constant.
+    let spec = [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_IDENTITY_TOKEN",
+        "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+        "ANTHROPIC_CUSTOM_HEADERS",
+    ];
+    assert_eq!(ChildEnv::new().scrubbed().collect::<Vec<_>>(), spec);
+    // An operator-named credential is added once, however often it is named (MCPI-4).
+    let env = ChildEnv::new().with_scrubbed("GITHUB_TOKEN").with_scrubbed("GITHUB_TOKEN").with_scrubbed(spec[0]);
+    let mut want = spec.to_vec();
+    want.push("GITHUB_TOKEN");
+    assert_eq!(env.scrubbed().collect::<Vec<_>>(), want);
+}
+
+#[test]
+fn exec_9_child_env_reports_the_working_dir_it_was_given() {
+    assert_eq!(ChildEnv::new().working_dir(), None, "unset: the child inherits the process working directory");
+    let env = ChildEnv::new().with_working_dir("/srv/tools");
+    assert_eq!(env.working_dir(), Some(Path::new("/srv/tools")));
+}
+
+#[tokio::test]
+async fn exec_10_an_abandoned_call_kills_the_whole_process_group() {
+    // A caller that drops the call's future (no cancel token, no timeout) must not leave the command's
+    // descendants running: the process group is killed when the call is dropped, not only the leader.
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    let t = tool(dir.path(), "grandchild");
+    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
+    let call = tokio::spawn(async move { t.call(&raw(&input), &CallContext::new()).await });
+    let mut pids: Vec<String> = Vec::new();
+    for _ in 0..200 {
+        pids = std::fs::read_to_string(&pidfile).unwrap_or_default().lines().map(str::to_owned).collect();
+        if pids.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(pids.len(), 2, "both sleepers started");
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    wait_dead(&pids).await;
+}
+
+#[tokio::test]
+async fn exec_2_false_for_a_plain_boolean_flag_renders_nothing_unless_it_defaults_to_true() {
+    // A boolean flag without --no-x cannot be turned off from the command line; that matters only when its
+    // default is true (Go's ParseBool spellings). Defaulting to false, `false` simply leaves the flag out.
+    let doc = |default: &str| {
+        format!(
+            r#"{{"name":"t","commands":[{{"name":"run","flags":[{{"name":"dry","boolean":true,"default":["{default}"]}}],
+             "restricted_schema":{{"type":"object","properties":{{"dry":{{"type":"boolean"}}}}}}}}]}}"#
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let app = FiskApp::new(fake_app(dir.path(), "echo-args"));
+    for (default, refused) in [("false", false), ("0", false), ("true", true), ("T", true), ("1", true)] {
+        let t = app.tools_from_model(AppModel::from_slice(doc(default).as_bytes()).unwrap()).unwrap().tools.remove(0);
+        let out = call(&t, r#"{"dry":false}"#).await;
+        assert_eq!(out.is_error(), refused, "default {default}: {}", out.content());
+        if refused {
+            assert!(out.content().contains("cannot be set to false"), "{}", out.content());
+        } else {
+            assert_eq!(split_args(&exec_output(out.content()).0), ["run"], "default {default}: no flag rendered");
+        }
+    }
+}

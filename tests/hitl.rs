@@ -621,10 +621,17 @@ mod terminal {
         }
     }
 
+    /// Compiles only if the prompter can be cloned and shared between threads; one `Arc` then backs all three
+    /// tools and a clone on another thread reports the same reachability.
     #[test]
     fn terminal_prompter_is_a_cloneable_shareable_prompter() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        shareable::<TerminalPrompter>();
         let p: Arc<dyn Prompter> = Arc::new(TerminalPrompter::stderr().clone());
-        assert!(format!("{:?}", TerminalPrompter::stderr()).contains("TerminalPrompter"));
-        assert_eq!(hitl_tools(p).len(), 3);
+        let other = p.clone();
+        assert_eq!(std::thread::spawn(move || other.can_ask()).join().unwrap(), p.can_ask());
+        let tools = hitl_tools(p.clone());
+        assert_eq!(tools.len(), 3);
+        assert_eq!(Arc::strong_count(&p), 1 + 3, "the three tools share the one prompter");
     }
 }

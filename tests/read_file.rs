@@ -231,8 +231,10 @@ async fn invariant_7_symlink_chain_that_eventually_leaves_is_refused() {
     fx.link("f2", "f1");
     fx.link(fx.base.join("outside/secret.txt"), "f2");
     let tool = fx.tool();
-    refused(&read(&tool, "e1").await, "e1", "points outside the root");
-    refused(&read(&tool, "f1").await, "f1", "absolute target");
+    // The refusal names the hop that fails, by its physical path inside the root.
+    refused(&read(&tool, "e1").await, "e1", "the symlink e4 points outside the root");
+    refused(&read(&tool, "f1").await, "f1", "the symlink f2 has an absolute target");
+    refused(&read(&tool, "a/b/e3").await, "a/b/e3", "the symlink e4 points outside the root");
 }
 
 #[tokio::test]
@@ -324,6 +326,9 @@ async fn builtin_10_fifo_is_refused_promptly_and_never_blocks() {
             tokio::time::timeout(Duration::from_secs(10), read(&tool, path)).await.expect("a FIFO must not block");
         refused(&out, path, "is a FIFO, not a regular file");
     }
+    // A FIFO used as a directory: opening it to descend must not wait for a writer either.
+    let out = tokio::time::timeout(Duration::from_secs(10), read(&tool, "pipe/x")).await.expect("must not block");
+    refused(&out, "pipe/x", "pipe is not a directory");
 }
 
 #[tokio::test]
@@ -577,8 +582,12 @@ fn builtin_2_unknown_option_is_a_config_error_naming_it() {
 #[test]
 fn builtin_7_negative_or_mistyped_max_bytes_is_a_config_error() {
     let fx = Fixture::new();
-    for (value, says) in [("-1", "must not be negative"), ("1.5", "must be an integer"), ("big", "must be an integer")]
-    {
+    for (value, says) in [
+        ("-1", "must not be negative"),
+        ("1.5", "must be an integer"),
+        ("big", "must be an integer, got a string"),
+        ("[1]", "must be an integer, got a list"),
+    ] {
         let e = build_err(&format!(
             "harness:\n  tools:\n    - name: read_file\n      options: {{root: {}, max_bytes: {value}}}\n",
             quoted(&fx.root)

@@ -186,6 +186,12 @@ fn sel_14_builtin_or_custom_taking_a_command_name_aborts_before_filters() {
     // Custom tools collide with anything (OVR-8).
     let err = Selection::new().apply(vec![plain("x", ToolKind::Custom), plain("x", ToolKind::Builtin)]).unwrap_err();
     assert!(err.to_string().contains("\"x\""));
+    // The message says which kinds collided, so the operator knows what to rename.
+    assert!(err.to_string().contains("a custom tool and a built-in tool"), "{err}");
+    let err = Selection::new().apply(vec![plain("x", ToolKind::Custom), plain("x", ToolKind::Custom)]).unwrap_err();
+    assert!(err.to_string().contains("two custom tools are both named \"x\""), "{err}");
+    let err = Selection::new().apply(vec![plain("x", ToolKind::Imported), plain("x", ToolKind::Imported)]).unwrap_err();
+    assert!(err.to_string().contains("two imported tools are both named \"x\""), "{err}");
 }
 
 #[test]
@@ -230,6 +236,10 @@ fn gate_4_confirm_tags_matching_no_command_warn_once_each() {
     let set = Selection::from_config(&config).unwrap().apply(commands("cowsay.json")).unwrap();
     assert_eq!(set.warnings(), [Warning::UnmatchedConfirmTag { tag: "impact:wr".into() }]);
     assert!(set.warnings()[0].to_string().contains("impact:wr"));
+    // The builder normalizes on its own too (trimmed, empties dropped, duplicates removed), not only the config.
+    let sel = Selection::new().with_confirm_tags(["impact:rw", " impact:wr", "impact:wr ", "", " "]);
+    let set = sel.apply(commands("cowsay.json")).unwrap();
+    assert_eq!(set.warnings(), [Warning::UnmatchedConfirmTag { tag: "impact:wr".into() }]);
 }
 
 #[test]
@@ -241,4 +251,22 @@ fn sel_11_narrowing_for_serving_only_removes() {
     );
     assert_eq!(names(&narrowed), ["cow_say"]);
     assert_eq!(set.len(), 5);
+}
+
+#[test]
+fn sel_3_4_the_name_only_and_tag_only_rule_constructors_select_what_they_say() {
+    let by_name = Selection::new().with_include(Rule::tools(["^cow_"]).unwrap()).apply(commands("cowsay.json"));
+    assert_eq!(names(&by_name.unwrap()), ["cow_say", "cow_think"]);
+    let by_tag = Selection::new().with_exclude(Rule::tags(["impact:ro"])).apply(commands("cowsay.json"));
+    assert_eq!(names(&by_tag.unwrap()), ["cow_think", "feed"]);
+}
+
+#[test]
+fn gate_5_the_toolset_counts_its_gated_tools_and_iterates_them_all() {
+    let set = Selection::new().with_confirm_tags(["impact:rw"]).apply(commands("cowsay.json")).unwrap();
+    // cow_think is tagged ai:confirm; feed is tagged impact:rw.
+    assert_eq!(set.gated_count(), 2);
+    assert_eq!(Selection::new().apply(commands("cowsay.json")).unwrap().gated_count(), 1);
+    let by_ref: Vec<&str> = (&set).into_iter().map(|t| t.spec().name()).collect();
+    assert_eq!(by_ref, names(&set));
 }

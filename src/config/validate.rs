@@ -137,7 +137,10 @@ pub fn check_http_url(url: &str) -> std::result::Result<(), String> {
         let Ok(ip) = host.parse::<Ipv6Addr>() else {
             return Err(format!("has an invalid IPv6 address literal {host:?}"));
         };
-        (host, port, ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+        // IPv6 loopback is exactly ::1 (any spelling of it). IPv4-mapped (`::ffff:127.0.0.1`) and IPv4-compatible
+        // (`::127.0.0.1`) forms are not accepted: PROV-7's loopback set is 127.0.0.0/8, ::1 and `localhost`, and
+        // an IPv4 address in IPv6 clothing is where a check and the connecting stack start to disagree.
+        (host, port, ip.is_loopback())
     } else {
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) => (h, Some(p)),
@@ -146,6 +149,10 @@ pub fn check_http_url(url: &str) -> std::result::Result<(), String> {
         if host.contains(':') {
             return Err("has an IPv6 address that is not enclosed in [ ]".to_owned());
         }
+        // `localhost` exactly (not `localhost.`, which is a DNS name), or a dotted-quad IPv4 literal in 127.0.0.0/8.
+        // `Ipv4Addr` parses only four decimal parts without leading zeros, so the decimal (`2130706433`), octal
+        // (`0177.0.0.1`) and hex (`0x7f.0.0.1`) spellings an URL parser may turn into 127.0.0.1 are refused here
+        // rather than trusted to mean the same thing everywhere.
         let loopback =
             host.eq_ignore_ascii_case("localhost") || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback());
         (host, port, loopback)

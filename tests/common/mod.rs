@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: fake applications and fixtures.
 #![allow(dead_code)]
 
+pub mod gate;
+
 use fisk_ai::source::fisk::AppModel;
 use std::path::{Path, PathBuf};
 

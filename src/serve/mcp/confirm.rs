@@ -245,6 +245,19 @@ mod tests {
     }
 
     #[test]
+    fn invariant_10_mcp_11_opening_an_approval_keeps_the_others_pending() {
+        // Pruning on open drops only expired records: two calls awaiting their users at once both stay answerable.
+        let p = PendingApprovals::new(Duration::from_secs(60));
+        let a = args(json!({"target": "a"}));
+        let b = args(json!({"target": "b"}));
+        let first = p.open("purge", Some(&a)).unwrap();
+        let second = p.open("purge", Some(&b)).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(p.close(&first, "purge", Some(&a)), Ok(()));
+        assert_eq!(p.close(&second, "purge", Some(&b)), Ok(()));
+    }
+
+    #[test]
     fn pending_approvals_expire() {
         let p = PendingApprovals::new(Duration::ZERO);
         let key = p.open("purge", None).unwrap();
