@@ -19,11 +19,19 @@ use std::time::{Duration, Instant};
 const SERVER_THREAD: &str = "fisk-mcp-bench-server";
 const CONCURRENCY: [usize; 3] = [1, 8, 32];
 
+/// A trivial fisk application: `sh` (dash on Debian) whose only command prints its words with the shell's own
+/// `echo`, so a call costs one small spawn, as the issue's one-line shell command does.
 fn app(dir: &Path) -> PathBuf {
-    let link = dir.join("mcp-app");
-    std::os::unix::fs::symlink(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bin/fake-app"), &link)
-        .unwrap();
-    link
+    let doc = r#"{"name":"bench","help":"A trivial application","version":"0.0.1","commands":[{"name":"echo","help":"Print the words back","flags":[],"args":[{"name":"words","help":"Words to print","required":false,"cumulative":true}],"restricted_schema":{"additionalProperties":false,"properties":{"words":{"description":"Words to print","items":{"type":"string"},"type":"array"}},"type":"object"}}]}"#;
+    std::fs::write(dir.join("doc.json"), doc).unwrap();
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --fisk-introspect ]; then exec cat '{}'; fi\nshift\necho \"$@\"\n",
+        dir.join("doc.json").display()
+    );
+    let path = dir.join("bench-app");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
 }
 
 /// A client as the SDKs build one: its own connection pool of one kept-alive connection, one session.
