@@ -217,6 +217,7 @@ impl ToolSpec {
 
     /// The input schema as an owned value, without keeping it: a lazy schema not yet built is built just for the
     /// caller. Serving builds every schema once for its listing, and caching them here too would hold two copies.
+    #[cfg(feature = "mcp")]
     pub(crate) fn input_schema_owned(&self) -> Value {
         match &self.input_schema {
             Schema::Ready(v) => v.clone(),
