@@ -836,16 +836,16 @@ async fn ovr_7_an_injected_session_store_with_a_non_file_backend_fails_at_build(
 }
 
 #[tokio::test]
-async fn sess_25_the_jetstream_backend_is_refused_at_checkpoint_time_only() {
+async fn sess_25_the_jetstream_backend_is_refused_at_build_with_its_location() {
+    // Until the jetstream backend is built, a configuration naming it is refused before anything runs (issue 11).
     let cfg = config("harness:\n  sessions:\n    backend: jetstream\n    options:\n      stream: RUNS\n");
-    let provider = Arc::new(ScriptedProvider::new([answer("plain"), answer("never")]));
-    let agent =
-        Agent::builder().config(cfg).provider_arc(provider.clone()).tool(Logger::new("a")).build().await.unwrap();
-    assert_eq!(agent.run("x", RunOptions::new()).await.reason, TerminalReason::Completed, "CFG-15");
-    let out = agent.run("x", RunOptions::new().with_checkpoint(SessionId::generate())).await;
-    assert_eq!(out.reason, TerminalReason::Error);
-    assert!(out.error.as_deref().unwrap().contains("jetstream session backend is not supported"), "{:?}", out.error);
-    assert_eq!(provider.requests().len(), 1);
+    let provider = Arc::new(ScriptedProvider::new([answer("never")]));
+    let err =
+        Agent::builder().config(cfg).provider_arc(provider.clone()).tool(Logger::new("a")).build().await.unwrap_err();
+    assert!(err.to_string().contains("jetstream session backend is not built yet"), "{err}");
+    assert_eq!(err.key(), Some("harness.sessions.backend"));
+    assert!(err.location().is_some(), "{err:?}");
+    assert!(provider.requests().is_empty());
 }
 
 #[test]

@@ -41,6 +41,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     let config = Config::load(&args.config)?;
     // INFO-1: lenient validation, so MCP-only configurations work.
     let mut warnings = config.validate(Mode::Lenient)?;
+    config.check_supported()?;
     let identity = config.identity()?;
     let (tools, globals) = match FiskApp::from_config(&config) {
         Some(app) => {

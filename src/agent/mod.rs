@@ -366,6 +366,7 @@ impl AgentBuilder {
     pub async fn build(self) -> Result<Agent> {
         let config = self.config.ok_or_else(|| Error::config("an agent needs a configuration"))?;
         let mut warnings = config.validate(Mode::Agent)?;
+        config.check_supported()?;
         let provider = match self.provider {
             Some(provider) => provider,
             None => self.providers.build(&ProviderSettings::new(&config))?,

@@ -159,6 +159,20 @@ pub struct Config {
     /// `llm`; an absent block is the same as an empty one.
     #[serde(deserialize_with = "de::nullable")]
     pub llm: Llm,
+    /// Where the first key whose behaviour is not built was written, for [`Config::validate`]'s refusal.
+    #[serde(skip)]
+    unbuilt_at: UnbuiltAt,
+}
+
+/// Where a key is written is not part of the configuration's value: two configurations that differ only in it are
+/// equal.
+#[derive(Debug, Clone, Default)]
+struct UnbuiltAt(Option<crate::error::Location>);
+
+impl PartialEq for UnbuiltAt {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// An `include` or `exclude` rule (section 4).
@@ -313,6 +327,26 @@ fn locate_error(yaml: &str, err: Error) -> Error {
     }
 }
 
+/// Keys this version parses and checks but whose behaviour is not built yet: [`Config::check_supported`] (which the
+/// agent and the MCP server call before anything starts) refuses them with their location rather than silently
+/// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
+fn refuse_unbuilt(cfg: &Config) -> Result<()> {
+    let unbuilt: [(&str, bool, &str); 5] = [
+        ("mcp_servers", !cfg.mcp_servers.is_empty(), "importing tools from MCP servers"),
+        ("remote_tools", !cfg.remote_tools.is_empty(), "importing tools from remote agents over NATS"),
+        ("expose.agent.agent_to_agent", cfg.expose.agent.agent_to_agent, "serving to other agents over NATS"),
+        ("harness.memory.backend", cfg.harness.memory.backend == "jetstream", "the jetstream memory backend"),
+        ("harness.sessions.backend", cfg.harness.sessions.backend == "jetstream", "the jetstream session backend"),
+    ];
+    match unbuilt.into_iter().find(|(_, used, _)| *used) {
+        Some((key, _, what)) => Err(Error::config_key(
+            key,
+            format!("{key}: not supported by this version ({what} is not built yet); remove it"),
+        )),
+        None => Ok(()),
+    }
+}
+
 impl Config {
     /// Parses a configuration from YAML text and applies the every-mode checks of CFG-2.
     ///
@@ -336,6 +370,8 @@ impl Config {
             cfg.root_directory = Some(abs);
         }
         validate::common(&cfg).map_err(|e| locate_error(yaml, e))?;
+        // Kept for `validate`, which refuses it: every consumer validates before anything starts.
+        cfg.unbuilt_at = UnbuiltAt(refuse_unbuilt(&cfg).err().and_then(|e| locate_error(yaml, e).location().cloned()));
         Ok(cfg)
     }
 
@@ -347,7 +383,11 @@ impl Config {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot read configuration file {}: {e}", path.display())).with_source(e)
         })?;
-        Config::from_yaml_str(&text).map_err(|e| e.in_file(path))
+        let mut cfg = Config::from_yaml_str(&text).map_err(|e| e.in_file(path))?;
+        if let Some(at) = &mut cfg.unbuilt_at.0 {
+            at.file = Some(path.to_path_buf());
+        }
+        Ok(cfg)
     }
 
     /// Checks the configuration for `mode` (CFG-2): the every-mode checks (again, so a configuration built or
@@ -357,6 +397,17 @@ impl Config {
         validate::common(self)?;
         validate::mode(self, mode)?;
         Ok(validate::warnings(self))
+    }
+
+    /// Refuses a key this version parses and checks but does not act on yet (`mcp_servers`, `remote_tools`,
+    /// `expose.agent.agent_to_agent`, a `jetstream` memory or session backend), with the key's location, so it is
+    /// never silently ignored. The agent and the MCP server call this when they are built, before any process
+    /// starts; [`validate`](Config::validate) does not, so a configuration for a later version still checks.
+    pub fn check_supported(&self) -> Result<()> {
+        refuse_unbuilt(self).map_err(|e| match &self.unbuilt_at.0 {
+            Some(at) => e.with_location(at.clone()),
+            None => e,
+        })
     }
 
     /// The effective identity (CFG-5): `identity`, else the base name of `application_path`, else `fisk`.

@@ -25,6 +25,7 @@ pub(crate) struct Inputs<'a> {
 /// Validate `config` for MCP (lenient, MCP-1), select its tools as a run would, and keep what MCP may serve.
 pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset, Vec<Warning>)> {
     let mut warnings = config.validate(Mode::Lenient)?;
+    config.check_supported()?;
     if config.expose.agent.mcp.is_none() {
         return Err(Error::config_key(
             "expose.agent.mcp",
