@@ -4,52 +4,32 @@
 
 mod common;
 
-use common::gate::RecordingGate;
-use common::*;
+use common::gate::{GateApp, RecordingGate};
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, TerminalReason};
+use fisk_ai::async_trait;
 use fisk_ai::gate::{ConfirmGate, ConfirmRequest, Decision};
 use fisk_ai::llm::{Block, Message, Response, Role, ScriptedProvider, StopReason, Usage};
 use fisk_ai::tool::{CallContext, CancellationToken, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
-use fisk_ai::{Config, async_trait};
 use mockall::mock;
-use std::path::Path;
 use std::sync::Arc;
 
-/// The fake `gate-app` in its own directory: commands `alpha` and `beta`, both tagged `ai:confirm`.
-struct App {
-    dir: tempfile::TempDir,
+/// The shared fake `gate-app`, plus how these tests build their agent.
+struct App(GateApp);
+
+impl std::ops::Deref for App {
+    type Target = GateApp;
+    fn deref(&self) -> &GateApp {
+        &self.0
+    }
 }
 
 impl App {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        fake_app(dir.path(), "gate-app");
-        App { dir }
-    }
-
-    fn config(&self) -> Config {
-        let app = self.dir.path().join("gate-app");
-        Config::from_yaml_str(&format!(
-            "identity: gate\napplication_path: {}\nsystem_prompt: s\nllm:\n  model: m\n",
-            app.display()
-        ))
-        .unwrap()
-    }
-
-    /// The commands that actually ran, in order.
-    fn ran(&self) -> Vec<String> {
-        ran_in(self.dir.path())
+        App(GateApp::new())
     }
 
     async fn agent(&self, provider: &Arc<ScriptedProvider>, gate: impl ConfirmGate + 'static) -> Agent {
         Agent::builder().config(self.config()).provider_arc(provider.clone()).gate(gate).build().await.unwrap()
-    }
-}
-
-fn ran_in(dir: &Path) -> Vec<String> {
-    match std::fs::read_to_string(dir.join("ran")) {
-        Ok(text) => text.lines().map(str::to_owned).collect(),
-        Err(_) => Vec::new(),
     }
 }
 

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::gate::RecordingGate;
-use common::*;
+use common::gate::{GateApp, RecordingGate};
+use fisk_ai::Error;
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::gate::{ConfirmGate, Decision};
 use fisk_ai::llm::{Block, Message, Response, ScriptedProvider, StopReason, Usage};
@@ -14,34 +14,21 @@ use fisk_ai::session::{
     ToolResultRecord,
 };
 use fisk_ai::tool::ToolInput;
-use fisk_ai::{Config, Error};
 use std::sync::Arc;
 
-struct Setup {
-    dir: tempfile::TempDir,
+/// The shared fake `gate-app`, plus a session store in its directory.
+struct Setup(GateApp);
+
+impl std::ops::Deref for Setup {
+    type Target = GateApp;
+    fn deref(&self) -> &GateApp {
+        &self.0
+    }
 }
 
 impl Setup {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        fake_app(dir.path(), "gate-app");
-        Setup { dir }
-    }
-
-    fn config(&self) -> Config {
-        let app = self.dir.path().join("gate-app");
-        Config::from_yaml_str(&format!(
-            "identity: gate\napplication_path: {}\nsystem_prompt: s\nllm:\n  model: m\n",
-            app.display()
-        ))
-        .unwrap()
-    }
-
-    fn ran(&self) -> Vec<String> {
-        match std::fs::read_to_string(self.dir.path().join("ran")) {
-            Ok(text) => text.lines().map(str::to_owned).collect(),
-            Err(_) => Vec::new(),
-        }
+        Setup(GateApp::new())
     }
 
     fn store(&self) -> FileSessionStore {

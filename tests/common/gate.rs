@@ -81,3 +81,34 @@ impl ConfirmGate for RecordingGate {
         self.log.answers.lock().unwrap().pop_front().expect("the gate was asked more often than scripted")
     }
 }
+
+/// The fake `gate-app` in a directory of its own: commands `alpha` and `beta`, both tagged `ai:confirm`, each
+/// appending its name to `ran` when it really runs.
+pub struct GateApp {
+    pub dir: tempfile::TempDir,
+}
+
+impl GateApp {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        super::fake_app(dir.path(), "gate-app");
+        GateApp { dir }
+    }
+
+    pub fn config(&self) -> fisk_ai::Config {
+        let app = self.dir.path().join("gate-app");
+        fisk_ai::Config::from_yaml_str(&format!(
+            "identity: gate\napplication_path: {}\nsystem_prompt: s\nllm:\n  model: m\n",
+            app.display()
+        ))
+        .unwrap()
+    }
+
+    /// The commands that actually ran, in order.
+    pub fn ran(&self) -> Vec<String> {
+        match std::fs::read_to_string(self.dir.path().join("ran")) {
+            Ok(text) => text.lines().map(str::to_owned).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
