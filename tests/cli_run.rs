@@ -161,13 +161,7 @@ async fn gate_16_without_a_terminal_gated_commands_are_declined_and_reported() {
     assert!(stderr.contains("~> llm: \"think\" (msgs=1, 5B)"), "{stderr}");
     assert!(stderr.contains("~> llm: 1 tool result"), "{stderr}");
     assert!(!stderr.contains("-> cow think"), "a declined call is not traced as run");
-    let reqs = server.requests();
-    let result = &reqs[1].body_json()["messages"][2]["content"][0];
-    let content = result["content"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| result["content"][0]["text"].as_str().unwrap().to_owned());
-    let v: Value = serde_json::from_str(&content).unwrap();
+    let v = first_tool_result(&server);
     assert_eq!(v["allowed"], false);
 }
 
@@ -291,12 +285,17 @@ async fn cli_7_gate_8_the_trace_line_quotes_and_sanitizes_hostile_arguments() {
         assert!(!stderr.contains(hidden), "{hidden:?} reached the terminal: {stderr:?}");
     }
     // EXEC-13: what the model reads keeps the plain join.
+    let v = first_tool_result(&server);
+    assert_eq!(v["command"], format!("cow say --name=x --dry-run -- {hostile}"));
+}
+
+/// The first tool result the model was sent (second request, third message), decoded from its text.
+fn first_tool_result(server: &FakeAnthropic) -> Value {
     let reqs = server.requests();
     let result = &reqs[1].body_json()["messages"][2]["content"][0];
     let content = result["content"]
         .as_str()
         .map(str::to_owned)
         .unwrap_or_else(|| result["content"][0]["text"].as_str().unwrap().to_owned());
-    let v: Value = serde_json::from_str(&content).unwrap();
-    assert_eq!(v["command"], format!("cow say --name=x --dry-run -- {hostile}"));
+    serde_json::from_str(&content).unwrap()
 }

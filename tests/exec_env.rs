@@ -19,14 +19,8 @@ use fisk_ai::tool::{CallContext, ToolInput};
 use std::path::Path;
 use std::sync::Arc;
 
-/// PROV-16, verbatim.
-const SPEC_CREDENTIALS: [&str; 5] = [
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_IDENTITY_TOKEN",
-    "ANTHROPIC_WEBHOOK_SIGNING_KEY",
-    "ANTHROPIC_CUSTOM_HEADERS",
-];
+/// PROV-16, verbatim (written out in tests/common).
+const SPEC_CREDENTIALS: [&str; 5] = SPEC_PROV_16;
 
 /// An operator-named credential (MCPI-4), scrubbed only when the host asks.
 const OPERATOR_CREDENTIAL: &str = "MY_SERVICE_TOKEN";

@@ -6,6 +6,16 @@ pub mod gate;
 use fisk_ai::source::fisk::AppModel;
 use std::path::{Path, PathBuf};
 
+/// The credential variables SPEC PROV-16 lists, written out here so a name dropped from the library's own list
+/// fails the tests that compare with it (EXEC-8, invariant 4).
+pub const SPEC_PROV_16: [&str; 5] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+    "ANTHROPIC_CUSTOM_HEADERS",
+];
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
