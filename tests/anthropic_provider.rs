@@ -4,7 +4,6 @@
 #![cfg(feature = "anthropic")]
 #![cfg(feature = "anthropic")]
 
-#[allow(dead_code)]
 mod common;
 mod fake_anthropic;
 
