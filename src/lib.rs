@@ -8,7 +8,9 @@
 pub mod agent;
 pub mod builtin;
 pub mod config;
+pub mod dispatch;
 pub mod error;
+pub mod exec;
 pub mod gate;
 pub mod llm;
 pub mod memory;

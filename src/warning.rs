@@ -60,6 +60,13 @@ pub enum Warning {
         /// The missing parameters, in schema order.
         missing: Vec<String>,
     },
+    /// EXEC-3: a call's arguments failed the tool's schema; it was neither gated nor run.
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What was wrong, naming the property.
+        reason: String,
+    },
     /// LOOP-10: the model called a tool that is not in the set.
     UnknownTool {
         /// The name the model used.
@@ -137,6 +144,7 @@ impl Warning {
             Warning::InvalidToolName { .. } => "invalid_tool_name",
             Warning::ImportIncludeTagsIgnored { .. } => "import_include_tags_ignored",
             Warning::MissingRequired { .. } => "missing_required",
+            Warning::InvalidArguments { .. } => "invalid_arguments",
             Warning::UnknownTool { .. } => "unknown_tool",
             Warning::ToolSearchUnavailable { .. } => "tool_search_unavailable",
             Warning::ToolSearchDisabled { .. } => "tool_search_disabled",
@@ -181,6 +189,9 @@ impl fmt::Display for Warning {
                 "the model called {tool} without required parameter(s) {}; it was not run",
                 missing.join(", ")
             ),
+            Warning::InvalidArguments { tool, reason } => {
+                write!(f, "the model called {tool} with invalid arguments ({reason}); it was not run")
+            }
             Warning::UnknownTool { name } => write!(f, "the model called unknown tool \"{name}\""),
             Warning::ToolSearchUnavailable { provider, count } => write!(
                 f,

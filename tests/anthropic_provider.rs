@@ -14,7 +14,8 @@ use fisk_ai::llm::{
     Block, CacheMode, Message, ModelProvider, ProviderErrorKind, Request, Response, Role, StopReason, ToolPlan,
 };
 use fisk_ai::select::Selection;
-use fisk_ai::source::fisk::{AppModel, FiskApp, PROVIDER_CREDENTIALS};
+use fisk_ai::exec::PROVIDER_CREDENTIALS;
+use fisk_ai::source::fisk::{AppModel, FiskApp};
 use fisk_ai::tool::{CallContext, Origin, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};

@@ -70,7 +70,8 @@ async fn builtin_14_base64_encode_encodes_utf8_with_padding() {
         assert!(!out.is_error());
         assert_eq!(out.content(), json!({"encoded": want}).to_string());
     }
-    let out = b64.call(&raw(r#"{"txt": "x"}"#), &CallContext::new()).await;
+    // Schema checks belong to the dispatch path every surface uses.
+    let out = common::dispatch::dispatched(b64.clone(), r#"{"text": "x", "txt": "x"}"#).await;
     assert!(out.is_error() && out.content().contains("unknown property \"txt\""), "{}", out.content());
     assert_eq!(b64.display(&raw(r#"{"text": "secret"}"#)), "base64_encode");
 }

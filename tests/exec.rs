@@ -3,7 +3,8 @@
 mod common;
 
 use common::*;
-use fisk_ai::source::fisk::{AppModel, ChildEnv, FiskApp};
+use fisk_ai::exec::ChildEnv;
+use fisk_ai::source::fisk::{AppModel, FiskApp};
 use fisk_ai::tool::{CallContext, Tool};
 use std::path::Path;
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! schemas, every result shape for every answer, deny-by-default, malformed calls, sanitizing, the HITL-12 note,
 //! and the terminal prompter with no terminal attached.
 
+mod common;
+
 use fisk_ai::async_trait;
 use fisk_ai::operator::{Answer, HITL_MAX_OPTIONS, HITL_TEXT_LIMIT, Prompter, hitl_note, hitl_tools};
 use fisk_ai::tool::{CallContext, CancellationToken, Tool, ToolInput, ToolKind, ToolOutput};
@@ -393,9 +395,11 @@ async fn hitl_8_malformed_input_is_an_error_naming_the_problem() {
         (INPUT, r#"{"question": ["name?"]}"#, "question"),
     ];
     for (which, text, needle) in cases {
-        // Rejected before the operator is involved at all.
-        let out = tool(never_asked(true), which).call(&ToolInput::from_json(text).unwrap(), &CallContext::new()).await;
-        error(&out, names[which], needle);
+        // Rejected by the dispatch path before the operator is involved at all.
+        let out = common::dispatch::dispatched(tool(never_asked(true), which), text).await;
+        assert!(out.is_error(), "{text}: {}", out.content());
+        assert!(out.content().contains(&format!("\"{}\"", names[which])), "{text}: {}", out.content());
+        assert!(out.content().contains(needle), "{text}: {:?} should name {needle:?}", out.content());
     }
 }
 

@@ -2,6 +2,8 @@
 //! file backend on disk; the system-prompt note and index; and the read-before-update guard (MEM-25) on a store
 //! that reports revisions.
 
+mod common;
+
 use fisk_ai::async_trait;
 use fisk_ai::config::MemoryOptions;
 use fisk_ai::memory::{
@@ -407,8 +409,9 @@ async fn mem_4_bad_arguments_are_error_results_and_never_panic() {
         (0, json!("text")),
     ];
     for (index, args) in cases {
-        let msg = err(tools.call(index, args.clone()).await);
-        assert!(msg.starts_with(tools.0[index].spec().name()), "{args}: {msg}");
+        // Through the dispatch path, as every surface calls them.
+        let msg = err(common::dispatch::dispatched(tools.0[index].clone(), &args.to_string()).await);
+        assert!(msg.contains(&format!("\"{}\"", tools.0[index].spec().name())), "{args}: {msg}");
     }
     // `null` arguments are `{}`.
     let null = ToolInput::from_json("null").unwrap();

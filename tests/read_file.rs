@@ -4,6 +4,8 @@
 //! attempt must be refused AND no output may ever contain the secret. The tests run as whatever user runs the
 //! suite (often root in CI), so nothing here relies on file permissions: confinement alone must hold.
 
+mod common;
+
 use fisk_ai::Config;
 use fisk_ai::builtin::{BuiltinEnv, BuiltinRegistry};
 use fisk_ai::operator::NoOperator;
@@ -551,9 +553,9 @@ async fn builtin_13_odd_paths_are_error_results_not_panics() {
     }
     // The input is validated against the schema before anything is looked up.
     for input in [json!({}), json!({"path": 5}), json!({"path": "hello.txt", "extra": 1}), json!(["hello.txt"])] {
-        let out = tool.call(&ToolInput::from_value(&input), &CallContext::new()).await;
+        let out = common::dispatch::dispatched(tool.clone(), &input.to_string()).await;
         assert!(out.is_error(), "{input}: {}", out.content());
-        assert!(out.content().starts_with("read_file: "), "{}", out.content());
+        assert!(out.content().starts_with("tool \"read_file\""), "{}", out.content());
     }
 }
 

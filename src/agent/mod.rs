@@ -36,7 +36,7 @@ use crate::memory::{FileMemoryStore, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
 use crate::select::{Selection, Toolset};
 use crate::session::{FileSessionStore, Fingerprint, FingerprintInput, SessionId, SessionStore};
-use crate::source::fisk::ChildEnv;
+use crate::exec::ChildEnv;
 use crate::source::{ToolSource, checked_dir};
 use crate::tool::{CancellationToken, Tool};
 use crate::warning::Warning;

@@ -3,13 +3,14 @@
 use super::events::{EventSink, NoEvents, RunEvent};
 use super::outcome::{RunOutcome, RunStats, TerminalReason};
 use super::{Inner, RunOptions};
-use crate::gate::{Approvals, ConfirmRequest, Decision, DeclineReason, declined};
+
+mod call;
+use crate::gate::Approvals;
 use crate::llm::{Block, CacheMode, Message, Request, Role, StopReason};
 use crate::session::{
-    AssistantRecord, ConfirmChoice, ConfirmRecord, JournalWriter, Payload, Pending, Record, SessionId, TerminalRecord,
-    ToolResultRecord,
+    AssistantRecord, ConfirmChoice, JournalWriter, Payload, Pending, Record, SessionId, TerminalRecord, ToolResultRecord,
 };
-use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput};
+use crate::tool::{Tool, ToolInput};
 use crate::warning::Warning;
 use futures::FutureExt;
 use std::collections::HashMap;
@@ -431,110 +432,6 @@ impl Run<'_> {
             self.messages.push(Message { role: Role::User, content: results });
         }
     }
-
-    /// LOOP-10 for one call, then its result journaled (SESS-8) before the next call starts.
-    async fn dispatch(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
-        // A cancelled checkpointed run stops between calls without recording anything for this one, so a resume
-        // runs it; nothing is spawned with an already-cancelled token.
-        if self.checkpointed() && self.options.cancel.is_cancelled() {
-            return Dispatch::Cancelled;
-        }
-        let mut remote = false;
-        let block = match self.check_and_run(id, name, input, &mut remote).await {
-            Dispatch::Result(block) => block,
-            other => return other,
-        };
-        match self.record_result(block, remote).await {
-            Ok(block) => Dispatch::Result(block),
-            Err(end) => Dispatch::Failed(end),
-        }
-    }
-
-    /// LOOP-10: count, unknown name, required parameters, gate, then run.
-    async fn check_and_run(&mut self, id: &str, name: &str, input: &ToolInput, remote: &mut bool) -> Dispatch {
-        let inner = self.inner;
-        self.stats.tool_calls += 1;
-        let Some(selected) = inner.plan.toolset().get(name) else {
-            let w = Warning::UnknownTool { name: name.to_owned() };
-            self.emit(RunEvent::Warning(&w));
-            return Dispatch::Result(Block::tool_result(id, format!("unknown tool \"{name}\""), true));
-        };
-        let spec = selected.spec();
-        if spec.kind() == ToolKind::Imported {
-            self.stats.remote_tool_calls += 1;
-            *remote = true;
-        }
-        // TOOL-18..21: before the gate; no call or result event.
-        if let Some(missing) = spec.missing_required(input.as_str()) {
-            let w = Warning::MissingRequired { tool: name.to_owned(), missing: missing.missing.clone() };
-            self.emit(RunEvent::Warning(&w));
-            return Dispatch::Result(Block::tool_result(id, missing.to_string(), true));
-        }
-        // Selection decided that this tool may run and how it is gated; per-run state lives in the run's instance.
-        let tool = self.run_tools.iter().find(|t| t.spec().name() == name).unwrap_or(selected.tool()).clone();
-        let display = tool.display(input);
-        if let Some(trigger) = selected.gate_trigger() {
-            // GATE-6 order: a recorded answer for this call (GATE-14), the allowance, no operator, cancelled, ask.
-            let recorded = self.answers.get(id).copied();
-            if recorded.is_some() || !self.approvals.is_allowed(name) {
-                let refusal = match recorded {
-                    Some(ConfirmChoice::Once | ConfirmChoice::Always) => None,
-                    Some(_) => Some(DeclineReason::Operator),
-                    None if !inner.gate.can_ask() => Some(DeclineReason::NoOperator),
-                    None if self.options.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
-                    None => {
-                        let req = ConfirmRequest::new(name, spec.display_path(), &display, trigger);
-                        let decision = inner.gate.confirm(&req).await;
-                        // GATE-13: the answer is journaled before the command runs or the denial is recorded.
-                        let choice = match decision {
-                            Decision::Once => ConfirmChoice::Once,
-                            Decision::ForConversation => ConfirmChoice::Always,
-                            Decision::Abort => return Dispatch::Abort,
-                            _ => ConfirmChoice::Decline,
-                        };
-                        if self.checkpointed() {
-                            let answer = ConfirmRecord::answer(choice, id, name, &display, trigger);
-                            if let Err(end) = self.record(Payload::Confirm(answer)).await {
-                                return Dispatch::Failed(end);
-                            }
-                        }
-                        match choice {
-                            ConfirmChoice::Once => None,
-                            ConfirmChoice::Always => {
-                                self.approvals.allow(name);
-                                self.emit(RunEvent::Allowed { name, command: &req.command });
-                                None
-                            }
-                            _ => Some(DeclineReason::Operator),
-                        }
-                    }
-                };
-                if let Some(reason) = refusal {
-                    let out = declined(reason);
-                    return Dispatch::Result(Block::tool_result(id, out.into_content(), false));
-                }
-            }
-        }
-        if self.options.cancel.is_cancelled() {
-            // Never spawn for a cancelled run (the loop ends at its next check).
-            return if self.checkpointed() {
-                Dispatch::Cancelled
-            } else {
-                Dispatch::Result(Block::tool_result(id, "not run: the run was cancelled", true))
-            };
-        }
-        let kind = spec.kind();
-        self.emit(RunEvent::ToolCall { id, name, kind, display: &display });
-        let ctx = CallContext::new().with_cancel(self.options.cancel.child_token());
-        let output = call_tool(tool, input, &ctx).await;
-        // A call cut short by cancellation is not a result: a resume runs it again (at most once, SESS-15).
-        if self.options.cancel.is_cancelled() && self.checkpointed() {
-            return Dispatch::Cancelled;
-        }
-        self.emit(RunEvent::ToolResult { id, name, kind, output: &output });
-        let is_error = output.is_error();
-        Dispatch::Result(Block::tool_result(id, output.into_content(), is_error))
-    }
 }
 
 /// The first tool-call id a turn uses twice: results pair with calls by id, so such a turn cannot be answered.
@@ -547,14 +444,6 @@ fn duplicate_call_id(content: &[Block]) -> Option<&str> {
         })
         .collect();
     ids.iter().enumerate().find(|(i, id)| ids[..*i].contains(id)).map(|(_, id)| *id)
-}
-
-/// A tool that panics yields an error result the model can read (never a crashed run).
-async fn call_tool(tool: Arc<dyn Tool>, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
-    match AssertUnwindSafe(tool.call(input, ctx)).catch_unwind().await {
-        Ok(out) => out,
-        Err(_) => ToolOutput::error(format!("tool \"{}\" failed internally", tool.spec().name())),
-    }
 }
 
 /// CLI-9's preview of what is being sent: the quoted start of the latest text, or the number of tool results; and

@@ -54,14 +54,8 @@ impl Tool for Base64Encode {
     }
 
     async fn call(&self, input: &ToolInput, _ctx: &CallContext) -> ToolOutput {
-        let value = match input.to_value() {
-            Ok(v) => v,
-            Err(e) => return ToolOutput::error(format!("base64_encode: invalid JSON arguments: {e}")),
-        };
-        if let Err(e) = self.0.validate_input(&value) {
-            return ToolOutput::error(format!("base64_encode: {e}"));
-        }
-        match serde_json::from_value::<Args>(value) {
+        // The dispatch path validated the input against the schema.
+        match input.parse::<Args>() {
             Ok(args) => {
                 ToolOutput::json(&json!({"encoded": base64::engine::general_purpose::STANDARD.encode(args.text)}))
             }

@@ -203,14 +203,8 @@ impl Tool for ReadFile {
     }
 
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
-        let value = match input.to_value() {
-            Ok(v) => v,
-            Err(e) => return ToolOutput::error(format!("{NAME}: invalid JSON arguments: {e}")),
-        };
-        if let Err(e) = self.spec.validate_input(&value) {
-            return ToolOutput::error(format!("{NAME}: {e}"));
-        }
-        let path = match serde_json::from_value::<Args>(value) {
+        // The dispatch path validated the input against the schema.
+        let path = match input.parse::<Args>() {
             Ok(args) => args.path,
             Err(e) => return ToolOutput::error(format!("{NAME}: {e}")),
         };

@@ -246,7 +246,6 @@ impl HitlTool {
                 );
             }
         }
-        self.spec.validate_input(&value).map_err(|e| self.error(e))?;
         let text = |key: &str| value.get(key).and_then(Value::as_str);
 
         let question = sanitize(text("question").unwrap_or_default(), HITL_TEXT_LIMIT);

@@ -89,7 +89,7 @@ pub trait ToolSource: Send + Sync {
 pub(crate) async fn load_all(
     config: &crate::Config,
     mut sources: Vec<Arc<dyn ToolSource>>,
-    env: fisk::ChildEnv,
+    env: crate::exec::ChildEnv,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Arc<dyn Tool>>> {
     if let Some(app) = fisk::FiskApp::from_config(config) {

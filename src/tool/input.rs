@@ -39,6 +39,12 @@ impl ToolInput {
         ToolInput(serde_json::value::to_raw_value(value).unwrap_or_else(|_| Self::empty().0))
     }
 
+    /// Input from a JSON object's entries (MCP `arguments`), rendered as compact JSON without copying the map.
+    pub fn from_map(map: &serde_json::Map<String, Value>) -> Self {
+        // A map of Values always serializes to valid JSON.
+        ToolInput(serde_json::value::to_raw_value(map).unwrap_or_else(|_| Self::empty().0))
+    }
+
     /// `{}`.
     pub fn empty() -> Self {
         ToolInput(RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("{{}} is valid JSON")))

@@ -11,6 +11,8 @@ mod spec;
 pub mod tags;
 
 use async_trait::async_trait;
+use std::any::Any;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use input::ToolInput;
@@ -25,6 +27,12 @@ pub use tokio_util::sync::CancellationToken;
 /// Implement this for tools of your own (a host's custom tools and built-ins); command tools come from
 /// [`FiskApp`](crate::source::fisk::FiskApp). The input arrives as a [`ToolInput`]: the JSON text exactly as the
 /// model wrote it, so numbers keep their original form (`1.50` stays `1.50`).
+///
+/// **Input arrives validated.** The agent, the MCP server and every other surface call tools through the one
+/// [dispatch path](crate::dispatch): the input is parsed once, duplicate keys are refused, required parameters and
+/// the whole of [`ToolSpec::input_schema`] are checked, and only then is the operator asked and the tool called. A
+/// tool therefore never sees input its schema rejects and need not validate it again; it still must not panic when
+/// called directly with anything else.
 ///
 /// ```
 /// use fisk_ai::async_trait;
@@ -71,8 +79,58 @@ pub trait Tool: Send + Sync {
         format!("{} {}", self.spec().name(), input.as_str())
     }
 
+    /// Prepare a call whose input passed validation: the [`display`](Tool::display) line and, optionally, state
+    /// the call reuses so it is computed once (a command's argv). The dispatch path calls this once per call and
+    /// hands the state to [`call`](Tool::call) through [`CallContext::prepared`]. The default is the display line
+    /// alone.
+    fn prepare(&self, input: &ToolInput) -> Prepared {
+        Prepared::new(self.display(input))
+    }
+
     /// Run the tool. Never panics on any input; every failure is an error [`ToolOutput`].
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput;
+}
+
+/// What [`Tool::prepare`] computed for one call: the operator's line and the tool's own state.
+///
+/// ```
+/// use fisk_ai::tool::{CallContext, Prepared};
+///
+/// let prepared = Prepared::new("deploy web --force").with_state(vec!["deploy".to_owned()]);
+/// assert_eq!(prepared.display(), "deploy web --force");
+/// let ctx = CallContext::new().with_prepared(&prepared);
+/// assert_eq!(ctx.prepared::<Vec<String>>().unwrap(), &["deploy"]);
+/// assert!(CallContext::new().prepared::<Vec<String>>().is_none());
+/// ```
+#[derive(Clone)]
+pub struct Prepared {
+    display: String,
+    state: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl Prepared {
+    /// A prepared call shown to an operator as `display`, with no state.
+    pub fn new(display: impl Into<String>) -> Self {
+        Prepared { display: display.into(), state: None }
+    }
+
+    /// Attach state for [`Tool::call`] to read back with [`CallContext::prepared`].
+    #[must_use]
+    pub fn with_state<T: Any + Send + Sync>(mut self, state: T) -> Self {
+        self.state = Some(Arc::new(state));
+        self
+    }
+
+    /// The operator's line.
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared").field("display", &self.display).field("state", &self.state.is_some()).finish()
+    }
 }
 
 impl std::fmt::Debug for dyn Tool {
@@ -84,10 +142,21 @@ impl std::fmt::Debug for dyn Tool {
 /// Per-call settings: cancellation and an optional deadline.
 ///
 /// In the agent loop a command has no deadline of its own (EXEC-15); serving paths set `tool_timeout`.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct CallContext {
     cancel: CancellationToken,
     timeout: Option<Duration>,
+    prepared: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("timeout", &self.timeout)
+            .field("prepared", &self.prepared.is_some())
+            .finish()
+    }
 }
 
 impl CallContext {
@@ -108,6 +177,18 @@ impl CallContext {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// Carry the state of a [`Prepared`] call to [`Tool::call`].
+    #[must_use]
+    pub fn with_prepared(mut self, prepared: &Prepared) -> Self {
+        self.prepared = prepared.state.clone();
+        self
+    }
+
+    /// The state [`Tool::prepare`] attached, when the call came through the dispatch path and it is a `T`.
+    pub fn prepared<T: Any>(&self) -> Option<&T> {
+        self.prepared.as_deref().and_then(|s| (s as &dyn Any).downcast_ref::<T>())
     }
 
     /// The cancellation token.

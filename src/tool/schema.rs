@@ -55,22 +55,23 @@ impl fmt::Display for MissingRequired {
 /// A key counts as supplied whatever its value (TOOL-18). Empty input and `null` count as `{}`; JSON that is not an
 /// object reports nothing, leaving it to argument validation to reject (TOOL-19).
 pub fn missing_required(tool: &str, schema: &Value, input: &str) -> Option<MissingRequired> {
-    let required: Vec<&str> = schema.get("required")?.as_array()?.iter().filter_map(Value::as_str).collect();
-    if required.is_empty() {
-        return None;
-    }
     let trimmed = input.trim();
-    let supplied: Map<String, Value> = if trimmed.is_empty() || trimmed == "null" {
-        Map::new()
-    } else {
-        // Keys only: the values are not needed here.
-        match serde_json::from_str::<std::collections::HashMap<String, IgnoredAny>>(trimmed) {
-            Ok(keys) => keys.into_keys().map(|k| (k, Value::Null)).collect(),
-            Err(_) => return None,
-        }
-    };
-    let missing: Vec<String> =
-        required.iter().filter(|r| !supplied.contains_key(**r)).map(|r| (*r).to_owned()).collect();
+    if trimmed.is_empty() || trimmed == "null" {
+        return missing_from(tool, schema, |_| false);
+    }
+    // Keys only: the values are not needed here.
+    let keys = serde_json::from_str::<std::collections::HashMap<String, IgnoredAny>>(trimmed).ok()?;
+    missing_from(tool, schema, |k| keys.contains_key(k))
+}
+
+/// [`missing_required`] over an input already parsed (the dispatch path parses once).
+pub(crate) fn missing_required_in(tool: &str, schema: &Value, input: &Map<String, Value>) -> Option<MissingRequired> {
+    missing_from(tool, schema, |k| input.contains_key(k))
+}
+
+fn missing_from(tool: &str, schema: &Value, supplied: impl Fn(&str) -> bool) -> Option<MissingRequired> {
+    let required: Vec<&str> = schema.get("required")?.as_array()?.iter().filter_map(Value::as_str).collect();
+    let missing: Vec<String> = required.iter().filter(|r| !supplied(r)).map(|r| (*r).to_owned()).collect();
     if missing.is_empty() {
         return None;
     }
@@ -144,9 +145,21 @@ pub(crate) fn check(schema: &Value, validator: &jsonschema::Validator, input: &V
         let first = p.split('/').next().unwrap_or(p);
         first.replace("~1", "/").replace("~0", "~")
     });
+    let detail = compact(&err).unwrap_or_else(|| err.to_string());
     let message = match &property {
-        Some(p) => format!("invalid value for property \"{p}\": {err}"),
-        None => format!("invalid arguments: {err}"),
+        Some(p) => format!("invalid value for property \"{p}\": {detail}"),
+        None => format!("invalid arguments: {detail}"),
     };
     Err(InputError::new(property, message))
+}
+
+/// Array-size errors stated by count: the validator's own text echoes the whole array back to the model.
+fn compact(err: &jsonschema::ValidationError<'_>) -> Option<String> {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let count = err.instance().as_array().map(Vec::len)?;
+    match err.kind() {
+        Kind::MaxItems { limit } => Some(format!("has {count} entries; give at most {limit}")),
+        Kind::MinItems { limit } => Some(format!("has {count} entries; give at least {limit}")),
+        _ => None,
+    }
 }

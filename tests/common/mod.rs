@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests: fake applications and fixtures.
 #![allow(dead_code)]
 
+pub mod dispatch;
 pub mod gate;
 
 use fisk_ai::source::fisk::AppModel;

@@ -5,7 +5,9 @@ use super::confirm::{self, INPUT_KEY, PendingApprovals};
 use super::events::{Denial, GatedBehavior, McpEvent, McpEventSink};
 use crate::config::{ConfirmOverMcp, format_duration};
 use crate::gate::{PROMPT_LIMIT, sanitize};
+use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
 use crate::select::{SelectedTool, Toolset};
+use async_trait::async_trait;
 use crate::tool::{CallContext, ToolInput, ToolOutput};
 use crate::warning::Warning;
 use rmcp::model::{
@@ -16,7 +18,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::{ErrorData as McpError, ServerHandler};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -111,19 +112,6 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| !v.has_initialize())
 }
 
-/// TOOL-20, then the schema (EXEC-3): every input is checked before anything is asked or run.
-fn check_input(tool: &SelectedTool, value: &Value, input: &ToolInput) -> Result<(), String> {
-    let spec = tool.spec();
-    if let Some(missing) = spec.missing_required(input.as_str()) {
-        return Err(missing.to_string());
-    }
-    if spec.input_schema().is_object() {
-        spec.validate_input(value).map_err(|e| format!("tool \"{}\": {e}; the command did not run", spec.name()))
-    } else {
-        Ok(())
-    }
-}
-
 impl Shared {
     fn gated_behavior(&self, caps: Option<&ClientCapabilities>) -> GatedBehavior {
         if self.tools.gated_count() == 0 {
@@ -142,11 +130,12 @@ impl Shared {
         });
     }
 
-    fn deny(&self, why: Denial, tool: &SelectedTool, display: &str, detail: Option<&str>) -> CallToolResponse {
+    /// The denial text of a gated call, logged as a denial.
+    fn denial(&self, why: Denial, tool: &SelectedTool, display: &str, detail: Option<&str>) -> String {
         let name = tool.spec().name();
         self.events.emit(&McpEvent::Denied { name, display, why });
         let trigger = tool.gate_trigger().unwrap_or_default();
-        error_result(confirm::denial_text(why, name, display, trigger, self.confirm_timeout, detail))
+        confirm::denial_text(why, name, display, trigger, self.confirm_timeout, detail)
     }
 
     fn request(&self, display: &str, trigger: &str) -> ElicitRequestParams {
@@ -197,14 +186,8 @@ impl Shared {
     }
 
     /// Run an approved call: the slot is taken only now (MCP-13), the deadline covers only the run (MCP-17).
-    async fn run(
-        &self,
-        tool: &SelectedTool,
-        input: &ToolInput,
-        display: &str,
-        request_ct: &CancellationToken,
-    ) -> ToolOutput {
-        let name = tool.spec().name();
+    async fn run(&self, call: Ready<'_>, display: &str, request_ct: &CancellationToken) -> ToolOutput {
+        let name = call.name().to_owned();
         // Biased: once shutdown or the client cancelled, a free slot never wins the race.
         let permit = tokio::select! {
             biased;
@@ -215,13 +198,12 @@ impl Shared {
         let Some(_permit) = permit else {
             return ToolOutput::error(format!("the call of \"{name}\" was cancelled before it ran"));
         };
-        self.events.emit(&McpEvent::ToolCall { name, display });
+        self.events.emit(&McpEvent::ToolCall { name: &name, display });
         let token = self.calls_cancel.child_token();
         let ctx = CallContext::new().with_timeout(self.tool_timeout).with_cancel(token.clone());
-        let call = tool.tool().call(input, &ctx);
         // Dropping a command's call kills its process group, so every early exit below leaves nothing running.
         tokio::select! {
-            out = call => out,
+            out = call.run(ctx) => out,
             _ = request_ct.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was cancelled by the client")),
             _ = token.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was stopped: the server is shutting down")),
             _ = tokio::time::sleep(self.tool_timeout.saturating_add(BACKSTOP_GRACE)) => ToolOutput::error(format!(
@@ -231,54 +213,66 @@ impl Shared {
         }
     }
 
+    /// MCP-5..19 through the one dispatch path: checks, then the MCP approver, then the bounded run.
     async fn call(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> CallToolResponse {
-        let name: &str = &request.name;
-        let Some(tool) = self.tools.get(name) else {
-            return error_result(format!("unknown tool \"{name}\"; tools/list names the tools this server offers"));
+        // Rendered once from the client's arguments; every check and the tool read the same text.
+        let input = match &request.arguments {
+            Some(args) => ToolInput::from_map(args),
+            None => ToolInput::empty(),
         };
-        let value = Value::Object(request.arguments.clone().unwrap_or_default());
-        // Rendered once: the required check and the tool read the same text.
-        let input = ToolInput::from_value(&value);
-        if let Err(text) = check_input(tool, &value, &input) {
-            return error_result(text);
+        let mut surface = McpSurface { shared: self, request: &request, context: &context, display: None };
+        match dispatch(&mut surface, &self.tools, &request.name, &input).await {
+            Outcome::Refused(Refusal::UnknownTool { name }) => {
+                error_result(format!("unknown tool \"{name}\"; tools/list names the tools this server offers"))
+            }
+            Outcome::Refused(refusal) => error_result(refusal.to_string()),
+            Outcome::Declined(out) => text_result(out),
+            Outcome::Halted(response) => response,
+            Outcome::Cancelled => error_result(format!("the call of \"{}\" was cancelled before it ran", request.name)),
+            Outcome::Ran(out) => text_result(out),
         }
-        let display = sanitize(&tool.tool().display(&input), PROMPT_LIMIT);
-        if let Some(trigger) = tool.gate_trigger() {
-            // MCP-9: a legacy session's capabilities are the ones it negotiated at initialize, not per-request
-            // metadata; a 2026-07-28 client declares them with each request.
-            let negotiated = context.peer.peer_info();
-            let capabilities = match (&negotiated, is_modern(&context)) {
-                (Some(info), false) => Some(info.capabilities.clone()),
-                (None, false) => None,
-                (_, true) => context.client_capabilities(),
-            };
-            match self.gated_behavior(capabilities.as_ref()) {
-                GatedBehavior::Asked if is_modern(&context) => match request.request_state.as_deref() {
-                    None => return self.ask_modern(&request, tool, &display, trigger),
-                    Some(state) => {
-                        if let Err((why, detail)) = self.judge_modern(&request, state) {
-                            return self.deny(why, tool, &display, detail.as_deref());
-                        }
-                    }
-                },
-                GatedBehavior::Asked => {
-                    if let Err((why, detail)) = self.ask_legacy(&context, &display, trigger).await {
-                        return self.deny(why, tool, &display, detail.as_deref());
-                    }
+    }
+
+    /// MCP-8..12: how a gated call is approved on this request's session.
+    async fn approve(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        tool: &SelectedTool,
+        display: &str,
+        trigger: &str,
+    ) -> Approval<CallToolResponse> {
+        // MCP-9: a legacy session's capabilities are the ones it negotiated at initialize, not per-request
+        // metadata; a 2026-07-28 client declares them with each request.
+        let negotiated = context.peer.peer_info();
+        let capabilities = match (&negotiated, is_modern(context)) {
+            (Some(info), false) => Some(info.capabilities.clone()),
+            (None, false) => None,
+            (_, true) => context.client_capabilities(),
+        };
+        let denied = |(why, detail): (Denial, Option<String>)| {
+            Approval::Declined(ToolOutput::error(self.denial(why, tool, display, detail.as_deref())))
+        };
+        match self.gated_behavior(capabilities.as_ref()) {
+            GatedBehavior::Asked if is_modern(context) => match request.request_state.as_deref() {
+                None => Approval::Halt(self.ask_modern(request, tool, display, trigger)),
+                Some(state) => self.judge_modern(request, state).map_or_else(denied, |()| Approval::Approved),
+            },
+            GatedBehavior::Asked => {
+                self.ask_legacy(context, display, trigger).await.map_or_else(denied, |()| Approval::Approved)
+            }
+            GatedBehavior::Refused => denied((Denial::CannotAsk, None)),
+            GatedBehavior::RunUngated | GatedBehavior::NoneGated => {
+                if self.confirm == ConfirmOverMcp::Auto {
+                    self.events.emit(&McpEvent::Warning(&Warning::UngatedOverMcp {
+                        tool: tool.spec().name().to_owned(),
+                        command: display.to_owned(),
+                        tag: trigger.to_owned(),
+                    }));
                 }
-                GatedBehavior::Refused => return self.deny(Denial::CannotAsk, tool, &display, None),
-                GatedBehavior::RunUngated | GatedBehavior::NoneGated => {
-                    if self.confirm == ConfirmOverMcp::Auto {
-                        self.events.emit(&McpEvent::Warning(&Warning::UngatedOverMcp {
-                            tool: name.to_owned(),
-                            command: display.clone(),
-                            tag: trigger.to_owned(),
-                        }));
-                    }
-                }
+                Approval::Approved
             }
         }
-        text_result(self.run(tool, &input, &display, &context.ct).await)
     }
 
     /// Protocol 2026-07-28, first round: record the call server-side and ask for approval in an
@@ -291,7 +285,8 @@ impl Shared {
         trigger: &str,
     ) -> CallToolResponse {
         let Some(key) = self.pending.open(&request.name, request.arguments.as_ref()) else {
-            return self.deny(Denial::Failed, tool, display, Some("too many approvals are already pending"));
+            let text = self.denial(Denial::Failed, tool, display, Some("too many approvals are already pending"));
+            return error_result(text);
         };
         let mut requests = InputRequests::new();
         requests.insert(
@@ -299,6 +294,36 @@ impl Shared {
             InputRequest::Elicitation(ElicitRequest::new(self.request(display, trigger))),
         );
         InputRequiredResult::new(Some(requests), Some(key)).into()
+    }
+}
+
+/// One `tools/call` request as a dispatch surface.
+struct McpSurface<'a> {
+    shared: &'a Shared,
+    request: &'a CallToolRequestParams,
+    context: &'a RequestContext<RoleServer>,
+    /// The display line, sanitized once (GATE-8): it reaches the client and the server log.
+    display: Option<String>,
+}
+
+impl McpSurface<'_> {
+    fn display(&mut self, raw: &str) -> String {
+        self.display.get_or_insert_with(|| sanitize(raw, PROMPT_LIMIT)).clone()
+    }
+}
+
+#[async_trait]
+impl Surface for McpSurface<'_> {
+    type Halt = CallToolResponse;
+
+    async fn approve(&mut self, call: &Gated<'_>) -> Approval<CallToolResponse> {
+        let display = self.display(call.display);
+        self.shared.approve(self.request, self.context, call.tool, &display, call.trigger).await
+    }
+
+    async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
+        let display = self.display(call.display());
+        self.shared.run(call, &display, &self.context.ct).await
     }
 }
 

@@ -6,7 +6,7 @@ use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
 use crate::operator::NoOperator;
 use crate::select::{Rule, SelectedTool, Selection, Toolset, is_valid_tool_name};
-use crate::source::fisk::ChildEnv;
+use crate::exec::ChildEnv;
 use crate::source::{ToolSource, checked_dir};
 use crate::tool::ToolKind;
 use crate::warning::Warning;

@@ -15,20 +15,20 @@
 mod argv;
 mod doc;
 mod model;
-mod process;
+
 mod walk;
 
 pub use argv::{ArgvError, CommandShape};
 pub use model::{AppModel, ArgModel, CmdModel, FlagModel};
-pub use process::{ChildEnv, PROVIDER_CREDENTIALS};
+
 
 use super::{Loaded, ToolSource};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::tool::{CallContext, ExecReport, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{CallContext, ExecReport, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use crate::warning::Warning;
 use async_trait::async_trait;
-use process::{Capture, RunError};
+use crate::exec::{self as process, Capture, ChildEnv, RunError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -312,6 +312,24 @@ impl std::fmt::Debug for CommandTool {
     }
 }
 
+/// A command's argv, mapped once by [`Tool::prepare`] and run by [`Tool::call`].
+struct Argv(Vec<String>);
+
+impl CommandTool {
+    /// The input validated against the schema and mapped (a call that did not come through the dispatch path).
+    fn checked_argv(&self, input: &ToolInput) -> std::result::Result<Vec<String>, ToolOutput> {
+        let name = self.spec.name();
+        let text = normalized(input);
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| ToolOutput::error(format!("tool \"{name}\": invalid JSON arguments: {e}")))?;
+        self.spec
+            .validate_input(&value)
+            .map_err(|e| ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")))?;
+        let shape = self.shape().map_err(|e| ToolOutput::error(format!("{e}; the command did not run")))?;
+        shape.argv(text).map_err(|e| ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")))
+    }
+}
+
 fn normalized(input: &ToolInput) -> &str {
     if input.is_null() { "{}" } else { input.as_str() }
 }
@@ -332,28 +350,28 @@ impl Tool for CommandTool {
         }
     }
 
-    async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
-        let name = self.spec.name();
-        let text = normalized(input);
-        let value: serde_json::Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => return ToolOutput::error(format!("tool \"{name}\": invalid JSON arguments: {e}")),
-        };
-        if let Err(e) = self.spec.validate_input(&value) {
-            return ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run"));
+    /// The argv is mapped once: the operator approves exactly the vector that runs.
+    fn prepare(&self, input: &ToolInput) -> Prepared {
+        match self.shape().map(|s| s.argv(normalized(input))) {
+            Ok(Ok(argv)) => Prepared::new(crate::gate::display_argv(&argv)).with_state(Argv(argv)),
+            _ => Prepared::new(format!("{} {}", self.spec.display_path(), input.as_str())),
         }
-        let shape = match self.shape() {
-            Ok(s) => s,
-            Err(e) => return ToolOutput::error(format!("{e}; the command did not run")),
-        };
-        let argv = match shape.argv(text) {
-            Ok(a) => a,
-            Err(e) => return ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")),
+    }
+
+    async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
+        let argv = match ctx.prepared::<Argv>() {
+            // The dispatch path validated the input and mapped it already.
+            Some(Argv(argv)) => std::borrow::Cow::Borrowed(argv),
+            // Called directly: argv is a security boundary, so the input is checked here instead.
+            None => match self.checked_argv(input) {
+                Ok(argv) => std::borrow::Cow::Owned(argv),
+                Err(out) => return out,
+            },
         };
         let command = argv.join(" ");
         let ran = process::run(
             &self.app.binary,
-            &argv,
+            &argv[..],
             &self.app.env,
             true,
             Capture::HeadTail,

@@ -4,85 +4,16 @@
 //! keeps its true arrival order. The child leads its own process group, which is killed on cancellation, timeout
 //! or drop. Captured output is bounded in memory whatever the child writes.
 
+use super::ChildEnv;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// Credential variables every provider compiled into this crate declares (PROV-16). They are removed from the
-/// environment of every child process, whichever provider is active.
-pub const PROVIDER_CREDENTIALS: &[&str] = &[
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_IDENTITY_TOKEN",
-    "ANTHROPIC_WEBHOOK_SIGNING_KEY",
-    "ANTHROPIC_CUSTOM_HEADERS",
-];
-
-/// The environment and working directory of child processes (EXEC-8, EXEC-9).
-///
-/// The child inherits this process's environment minus every credential variable, plus `LLMFORMAT=1`.
-///
-/// ```
-/// use fisk_ai::source::fisk::ChildEnv;
-///
-/// let env = ChildEnv::new().with_scrubbed("GITHUB_TOKEN");
-/// assert!(env.scrubbed().any(|n| n == "ANTHROPIC_API_KEY"));
-/// assert!(env.scrubbed().any(|n| n == "GITHUB_TOKEN"));
-/// ```
-#[derive(Debug, Clone)]
-pub struct ChildEnv {
-    scrub: Arc<[String]>,
-    working_dir: Option<PathBuf>,
-}
-
-impl Default for ChildEnv {
-    fn default() -> Self {
-        ChildEnv { scrub: PROVIDER_CREDENTIALS.iter().map(|s| (*s).to_owned()).collect(), working_dir: None }
-    }
-}
-
-impl ChildEnv {
-    /// Scrub the provider credentials; run in the process working directory.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Also remove the variable `name` (an operator-named credential, MCPI-4).
-    #[must_use]
-    pub fn with_scrubbed(mut self, name: impl Into<String>) -> Self {
-        let name = name.into();
-        if !self.scrub.contains(&name) {
-            let mut v = self.scrub.to_vec();
-            v.push(name);
-            self.scrub = v.into();
-        }
-        self
-    }
-
-    /// Run command tools in `dir`, with `PWD` set to it (EXEC-9). Introspection ignores this (TOOL-2).
-    #[must_use]
-    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.working_dir = Some(dir.into());
-        self
-    }
-
-    /// The variable names removed from the child environment.
-    pub fn scrubbed(&self) -> impl Iterator<Item = &str> {
-        self.scrub.iter().map(String::as_str)
-    }
-
-    /// The tool working directory, if set.
-    pub fn working_dir(&self) -> Option<&Path> {
-        self.working_dir.as_deref()
-    }
-}
 
 /// Output cap: whole output up to this size, else head + marker + tail (EXEC-12).
 pub(crate) const OUTPUT_CAP: usize = 65536;
@@ -123,7 +54,8 @@ pub(crate) enum RunError {
 }
 
 /// Bounded capture of a merged output stream: the first [`OUTPUT_CAP`] bytes, then a ring of the last [`HALF`].
-struct HeadTail {
+/// Memory stays within `OUTPUT_CAP + HALF` however much is pushed.
+pub(crate) struct HeadTail {
     head: Vec<u8>,
     ring: Vec<u8>,
     ring_pos: usize,
@@ -132,11 +64,11 @@ struct HeadTail {
 }
 
 impl HeadTail {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         HeadTail { head: Vec::new(), ring: Vec::new(), ring_pos: 0, ring_len: 0, total: 0 }
     }
 
-    fn push(&mut self, mut data: &[u8]) {
+    pub(crate) fn push(&mut self, mut data: &[u8]) {
         self.total += data.len() as u64;
         if self.head.len() < OUTPUT_CAP {
             let take = data.len().min(OUTPUT_CAP - self.head.len());
@@ -163,7 +95,8 @@ impl HeadTail {
         self.ring_len = (self.ring_len + data.len()).min(HALF);
     }
 
-    fn finish(self) -> (Vec<u8>, bool) {
+    /// The capture, and whether anything was cut.
+    pub(crate) fn finish(self) -> (Vec<u8>, bool) {
         if self.total <= OUTPUT_CAP as u64 {
             return (self.head, false);
         }
@@ -184,19 +117,25 @@ impl HeadTail {
 }
 
 /// Kills the process group when dropped while armed, so an abandoned call leaves nothing running.
-struct GroupGuard {
+#[derive(Debug)]
+pub(crate) struct GroupGuard {
     pgid: Option<Pid>,
 }
 
 impl GroupGuard {
-    fn kill(&mut self) {
+    /// Guard the group led by the child with `pid` (`None`: the child is already gone).
+    pub(crate) fn new(pid: Option<u32>) -> Self {
+        GroupGuard { pgid: pid.and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) }
+    }
+
+    pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.pgid {
             // ESRCH (group already gone) is fine.
             let _ = killpg(pgid, Signal::SIGKILL);
         }
     }
 
-    fn disarm(&mut self) {
+    pub(crate) fn disarm(&mut self) {
         self.pgid = None;
     }
 }
@@ -226,16 +165,11 @@ pub(crate) async fn run(
         .process_group(0)
         .kill_on_drop(true)
         .env("LLMFORMAT", "1");
-    for name in env.scrub.iter() {
-        cmd.env_remove(name);
-    }
-    if use_working_dir && let Some(dir) = &env.working_dir {
-        cmd.current_dir(dir).env("PWD", dir);
-    }
+    env.apply(cmd.as_std_mut(), use_working_dir);
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
     // The Command holds our copies of the pipe's write end; drop it or EOF never arrives.
     drop(cmd);
-    let mut guard = GroupGuard { pgid: child.id().map(|id| Pid::from_raw(id as i32)) };
+    let mut guard = GroupGuard::new(child.id());
     let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(RunError::Io)?;
 
     let far = Instant::now() + Duration::from_secs(86400 * 365);

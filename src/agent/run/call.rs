@@ -1,0 +1,152 @@
+//! LOOP-10 on the agent surface: one tool call through the [dispatch path](crate::dispatch), with the agent's
+//! approver (GATE-6..14: recorded answers, allowances, the `ConfirmGate`, the journal) and events.
+
+use super::{Dispatch, Ended, Run};
+use crate::agent::events::RunEvent;
+use crate::dispatch::{self, Approval, Gated, Outcome, Ready, Refusal, Surface};
+use crate::gate::{ConfirmRequest, Decision, DeclineReason, declined};
+use crate::llm::Block;
+use crate::select::SelectedTool;
+use crate::session::{ConfirmChoice, ConfirmRecord, Payload};
+use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput};
+use crate::warning::Warning;
+use async_trait::async_trait;
+use std::sync::Arc;
+
+/// What ends a call at the agent's gate instead of a result.
+pub(super) enum Halt {
+    /// The approval prompt was interrupted (GATE-12).
+    Abort,
+    /// The answer could not be journaled (SESS-33).
+    Failed(Ended),
+}
+
+/// The agent as a dispatch surface, for one call.
+struct AgentSurface<'r, 'a> {
+    run: &'r mut Run<'a>,
+    id: &'r str,
+}
+
+#[async_trait]
+impl Surface for AgentSurface<'_, '_> {
+    type Halt = Halt;
+
+    /// Selection decided that this tool may run and how it is gated; per-run state lives in the run's instance.
+    fn instance<'t>(&'t self, selected: &'t SelectedTool) -> &'t Arc<dyn Tool> {
+        let name = selected.spec().name();
+        self.run.run_tools.iter().find(|t| t.spec().name() == name).unwrap_or(selected.tool())
+    }
+
+    /// GATE-6 order: a recorded answer for this call (GATE-14), the allowance, no operator, cancelled, ask.
+    async fn approve(&mut self, call: &Gated<'_>) -> Approval<Halt> {
+        let (run, id) = (&mut *self.run, self.id);
+        let name = call.tool.spec().name();
+        let recorded = run.answers.get(id).copied();
+        if recorded.is_none() && run.approvals.is_allowed(name) {
+            return Approval::Approved;
+        }
+        let gate = &run.inner.gate;
+        let refusal = match recorded {
+            Some(ConfirmChoice::Once | ConfirmChoice::Always) => None,
+            Some(_) => Some(DeclineReason::Operator),
+            None if !gate.can_ask() => Some(DeclineReason::NoOperator),
+            None if run.options.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
+            None => {
+                let req = ConfirmRequest::new(name, call.tool.spec().display_path(), call.display, call.trigger);
+                // GATE-13: the answer is journaled before the command runs or the denial is recorded.
+                let choice = match gate.confirm(&req).await {
+                    Decision::Once => ConfirmChoice::Once,
+                    Decision::ForConversation => ConfirmChoice::Always,
+                    Decision::Abort => return Approval::Halt(Halt::Abort),
+                    _ => ConfirmChoice::Decline,
+                };
+                if run.checkpointed() {
+                    let answer = ConfirmRecord::answer(choice, id, name, call.display, call.trigger);
+                    if let Err(end) = run.record(Payload::Confirm(answer)).await {
+                        return Approval::Halt(Halt::Failed(end));
+                    }
+                }
+                match choice {
+                    ConfirmChoice::Once => None,
+                    ConfirmChoice::Always => {
+                        run.approvals.allow(name);
+                        run.emit(RunEvent::Allowed { name, command: &req.command });
+                        None
+                    }
+                    _ => Some(DeclineReason::Operator),
+                }
+            }
+        };
+        match refusal {
+            Some(reason) => Approval::Declined(declined(reason)),
+            None => Approval::Approved,
+        }
+    }
+
+    /// Never spawn for a cancelled run (the loop ends at its next check).
+    fn cancelled(&self) -> bool {
+        self.run.options.cancel.is_cancelled()
+    }
+
+    async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
+        let kind = call.tool().spec().kind();
+        self.run.emit(RunEvent::ToolCall { id: self.id, name: call.name(), kind, display: call.display() });
+        call.run(CallContext::new().with_cancel(self.run.options.cancel.child_token())).await
+    }
+}
+
+impl Run<'_> {
+    /// LOOP-10 for one call, then its result journaled (SESS-8) before the next call starts.
+    pub(super) async fn dispatch(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
+        // A cancelled checkpointed run stops between calls without recording anything for this one, so a resume
+        // runs it; nothing is spawned with an already-cancelled token.
+        if self.checkpointed() && self.options.cancel.is_cancelled() {
+            return Dispatch::Cancelled;
+        }
+        self.stats.tool_calls += 1;
+        let kind = self.inner.plan.toolset().get(name).map(|t| t.spec().kind());
+        let remote = kind == Some(ToolKind::Imported);
+        if remote {
+            self.stats.remote_tool_calls += 1;
+        }
+        let toolset = self.inner.plan.toolset();
+        let outcome = dispatch::dispatch(&mut AgentSurface { run: self, id }, toolset, name, input).await;
+        let block = match outcome {
+            Outcome::Refused(refusal) => {
+                self.refused(&refusal);
+                Block::tool_result(id, refusal.to_string(), true)
+            }
+            Outcome::Declined(out) => Block::tool_result(id, out.into_content(), false),
+            Outcome::Halted(Halt::Abort) => return Dispatch::Abort,
+            Outcome::Halted(Halt::Failed(end)) => return Dispatch::Failed(end),
+            Outcome::Cancelled if self.checkpointed() => return Dispatch::Cancelled,
+            Outcome::Cancelled => Block::tool_result(id, "not run: the run was cancelled", true),
+            Outcome::Ran(output) => {
+                // A call cut short by cancellation is not a result: a resume runs it again (at most once, SESS-15).
+                if self.options.cancel.is_cancelled() && self.checkpointed() {
+                    return Dispatch::Cancelled;
+                }
+                let kind = kind.unwrap_or(ToolKind::Custom);
+                self.emit(RunEvent::ToolResult { id, name, kind, output: &output });
+                let is_error = output.is_error();
+                Block::tool_result(id, output.into_content(), is_error)
+            }
+        };
+        match self.record_result(block, remote).await {
+            Ok(block) => Dispatch::Result(block),
+            Err(end) => Dispatch::Failed(end),
+        }
+    }
+
+    /// TOOL-21, LOOP-10, EXEC-3: the operator hears about a refused call; it has no call or result event.
+    fn refused(&self, refusal: &Refusal) {
+        let w = match refusal {
+            Refusal::UnknownTool { name } => Warning::UnknownTool { name: name.clone() },
+            Refusal::Missing(m) => Warning::MissingRequired { tool: m.tool.clone(), missing: m.missing.clone() },
+            Refusal::Invalid { tool, error, .. } => {
+                Warning::InvalidArguments { tool: tool.clone(), reason: error.to_string() }
+            }
+        };
+        self.emit(RunEvent::Warning(&w));
+    }
+}

@@ -1,0 +1,162 @@
+//! Steps 2-4 of the dispatch path: parse the input once, the required check (TOOL-18..21), then the whole schema
+//! (EXEC-3). Every refusal here happens before any operator is asked and before anything runs.
+
+use crate::tool::schema::{InputError, MissingRequired};
+use crate::tool::{ToolInput, ToolKind, ToolSpec};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Why a call was refused before the gate. Its `Display` is the text the model or client reads, the same on every
+/// surface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// No selected tool has this name.
+    UnknownTool {
+        /// The name the caller used.
+        name: String,
+    },
+    /// Required parameters are absent (TOOL-18..20).
+    Missing(MissingRequired),
+    /// The input is not valid for the schema: wrong type, unknown key, enum violation, duplicate key (EXEC-3).
+    Invalid {
+        /// The tool.
+        tool: String,
+        /// What is wrong, naming the property.
+        error: InputError,
+        /// Whether the tool runs a command (the text says "the command did not run").
+        command: bool,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::UnknownTool { name } => write!(f, "unknown tool \"{name}\""),
+            Refusal::Missing(m) => m.fmt(f),
+            Refusal::Invalid { tool, error, command } => {
+                let what = if *command { "command" } else { "tool" };
+                write!(f, "tool \"{tool}\": {error}; the {what} did not run")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Check `input` for `spec`: parsed once, required parameters, then the schema.
+pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<(), Refusal> {
+    let invalid = |error| Refusal::Invalid {
+        tool: spec.name().to_owned(),
+        error,
+        command: spec.kind() == ToolKind::Command,
+    };
+    let value = if input.is_null() { Value::Object(Map::new()) } else { parse_unique(input.as_str()).map_err(invalid)? };
+    if let Value::Object(map) = &value
+        && let Some(missing) = crate::tool::schema::missing_required_in(spec.name(), spec.input_schema(), map)
+    {
+        return Err(Refusal::Missing(missing));
+    }
+    if spec.input_schema().is_object() { spec.validate_input(&value).map_err(invalid) } else { Ok(()) }
+}
+
+/// Parse JSON text, refusing a duplicate key at any depth: a validator keeps only the last of two keys while other
+/// readers may keep the first, so what was validated and what is used could differ.
+pub(crate) fn parse_unique(text: &str) -> Result<Value, InputError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = UniqueValue.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    value.map_err(|e| {
+        let message = e.to_string();
+        let property = message
+            .strip_prefix("duplicate property \"")
+            .and_then(|rest| rest.split('"').next())
+            .map(str::to_owned);
+        InputError::new(property, format!("invalid arguments: {message}"))
+    })
+}
+
+struct UniqueValue;
+
+impl<'de> DeserializeSeed<'de> for UniqueValue {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(v) = seq.next_element_seed(UniqueValue)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!("duplicate property \"{key}\"")));
+            }
+            let value = map.next_value_seed(UniqueValue)?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_keys_are_refused_at_any_depth_and_named() {
+        for (text, property) in [(r#"{"a":1,"a":2}"#, "a"), (r#"{"o":{"b":1,"b":1}}"#, "b"), (r#"[{"c":1,"c":2}]"#, "c")] {
+            let err = parse_unique(text).unwrap_err();
+            assert_eq!(err.property(), Some(property), "{text}");
+            assert!(err.to_string().contains(&format!("duplicate property \"{property}\"")), "{err}");
+        }
+        assert_eq!(parse_unique(r#"{"a":{"a":1},"b":[1,2.5,"x",null,true]}"#).unwrap()["b"][1], 2.5);
+    }
+}

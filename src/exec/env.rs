@@ -1,0 +1,95 @@
+//! The child environment (EXEC-8, EXEC-9): what every spawned process inherits.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Credential variables every provider compiled into this crate declares (PROV-16). They are removed from the
+/// environment of every child process, whichever provider is active.
+pub const PROVIDER_CREDENTIALS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+    "ANTHROPIC_CUSTOM_HEADERS",
+];
+
+/// The environment and working directory of child processes (EXEC-8, EXEC-9).
+///
+/// The child inherits this process's environment minus every credential variable, plus `LLMFORMAT=1`.
+///
+/// ```
+/// use fisk_ai::exec::ChildEnv;
+///
+/// let env = ChildEnv::new().with_scrubbed("GITHUB_TOKEN");
+/// assert!(env.scrubbed().any(|n| n == "ANTHROPIC_API_KEY"));
+/// assert!(env.scrubbed().any(|n| n == "GITHUB_TOKEN"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ChildEnv {
+    scrub: Arc<[String]>,
+    working_dir: Option<PathBuf>,
+}
+
+impl Default for ChildEnv {
+    fn default() -> Self {
+        ChildEnv { scrub: PROVIDER_CREDENTIALS.iter().map(|s| (*s).to_owned()).collect(), working_dir: None }
+    }
+}
+
+impl ChildEnv {
+    /// Scrub the provider credentials; run in the process working directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also remove the variable `name` (an operator-named credential, MCPI-4).
+    #[must_use]
+    pub fn with_scrubbed(mut self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        if !self.scrub.contains(&name) {
+            let mut v = self.scrub.to_vec();
+            v.push(name);
+            self.scrub = v.into();
+        }
+        self
+    }
+
+    /// Run command tools in `dir`, with `PWD` set to it (EXEC-9). Introspection ignores this (TOOL-2).
+    #[must_use]
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// The variable names removed from the child environment.
+    pub fn scrubbed(&self) -> impl Iterator<Item = &str> {
+        self.scrub.iter().map(String::as_str)
+    }
+
+    /// The tool working directory, if set.
+    pub fn working_dir(&self) -> Option<&Path> {
+        self.working_dir.as_deref()
+    }
+
+    /// The scrub set grown by `names` (the credentials sources and providers declare).
+    #[must_use]
+    pub fn with_scrubbed_all<I, S>(self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        names.into_iter().fold(self, |env, n| env.with_scrubbed(n))
+    }
+
+    /// Remove every scrubbed name from `cmd`'s environment, and, with `use_working_dir`, run it in the working
+    /// directory with `PWD` set to it.
+    pub(crate) fn apply(&self, cmd: &mut std::process::Command, use_working_dir: bool) {
+        for name in self.scrub.iter() {
+            cmd.env_remove(name);
+        }
+        if use_working_dir && let Some(dir) = &self.working_dir {
+            cmd.current_dir(dir).env("PWD", dir);
+        }
+    }
+}
+
