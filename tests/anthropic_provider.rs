@@ -9,12 +9,12 @@ mod fake_anthropic;
 
 use fake_anthropic::{FakeAnthropic, Received, Reply, fixture_bytes, fixture_json};
 use fisk_ai::async_trait;
+use fisk_ai::exec::PROVIDER_CREDENTIALS;
 use fisk_ai::llm::anthropic::{AnthropicProvider, WireError, WireObserver, WireRequest, WireResponse, WireRetry};
 use fisk_ai::llm::{
     Block, CacheMode, Message, ModelProvider, ProviderErrorKind, Request, Response, Role, StopReason, ToolPlan,
 };
 use fisk_ai::select::Selection;
-use fisk_ai::exec::PROVIDER_CREDENTIALS;
 use fisk_ai::source::fisk::{AppModel, FiskApp};
 use fisk_ai::tool::{CallContext, Origin, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use serde_json::value::RawValue;

@@ -8,7 +8,8 @@ mod call;
 use crate::gate::Approvals;
 use crate::llm::{Block, CacheMode, Message, Request, Role, StopReason};
 use crate::session::{
-    AssistantRecord, ConfirmChoice, JournalWriter, Payload, Pending, Record, SessionId, TerminalRecord, ToolResultRecord,
+    AssistantRecord, ConfirmChoice, JournalWriter, Payload, Pending, Record, SessionId, TerminalRecord,
+    ToolResultRecord,
 };
 use crate::tool::{Tool, ToolInput};
 use crate::warning::Warning;

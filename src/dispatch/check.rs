@@ -47,12 +47,10 @@ impl std::error::Error for Refusal {}
 
 /// Check `input` for `spec`: parsed once, required parameters, then the schema.
 pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<(), Refusal> {
-    let invalid = |error| Refusal::Invalid {
-        tool: spec.name().to_owned(),
-        error,
-        command: spec.kind() == ToolKind::Command,
-    };
-    let value = if input.is_null() { Value::Object(Map::new()) } else { parse_unique(input.as_str()).map_err(invalid)? };
+    let invalid =
+        |error| Refusal::Invalid { tool: spec.name().to_owned(), error, command: spec.kind() == ToolKind::Command };
+    let value =
+        if input.is_null() { Value::Object(Map::new()) } else { parse_unique(input.as_str()).map_err(invalid)? };
     if let Value::Object(map) = &value
         && let Some(missing) = crate::tool::schema::missing_required_in(spec.name(), spec.input_schema(), map)
     {
@@ -68,12 +66,28 @@ pub(crate) fn parse_unique(text: &str) -> Result<Value, InputError> {
     let value = UniqueValue.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
     value.map_err(|e| {
         let message = e.to_string();
-        let property = message
-            .strip_prefix("duplicate property \"")
-            .and_then(|rest| rest.split('"').next())
-            .map(str::to_owned);
-        InputError::new(property, format!("invalid arguments: {message}"))
+        match message.strip_prefix("duplicate property \"").and_then(|rest| rest.split('"').next()) {
+            Some(key) => duplicate(key),
+            None => InputError::new(None, format!("invalid arguments: {message}")),
+        }
     })
+}
+
+/// The refusal of a duplicate key, the same text on every surface (the MCP transport finds them in the body
+/// before its JSON-RPC layer keeps only the last).
+pub(crate) fn duplicate(key: &str) -> InputError {
+    InputError::new(Some(key.to_owned()), format!("invalid arguments: duplicate property \"{key}\""))
+}
+
+impl Refusal {
+    /// A duplicate `key` in a call of `spec`.
+    pub(crate) fn duplicate(spec: &ToolSpec, key: &str) -> Self {
+        Refusal::Invalid {
+            tool: spec.name().to_owned(),
+            error: duplicate(key),
+            command: spec.kind() == ToolKind::Command,
+        }
+    }
 }
 
 struct UniqueValue;
@@ -152,7 +166,9 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_refused_at_any_depth_and_named() {
-        for (text, property) in [(r#"{"a":1,"a":2}"#, "a"), (r#"{"o":{"b":1,"b":1}}"#, "b"), (r#"[{"c":1,"c":2}]"#, "c")] {
+        for (text, property) in
+            [(r#"{"a":1,"a":2}"#, "a"), (r#"{"o":{"b":1,"b":1}}"#, "b"), (r#"[{"c":1,"c":2}]"#, "c")]
+        {
             let err = parse_unique(text).unwrap_err();
             assert_eq!(err.property(), Some(property), "{text}");
             assert!(err.to_string().contains(&format!("duplicate property \"{property}\"")), "{err}");

@@ -64,6 +64,7 @@
 mod check;
 
 pub use check::Refusal;
+pub(crate) use check::parse_unique;
 
 use crate::select::{SelectedTool, Toolset};
 use crate::tool::{CallContext, Prepared, Tool, ToolInput, ToolOutput};

@@ -92,4 +92,3 @@ impl ChildEnv {
         }
     }
 }
-

@@ -14,8 +14,8 @@ use crate::llm::{http_debug as debug, retry};
 
 use crate::config::{check_http_url, format_duration};
 use crate::error::{Error, ErrorKind};
-use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan};
 use crate::exec::PROVIDER_CREDENTIALS;
+use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan};
 use async_trait::async_trait;
 use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};

@@ -4,12 +4,12 @@
 use super::confirm::{self, INPUT_KEY, PendingApprovals};
 use super::events::{Denial, GatedBehavior, McpEvent, McpEventSink};
 use crate::config::{ConfirmOverMcp, format_duration};
-use crate::gate::{PROMPT_LIMIT, sanitize};
 use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
+use crate::gate::{PROMPT_LIMIT, sanitize};
 use crate::select::{SelectedTool, Toolset};
-use async_trait::async_trait;
 use crate::tool::{CallContext, ToolInput, ToolOutput};
 use crate::warning::Warning;
+use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, DiscoverResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, InitializeRequestParams, InitializeResult,
@@ -220,6 +220,14 @@ impl Shared {
             Some(args) => ToolInput::from_map(args),
             None => ToolInput::empty(),
         };
+        // A key the client repeated, found by the HTTP layer before JSON-RPC decoding kept only the last.
+        let duplicate = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<super::http::DuplicateArgument>());
+        if let (Some(super::http::DuplicateArgument(key)), Some(tool)) = (duplicate, self.tools.get(&request.name)) {
+            return error_result(Refusal::duplicate(tool.spec(), key).to_string());
+        }
         let mut surface = McpSurface { shared: self, request: &request, context: &context, display: None };
         match dispatch(&mut surface, &self.tools, &request.name, &input).await {
             Outcome::Refused(Refusal::UnknownTool { name }) => {

@@ -4,9 +4,9 @@
 use crate::builtin::{BuiltinEnv, BuiltinRegistry};
 use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
+use crate::exec::ChildEnv;
 use crate::operator::NoOperator;
 use crate::select::{Rule, SelectedTool, Selection, Toolset, is_valid_tool_name};
-use crate::exec::ChildEnv;
 use crate::source::{ToolSource, checked_dir};
 use crate::tool::ToolKind;
 use crate::warning::Warning;

@@ -21,14 +21,13 @@ mod walk;
 pub use argv::{ArgvError, CommandShape};
 pub use model::{AppModel, ArgModel, CmdModel, FlagModel};
 
-
 use super::{Loaded, ToolSource};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::exec::{self as process, Capture, ChildEnv, RunError};
 use crate::tool::{CallContext, ExecReport, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use crate::warning::Warning;
 use async_trait::async_trait;
-use crate::exec::{self as process, Capture, ChildEnv, RunError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
