@@ -6,6 +6,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
+mod assemble;
 pub mod builtin;
 pub mod config;
 pub mod dispatch;

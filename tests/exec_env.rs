@@ -29,6 +29,28 @@ const OPERATOR_CREDENTIAL: &str = "MY_SERVICE_TOKEN";
 /// A credential a host's provider factory declares (PROV-16: every registered provider's names are scrubbed).
 const HOST_PROVIDER_CREDENTIAL: &str = "HOST_PROVIDER_TOKEN";
 
+/// A credential a tool source declares (an MCP server's `bearer_token_env`, say): scrubbed from every child the
+/// pipeline starts, the configured application's introspection included, though this source starts none.
+const SOURCE_CREDENTIAL: &str = "IMPORTED_SERVICE_TOKEN";
+
+/// A source with no tools that owns a credential variable.
+struct DeclaringSource;
+
+#[fisk_ai::async_trait]
+impl ToolSource for DeclaringSource {
+    fn name(&self) -> &str {
+        "declaring"
+    }
+
+    fn credentials(&self) -> Vec<String> {
+        vec![SOURCE_CREDENTIAL.to_owned()]
+    }
+
+    async fn load(&self) -> fisk_ai::Result<fisk_ai::source::Loaded> {
+        Ok(fisk_ai::source::Loaded::default())
+    }
+}
+
 /// A registered, never-built provider that declares a credential.
 struct HostProvider;
 
@@ -68,7 +90,7 @@ fn assert_scrubbed(env: &[String], extra: &[&str], what: &str) {
 fn invariant_4_exec_8_prov_16_tool_2_no_child_sees_a_credential_variable() {
     // SAFETY: this test binary holds one test, and no other thread runs yet.
     unsafe {
-        for name in SPEC_CREDENTIALS.iter().chain(&[OPERATOR_CREDENTIAL, HOST_PROVIDER_CREDENTIAL]) {
+        for name in SPEC_CREDENTIALS.iter().chain(&[OPERATOR_CREDENTIAL, HOST_PROVIDER_CREDENTIAL, SOURCE_CREDENTIAL]) {
             std::env::set_var(name, format!("secret-{name}"));
         }
         std::env::set_var("ANTHROPIC_BASE_URL", "http://127.0.0.1:9");
@@ -105,12 +127,29 @@ fn invariant_4_exec_8_prov_16_tool_2_no_child_sees_a_credential_variable() {
             .config(config)
             .provider_arc(provider)
             .provider_factory(HostProvider)
+            .source(DeclaringSource)
             .build()
             .await
             .unwrap();
-        assert_scrubbed(&dumped(dir.path(), "introspect.env"), &[HOST_PROVIDER_CREDENTIAL], "agent introspection");
+        let declared = [HOST_PROVIDER_CREDENTIAL, SOURCE_CREDENTIAL];
+        assert_scrubbed(&dumped(dir.path(), "introspect.env"), &declared, "agent introspection");
         let outcome = agent.run("x", RunOptions::default()).await;
         assert_eq!(outcome.reason, TerminalReason::Completed, "{:?}", outcome.error);
-        assert_scrubbed(&dumped(dir.path(), "command.env"), &[HOST_PROVIDER_CREDENTIAL], "agent command");
+        assert_scrubbed(&dumped(dir.path(), "command.env"), &declared, "agent command");
+
+        // The MCP server assembles through the same pipeline: its introspection child gets the same scrub set.
+        #[cfg(feature = "mcp")]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let bin = fake_app(dir.path(), "envdump");
+            let config = fisk_ai::Config::from_yaml_str(&format!(
+                "identity: e\napplication_path: {}\nexpose:\n  agent:\n    mcp: {{}}\n",
+                bin.display()
+            ))
+            .unwrap();
+            let server = fisk_ai::serve::mcp::McpServer::builder().config(config).source(DeclaringSource).build().await;
+            server.unwrap_or_else(|e| panic!("{e}"));
+            assert_scrubbed(&dumped(dir.path(), "introspect.env"), &[SOURCE_CREDENTIAL], "MCP introspection");
+        }
     });
 }

@@ -190,8 +190,10 @@ fn sel_14_builtin_or_custom_taking_a_command_name_aborts_before_filters() {
     assert!(err.to_string().contains("a custom tool and a built-in tool"), "{err}");
     let err = Selection::new().apply(vec![plain("x", ToolKind::Custom), plain("x", ToolKind::Custom)]).unwrap_err();
     assert!(err.to_string().contains("two custom tools are both named \"x\""), "{err}");
+    // Two imported tools of one name are prefixed with their alias (IMPORT-5); under one alias they still collide.
     let err = Selection::new().apply(vec![plain("x", ToolKind::Imported), plain("x", ToolKind::Imported)]).unwrap_err();
-    assert!(err.to_string().contains("two imported tools are both named \"x\""), "{err}");
+    assert!(err.to_string().contains("\"hub_x\" (source hub, source hub)"), "{err}");
+    assert!(err.to_string().contains("distinct aliases"), "{err}");
 }
 
 #[test]

@@ -81,6 +81,16 @@ impl ChildEnv {
         names.into_iter().fold(self, |env, n| env.with_scrubbed(n))
     }
 
+    /// This environment with `other`'s scrub set added, and `other`'s working directory when this one has none.
+    #[must_use]
+    pub fn merged(&self, other: &ChildEnv) -> Self {
+        let mut env = self.clone().with_scrubbed_all(other.scrubbed().map(str::to_owned));
+        if env.working_dir.is_none() {
+            env.working_dir.clone_from(&other.working_dir);
+        }
+        env
+    }
+
     /// Remove every scrubbed name from `cmd`'s environment, and, with `use_working_dir`, run it in the working
     /// directory with `PWD` set to it.
     pub(crate) fn apply(&self, cmd: &mut std::process::Command, use_working_dir: bool) {

@@ -37,6 +37,7 @@
 //! # }
 //! ```
 
+mod backend;
 mod file;
 mod format;
 mod in_memory;
@@ -45,6 +46,7 @@ mod rules;
 mod session;
 mod tools;
 
+pub use backend::{FileMemoryBackend, MemoryBackend, MemoryBackends, MemorySettings};
 pub use file::FileMemoryStore;
 pub use format::{decode, encode};
 pub use in_memory::InMemoryStore;

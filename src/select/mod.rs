@@ -1,14 +1,17 @@
 //! The deny-then-select pipeline (SPEC section 4) and its output, the [`Toolset`].
 //!
 //! 1. Every tool tagged `ai:deny` is removed, always and first; no rule can bring it back (SEL-2).
-//! 2. Names are checked: a built-in or custom tool may not take a command's name (SEL-14), custom tools may not
-//!    collide with anything (OVR-8), and a name no model can address is skipped with a warning.
+//! 2. Imported tools get their final names (`<alias>_<name>` when a command or built-in holds the name or several
+//!    importing sources expose it, IMPORT-5). Names are checked: a built-in or custom tool may not take a command's
+//!    name (SEL-14), custom tools may not collide with anything (OVR-8), and a name no model can address is skipped
+//!    with a warning (IMPORT-6).
 //! 3. `include`, when it has entries, keeps only matching tools (SEL-3).
 //! 4. `exclude`, when it has entries, removes matching tools (SEL-4).
 //!
 //! The same [`Toolset`] feeds the agent loop, the MCP server and A2A, so selection, naming, schemas and gating
 //! never drift between them.
 
+mod naming;
 mod rule;
 mod toolset;
 
@@ -122,8 +125,10 @@ impl Selection {
         let mut warnings = Vec::new();
 
         // Step 1, always first: strip ai:deny.
-        let mut kept: Vec<Arc<dyn Tool>> =
+        let kept: Vec<Arc<dyn Tool>> =
             candidates.into_iter().filter(|t| !t.spec().tags().contains(tags::DENY)).collect();
+        // Final naming of imported tools, over what survived the strip (IMPORT-5, IMPORT-6).
+        let mut kept = naming::final_names(kept)?;
 
         // Step 2: names.
         let mut seen: HashMap<&str, ToolKind> = HashMap::with_capacity(kept.len());

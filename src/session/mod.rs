@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backend;
 mod file;
 mod fingerprint;
 mod fold;
@@ -27,6 +28,7 @@ mod store;
 mod terminal;
 mod time;
 
+pub use backend::{FileSessionBackend, SessionBackend, SessionBackends, SessionSettings};
 pub use file::FileSessionStore;
 #[cfg(feature = "mcp")]
 pub(crate) use fingerprint::write_canonical;

@@ -6,6 +6,7 @@
 pub mod fisk;
 
 use crate::error::Result;
+use crate::exec::ChildEnv;
 use crate::tool::{Origin, Tool};
 use crate::warning::Warning;
 use async_trait::async_trait;
@@ -80,28 +81,42 @@ pub trait ToolSource: Send + Sync {
         Origin::Local
     }
 
+    /// Credential variable names this source owns (a bearer token variable, say). The assembly pipeline scrubs
+    /// them, with every provider's, from every child process it starts, introspection included (EXEC-8). None by
+    /// default.
+    fn credentials(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Load the tools. An error fails the agent build.
     async fn load(&self) -> Result<Loaded>;
+
+    /// Load the tools as the assembly pipeline does: `ctx` carries the child environment (the scrub set of every
+    /// attached provider and source), fixed before the first source loads. A source that starts processes uses
+    /// it; the default ignores it and calls [`load`](ToolSource::load).
+    async fn load_with(&self, ctx: &LoadContext) -> Result<Loaded> {
+        let _ = ctx;
+        self.load().await
+    }
 }
 
-/// Load the configured application (first, when `application_path` is set, running with `env`) and then every
-/// other source, once each: the one loading path the agent and the MCP server share. Warnings are appended.
-pub(crate) async fn load_all(
-    config: &crate::Config,
-    mut sources: Vec<Arc<dyn ToolSource>>,
-    env: crate::exec::ChildEnv,
-    warnings: &mut Vec<Warning>,
-) -> Result<Vec<Arc<dyn Tool>>> {
-    if let Some(app) = fisk::FiskApp::from_config(config) {
-        sources.insert(0, Arc::new(app.with_env(env)));
+/// What the assembly pipeline hands every source at load time.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct LoadContext {
+    env: ChildEnv,
+}
+
+impl LoadContext {
+    /// A context whose children get `env`.
+    pub fn new(env: ChildEnv) -> Self {
+        LoadContext { env }
     }
-    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-    for source in &sources {
-        let loaded = source.load().await?;
-        tools.extend(loaded.tools);
-        warnings.extend(loaded.warnings);
+
+    /// The environment of every child process a source starts.
+    pub fn env(&self) -> &ChildEnv {
+        &self.env
     }
-    Ok(tools)
 }
 
 /// OVR-6: a directory option, when set, must be an absolute path to an existing directory.

@@ -172,6 +172,12 @@ impl ToolSpec {
         self
     }
 
+    /// The same spec under another name (final naming of imported tools, IMPORT-5).
+    pub(crate) fn renamed(mut self, name: String) -> Self {
+        self.name = name;
+        self
+    }
+
     /// The final name the model addresses the tool by.
     pub fn name(&self) -> &str {
         &self.name

@@ -1,13 +1,13 @@
 //! The served tool set (MCP-1, MCP-7, MCP-20, MCP-21): the agent's own loading and selection pipeline, then only
 //! command tools and MCP-servable `harness.tools` built-ins, narrowed by `expose.agent.tools`.
 
+use crate::assemble;
 use crate::builtin::{BuiltinEnv, BuiltinRegistry};
 use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
-use crate::exec::ChildEnv;
 use crate::operator::NoOperator;
-use crate::select::{Rule, SelectedTool, Selection, Toolset, is_valid_tool_name};
-use crate::source::{ToolSource, checked_dir};
+use crate::select::{Rule, SelectedTool, Toolset, is_valid_tool_name};
+use crate::source::ToolSource;
 use crate::tool::ToolKind;
 use crate::warning::Warning;
 use std::collections::HashSet;
@@ -20,6 +20,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) registry: &'a BuiltinRegistry,
     pub(crate) toolset: Option<Toolset>,
     pub(crate) working_dir: Option<&'a Path>,
+    /// Credential variables scrubbed from every child (PROV-16).
+    pub(crate) credentials: Vec<String>,
 }
 
 /// Validate `config` for MCP (lenient, MCP-1), select its tools as a run would, and keep what MCP may serve.
@@ -35,17 +37,14 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     let selected = match inputs.toolset {
         Some(toolset) => toolset,
         None => {
-            let mut env = ChildEnv::new();
-            if let Some(dir) = checked_dir("tool working directory", inputs.working_dir)? {
-                env = env.with_working_dir(dir);
-            }
-            let mut candidates = crate::source::load_all(config, inputs.sources, env, &mut warnings).await?;
+            // PROV-16: no provider runs here, but every registered one's credentials stay out of every child.
+            let credentials = inputs.credentials;
+            let pipeline = assemble::Inputs { sources: inputs.sources, credentials, working_dir: inputs.working_dir };
+            let mut candidates = assemble::load(config, pipeline, &mut warnings).await?;
             // MCP-20: built-ins served over MCP can reach no operator.
             let env = BuiltinEnv::new(config, Arc::new(NoOperator))?;
             candidates.extend(inputs.registry.build_enabled(config, &env)?);
-            let toolset = Selection::from_config(config)?.apply(candidates)?;
-            warnings.extend(toolset.warnings().iter().cloned());
-            toolset
+            candidates.select(config, &mut warnings)?
         }
     };
     // MCP-21: agent-only tools have no effect here.

@@ -392,6 +392,7 @@ impl McpServerBuilder {
                 registry: &self.registry,
                 toolset: self.toolset,
                 working_dir: self.working_dir.as_deref(),
+                credentials: crate::llm::ProviderRegistry::with_defaults().credentials(),
             },
         )
         .await?;

@@ -274,6 +274,11 @@ impl ToolSource for FiskApp {
         let output = self.introspect_bytes().await?;
         self.tools_from_slice(&output)
     }
+
+    /// Introspection and every call run with the pipeline's scrub set added to this source's own.
+    async fn load_with(&self, ctx: &super::LoadContext) -> Result<Loaded> {
+        self.clone().with_env(self.env.merged(ctx.env())).load().await
+    }
 }
 
 /// What every tool of one application shares.

@@ -1,0 +1,149 @@
+//! Memory backends resolved by name (`harness.memory.backend`, MEM-18) from a registry a host can extend.
+
+use super::{FileMemoryStore, MemoryStore};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What a [`MemoryBackend`] gets to open its store.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct MemorySettings<'a> {
+    /// The configuration; `harness.memory.options` holds the backend's options.
+    pub config: &'a Config,
+    /// The agent's identity (CFG-5), which names the default store.
+    pub identity: &'a str,
+    /// Where relative store paths resolve (OVR-6), when the host set one.
+    pub store_base: Option<&'a Path>,
+    /// The process working directory when the agent was built.
+    pub working_dir: &'a Path,
+}
+
+impl<'a> MemorySettings<'a> {
+    /// Settings for `config` under `identity`, resolving relative paths against `working_dir`.
+    pub fn new(config: &'a Config, identity: &'a str, working_dir: &'a Path) -> Self {
+        MemorySettings { config, identity, store_base: None, working_dir }
+    }
+
+    /// Resolve relative store paths under `base` instead.
+    #[must_use]
+    pub fn with_store_base(mut self, base: Option<&'a Path>) -> Self {
+        self.store_base = base;
+        self
+    }
+}
+
+/// Opens the memory store a backend name stands for.
+///
+/// ```
+/// use fisk_ai::async_trait;
+/// use fisk_ai::memory::{InMemoryStore, MemoryBackend, MemoryBackends, MemorySettings, MemoryStore};
+/// use std::sync::Arc;
+///
+/// /// "file" replaced by a process-local store, e.g. for tests of a host.
+/// struct Scratch;
+///
+/// #[async_trait]
+/// impl MemoryBackend for Scratch {
+///     fn name(&self) -> &str {
+///         "file"
+///     }
+///     async fn open(&self, _settings: &MemorySettings<'_>) -> fisk_ai::Result<Arc<dyn MemoryStore>> {
+///         Ok(Arc::new(InMemoryStore::new()))
+///     }
+/// }
+///
+/// let mut backends = MemoryBackends::with_defaults();
+/// backends.register(Arc::new(Scratch));
+/// assert_eq!(backends.names().collect::<Vec<_>>(), ["file"]);
+/// ```
+#[async_trait]
+pub trait MemoryBackend: Send + Sync {
+    /// The `harness.memory.backend` name.
+    fn name(&self) -> &str;
+
+    /// Open (or bind) the store; an error fails the agent build.
+    async fn open(&self, settings: &MemorySettings<'_>) -> Result<Arc<dyn MemoryStore>>;
+}
+
+/// The `file` backend: one Markdown file per entry (MEM-19..21).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FileMemoryBackend;
+
+#[async_trait]
+impl MemoryBackend for FileMemoryBackend {
+    fn name(&self) -> &str {
+        "file"
+    }
+
+    async fn open(&self, s: &MemorySettings<'_>) -> Result<Arc<dyn MemoryStore>> {
+        let options = &s.config.harness.memory.options;
+        Ok(Arc::new(FileMemoryStore::from_config(options, s.identity, s.store_base, s.working_dir)))
+    }
+}
+
+/// Memory backends by name.
+#[derive(Clone)]
+pub struct MemoryBackends {
+    backends: BTreeMap<String, Arc<dyn MemoryBackend>>,
+}
+
+impl std::fmt::Debug for MemoryBackends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.backends.keys()).finish()
+    }
+}
+
+impl Default for MemoryBackends {
+    fn default() -> Self {
+        Self::with_defaults()
+    }
+}
+
+impl MemoryBackends {
+    /// No backends.
+    pub fn empty() -> Self {
+        MemoryBackends { backends: BTreeMap::new() }
+    }
+
+    /// The backends this build ships: `file`.
+    pub fn with_defaults() -> Self {
+        let mut r = Self::empty();
+        r.register(Arc::new(FileMemoryBackend));
+        r
+    }
+
+    /// Add `backend`, replacing one of the same name.
+    pub fn register(&mut self, backend: Arc<dyn MemoryBackend>) {
+        self.backends.insert(backend.name().to_owned(), backend);
+    }
+
+    /// The backend registered as `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn MemoryBackend>> {
+        self.backends.get(name)
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.backends.keys().map(String::as_str)
+    }
+
+    /// Open the store `harness.memory.backend` names. An unregistered name is a configuration error naming the
+    /// key and the names this build has.
+    pub async fn open(&self, settings: &MemorySettings<'_>) -> Result<Arc<dyn MemoryStore>> {
+        let name = settings.config.harness.memory.backend.as_str();
+        match self.get(name) {
+            Some(backend) => backend.open(settings).await,
+            None => Err(Error::config_key(
+                "harness.memory.backend",
+                format!(
+                    "harness.memory.backend: no memory backend \"{name}\" in this build (available: {})",
+                    self.names().collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Final naming of imported tools (IMPORT-5, IMPORT-6, MCPI-7): one namespace for every `remote_tools` host and
+//! `mcp_servers` entry.
+//!
+//! An imported tool keeps its bare name unless a command tool or built-in holds that name, or more than one
+//! importing source exposes it; then it becomes `<alias>_<name>`. The decision looks only at the whole candidate
+//! set, never at discovery order.
+
+use crate::error::{Error, Result};
+use crate::tool::{CallContext, Origin, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use async_trait::async_trait;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The alias an imported tool's source gave it, if it has one.
+fn alias(spec: &ToolSpec) -> Option<&str> {
+    match spec.origin() {
+        Origin::Remote { alias } | Origin::Mcp { alias } => Some(alias),
+        Origin::Local => None,
+    }
+}
+
+/// Rename imported tools where IMPORT-5 says so. Fails when final names still collide among imported tools
+/// (IMPORT-6), naming them and suggesting a distinct alias.
+pub(crate) fn final_names(candidates: Vec<Arc<dyn Tool>>) -> Result<Vec<Arc<dyn Tool>>> {
+    let held: HashSet<&str> = candidates
+        .iter()
+        .map(|t| t.spec())
+        .filter(|s| matches!(s.kind(), ToolKind::Command | ToolKind::Builtin))
+        .map(ToolSpec::name)
+        .collect();
+    // Counted per tool, not per alias: two sources sharing an alias both expose the name too.
+    let mut exposers: HashMap<&str, usize> = HashMap::new();
+    for spec in candidates.iter().map(|t| t.spec()).filter(|s| s.kind() == ToolKind::Imported) {
+        *exposers.entry(spec.name()).or_default() += 1;
+    }
+    let prefixed: HashSet<String> = exposers
+        .iter()
+        .filter(|(name, count)| held.contains(**name) || **count > 1)
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    let mut finals: HashSet<String> = HashSet::new();
+    let renamed: Vec<Arc<dyn Tool>> = candidates
+        .into_iter()
+        .map(|t| {
+            let spec = t.spec();
+            if spec.kind() != ToolKind::Imported || !prefixed.contains(spec.name()) {
+                return t;
+            }
+            let name = format!("{}_{}", alias(spec).unwrap_or("imported"), spec.name());
+            finals.insert(name.clone());
+            Arc::new(Renamed { spec: spec.clone().renamed(name), inner: t }) as Arc<dyn Tool>
+        })
+        .collect();
+    still_colliding(&renamed, &finals)?;
+    Ok(renamed)
+}
+
+/// IMPORT-6: prefixed tools whose final names still collide, with each other or with any other tool. Other
+/// collisions get the selection's own messages.
+fn still_colliding(tools: &[Arc<dyn Tool>], finals: &HashSet<String>) -> Result<()> {
+    let mut by_name: HashMap<&str, Vec<&ToolSpec>> = HashMap::new();
+    for t in tools {
+        by_name.entry(t.spec().name()).or_default().push(t.spec());
+    }
+    let mut clashes: Vec<String> = by_name
+        .iter()
+        .filter(|(name, specs)| specs.len() > 1 && finals.contains(**name))
+        .map(|(name, specs)| {
+            let from: Vec<String> = specs
+                .iter()
+                .map(|s| match alias(s) {
+                    Some(a) => format!("source {a}"),
+                    None => format!("a {} tool", super::kind_word(s.kind())),
+                })
+                .collect();
+            format!("\"{name}\" ({})", from.join(", "))
+        })
+        .collect();
+    if clashes.is_empty() {
+        return Ok(());
+    }
+    clashes.sort();
+    Err(Error::selection(format!(
+        "imported tools still collide after prefixing with their alias: {}; give the sources distinct aliases",
+        clashes.join("; ")
+    )))
+}
+
+/// An imported tool under its final name; everything else is the source's tool.
+struct Renamed {
+    spec: ToolSpec,
+    inner: Arc<dyn Tool>,
+}
+
+#[async_trait]
+impl Tool for Renamed {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn display(&self, input: &ToolInput) -> String {
+        self.inner.display(input)
+    }
+
+    fn prepare(&self, input: &ToolInput) -> Prepared {
+        self.inner.prepare(input)
+    }
+
+    async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
+        self.inner.call(input, ctx).await
+    }
+}

@@ -1,0 +1,144 @@
+//! Session backends resolved by name (`harness.sessions.backend`, SESS-25) from a registry a host can extend.
+
+use super::{FileSessionStore, SessionStore};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What a [`SessionBackend`] gets to open its store.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct SessionSettings<'a> {
+    /// The configuration; `harness.sessions.options` holds the backend's options.
+    pub config: &'a Config,
+    /// Where relative store paths resolve (OVR-6), when the host set one.
+    pub store_base: Option<&'a Path>,
+}
+
+impl<'a> SessionSettings<'a> {
+    /// Settings for `config`.
+    pub fn new(config: &'a Config) -> Self {
+        SessionSettings { config, store_base: None }
+    }
+
+    /// Resolve relative store paths under `base`.
+    #[must_use]
+    pub fn with_store_base(mut self, base: Option<&'a Path>) -> Self {
+        self.store_base = base;
+        self
+    }
+}
+
+/// Opens the session store a backend name stands for.
+///
+/// ```
+/// use fisk_ai::async_trait;
+/// use fisk_ai::session::{FileSessionStore, SessionBackend, SessionBackends, SessionSettings, SessionStore};
+/// use std::sync::Arc;
+///
+/// /// "file", always under one directory of the host's.
+/// struct Pinned(std::path::PathBuf);
+///
+/// #[async_trait]
+/// impl SessionBackend for Pinned {
+///     fn name(&self) -> &str {
+///         "file"
+///     }
+///     async fn open(&self, _settings: &SessionSettings<'_>) -> fisk_ai::Result<Arc<dyn SessionStore>> {
+///         Ok(Arc::new(FileSessionStore::new(self.0.clone())))
+///     }
+/// }
+///
+/// let mut backends = SessionBackends::with_defaults();
+/// backends.register(Arc::new(Pinned("/var/lib/agent/runs".into())));
+/// assert!(backends.get("file").is_some());
+/// ```
+#[async_trait]
+pub trait SessionBackend: Send + Sync {
+    /// The `harness.sessions.backend` name.
+    fn name(&self) -> &str;
+
+    /// Open (or bind) the store. An error does not fail the agent build: it fails the first checkpointed run.
+    async fn open(&self, settings: &SessionSettings<'_>) -> Result<Arc<dyn SessionStore>>;
+}
+
+/// The `file` backend: one JSON-lines journal per session (SESS-26..30).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FileSessionBackend;
+
+#[async_trait]
+impl SessionBackend for FileSessionBackend {
+    fn name(&self) -> &str {
+        "file"
+    }
+
+    async fn open(&self, s: &SessionSettings<'_>) -> Result<Arc<dyn SessionStore>> {
+        Ok(Arc::new(FileSessionStore::from_config(&s.config.harness.sessions.options, s.store_base)?))
+    }
+}
+
+/// Session backends by name.
+#[derive(Clone)]
+pub struct SessionBackends {
+    backends: BTreeMap<String, Arc<dyn SessionBackend>>,
+}
+
+impl std::fmt::Debug for SessionBackends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.backends.keys()).finish()
+    }
+}
+
+impl Default for SessionBackends {
+    fn default() -> Self {
+        Self::with_defaults()
+    }
+}
+
+impl SessionBackends {
+    /// No backends.
+    pub fn empty() -> Self {
+        SessionBackends { backends: BTreeMap::new() }
+    }
+
+    /// The backends this build ships: `file`.
+    pub fn with_defaults() -> Self {
+        let mut r = Self::empty();
+        r.register(Arc::new(FileSessionBackend));
+        r
+    }
+
+    /// Add `backend`, replacing one of the same name.
+    pub fn register(&mut self, backend: Arc<dyn SessionBackend>) {
+        self.backends.insert(backend.name().to_owned(), backend);
+    }
+
+    /// The backend registered as `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn SessionBackend>> {
+        self.backends.get(name)
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.backends.keys().map(String::as_str)
+    }
+
+    /// Open the store `harness.sessions.backend` names. An unregistered name is a configuration error naming the
+    /// key and the names this build has.
+    pub async fn open(&self, settings: &SessionSettings<'_>) -> Result<Arc<dyn SessionStore>> {
+        let name = settings.config.harness.sessions.backend.as_str();
+        match self.get(name) {
+            Some(backend) => backend.open(settings).await,
+            None => Err(Error::config_key(
+                "harness.sessions.backend",
+                format!(
+                    "harness.sessions.backend: no session backend \"{name}\" in this build (available: {})",
+                    self.names().collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        }
+    }
+}
