@@ -7,7 +7,7 @@
 //! Run it from the repository root: the configuration wraps `examples/cowsay/cowsay`.
 
 use fisk_ai::agent::{Agent, RunEvent, RunOptions};
-use fisk_ai::builtin::{BuiltinEnv, BuiltinTool, reject_unknown_options};
+use fisk_ai::builtin::{BuiltinEnv, BuiltinFactory, reject_unknown_options};
 use fisk_ai::gate::{ConfirmGate, ConfirmRequest, Decision};
 use fisk_ai::llm::{Block, Response, ScriptedProvider, StopReason, Usage};
 use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
@@ -21,7 +21,7 @@ struct UptimeFactory {
     started: Instant,
 }
 
-impl BuiltinTool for UptimeFactory {
+impl BuiltinFactory for UptimeFactory {
     fn name(&self) -> &str {
         "host_uptime"
     }
@@ -125,7 +125,10 @@ llm:
     println!("answer: {}", outcome.answer.as_deref().unwrap_or("(none)"));
     println!("{}", outcome.stats.summary(false, None, false));
     if !outcome.reason.is_success() {
-        return Err(outcome.error.unwrap_or_default().into());
+        return Err(outcome
+            .error
+            .map_or_else(|| format!("the run ended: {}", outcome.reason.as_str()), |e| e.to_string())
+            .into());
     }
     Ok(())
 }

@@ -26,6 +26,11 @@ pub enum ErrorKind {
     Io,
     /// A session journal could not be created, read, locked, appended to or resumed (SPEC section 14).
     Session,
+    /// The model provider failed (after its retries), so a run ended (LOOP-11).
+    Provider,
+    /// A run ended short of an answer: a budget, the iteration limit, cancellation, a truncated or refused reply,
+    /// an interrupted approval, or an internal failure (SPEC section 9).
+    Run,
 }
 
 impl fmt::Display for ErrorKind {
@@ -37,6 +42,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Source => "tool source error",
             ErrorKind::Io => "I/O error",
             ErrorKind::Session => "session error",
+            ErrorKind::Provider => "model provider error",
+            ErrorKind::Run => "run error",
         })
     }
 }
@@ -74,12 +81,14 @@ impl fmt::Display for Location {
 /// assert_eq!(err.kind(), ErrorKind::Config);
 /// assert!(err.to_string().contains("identitty"));
 /// ```
+#[derive(Clone)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
     key: Option<String>,
     location: Option<Location>,
-    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    // Shared, so an error can be cloned (a RunOutcome is).
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl Error {
@@ -113,7 +122,7 @@ impl Error {
     /// Attach the underlying cause.
     #[must_use]
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
+        self.source = Some(std::sync::Arc::new(source));
         self
     }
 
@@ -184,6 +193,26 @@ impl Error {
     /// A session error, for [`SessionStore`](crate::session::SessionStore) implementations.
     pub fn session(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Session, message)
+    }
+
+    /// Whether a model provider failure ended a run.
+    pub fn is_provider(&self) -> bool {
+        self.kind == ErrorKind::Provider
+    }
+
+    /// Whether a run ended short of an answer for another reason (budget, cancellation, ...).
+    pub fn is_run(&self) -> bool {
+        self.kind == ErrorKind::Run
+    }
+
+    /// A model provider failure that ended a run.
+    pub fn provider(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Provider, message)
+    }
+
+    /// A run that ended short of an answer.
+    pub fn run(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Run, message)
     }
 
     /// A tool source error, for [`ToolSource`](crate::source::ToolSource) implementations.

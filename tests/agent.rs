@@ -180,7 +180,9 @@ async fn loop_6_max_tokens_shows_the_text_and_never_runs_a_trailing_tool_call() 
     let outcome = agent.run("count", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Error);
     assert_eq!(outcome.answer.as_deref(), Some("I will cou"));
-    assert!(outcome.error.unwrap().contains("truncated"));
+    let error = outcome.error.unwrap();
+    assert_eq!(error.kind(), fisk_ai::ErrorKind::Run, "{error}");
+    assert!(error.to_string().contains("truncated"));
     assert_eq!(counter.count(), 0);
 }
 
@@ -188,7 +190,10 @@ async fn loop_6_max_tokens_shows_the_text_and_never_runs_a_trailing_tool_call() 
 async fn loop_7_refusal_ends_with_an_error() {
     let provider = Arc::new(ScriptedProvider::new([Response::new(vec![], StopReason::Refusal, Usage::default())]));
     let outcome = agent_with(provider, config("")).await.run("x", RunOptions::default()).await;
-    assert_eq!((outcome.reason, outcome.error.as_deref()), (TerminalReason::Error, Some("model refused to respond")));
+    assert_eq!(
+        (outcome.reason, outcome.error.as_ref().map(ToString::to_string).as_deref()),
+        (TerminalReason::Error, Some("model refused to respond"))
+    );
 }
 
 #[tokio::test]
@@ -256,7 +261,7 @@ async fn budget_1_iteration_cap_stops_cleanly_with_stats() {
         .run("x", RunOptions::default())
         .await;
     assert_eq!(outcome.reason, TerminalReason::MaxIterations);
-    assert!(outcome.error.unwrap().contains("2 model calls"));
+    assert!(outcome.error.unwrap().to_string().contains("2 model calls"));
     assert_eq!((outcome.stats.llm_calls, outcome.stats.tool_calls), (2, 2));
     assert_eq!(provider.remaining(), 1);
 }
@@ -277,7 +282,7 @@ async fn budget_2_3_token_cap_stops_before_the_turns_tools_and_a_terminal_turn_i
         .unwrap();
     let outcome = agent.run("x", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Budget);
-    assert!(outcome.error.as_deref().unwrap().contains("1000"));
+    assert!(outcome.error.as_ref().map(ToString::to_string).as_deref().unwrap().contains("1000"));
     assert_eq!(counter.count(), 1, "the second turn's tool never ran");
     assert_eq!(outcome.stats.usage.total(), 1050);
 
@@ -395,7 +400,7 @@ async fn gate_12_an_interrupted_prompt_ends_the_run_and_runs_nothing() {
         .unwrap();
     let outcome = agent.run("x", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Error);
-    assert!(outcome.error.unwrap().contains("interrupted"));
+    assert!(outcome.error.unwrap().to_string().contains("interrupted"));
     assert_eq!(counter.count(), 0);
     assert_eq!(provider.requests().len(), 1);
 }
@@ -497,7 +502,7 @@ async fn ovr_5_a_panic_in_the_run_is_an_internal_error_outcome() {
     let agent = Agent::builder().config(config("")).provider(Boom).build().await.unwrap();
     let outcome = agent.run("x", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Error);
-    assert!(outcome.error.unwrap().starts_with("internal error"));
+    assert!(outcome.error.unwrap().to_string().starts_with("internal error"));
     assert_eq!(outcome.stats.llm_calls, 1);
 }
 
@@ -506,7 +511,9 @@ async fn loop_4_a_provider_error_ends_the_run_with_its_message() {
     let provider = Arc::new(ScriptedProvider::with_results([Err(ProviderError::status(401, "invalid x-api-key"))]));
     let outcome = agent_with(provider, config("")).await.run("x", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Error);
-    assert!(outcome.error.unwrap().contains("invalid x-api-key"));
+    let error = outcome.error.unwrap();
+    assert_eq!(error.kind(), fisk_ai::ErrorKind::Provider, "{error}");
+    assert!(error.to_string().contains("invalid x-api-key"));
 }
 
 #[tokio::test]

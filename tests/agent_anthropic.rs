@@ -38,7 +38,7 @@ async fn budget_4_a_model_call_past_its_timeout_ends_the_run_cleanly_with_stats(
         .unwrap();
     let outcome = agent.run("x", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Error);
-    let error = outcome.error.unwrap();
+    let error = outcome.error.unwrap().to_string();
     assert!(error.contains("model call failed") && error.to_lowercase().contains("time"), "{error}");
     assert_eq!(outcome.stats.llm_calls, 1);
     assert_eq!(server.request_count(), 2, "one attempt and one retry, each bounded");
@@ -51,6 +51,6 @@ async fn loop_4_a_non_retryable_api_error_ends_the_run_naming_it() {
     let agent = Agent::builder().config(config("")).provider(provider).build().await.unwrap();
     let outcome = agent.run("x", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Error);
-    assert!(outcome.error.unwrap().contains("401"));
+    assert!(outcome.error.unwrap().to_string().contains("401"));
     assert_eq!(server.request_count(), 1);
 }

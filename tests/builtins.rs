@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
-use fisk_ai::builtin::{BuiltinEnv, BuiltinRegistry, BuiltinTool, reject_unknown_options};
+use fisk_ai::builtin::{BuiltinEnv, BuiltinFactory, BuiltinRegistry, reject_unknown_options};
 use fisk_ai::llm::{Block, Caps, Response, ScriptedProvider, StopReason, Usage};
 use fisk_ai::operator::NoOperator;
 use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
@@ -36,7 +36,7 @@ struct PingTool {
     greeting: String,
 }
 
-impl BuiltinTool for Ping {
+impl BuiltinFactory for Ping {
     fn name(&self) -> &str {
         "ping"
     }
@@ -159,7 +159,7 @@ async fn sel_8_search_1_built_ins_are_filtered_by_name_counted_for_search_and_ne
     let mut builder =
         Agent::builder().config(config(&harness)).provider(ScriptedProvider::new([]).with_caps(searching));
     struct Named(String);
-    impl BuiltinTool for Named {
+    impl BuiltinFactory for Named {
         fn name(&self) -> &str {
             &self.0
         }

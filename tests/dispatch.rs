@@ -9,7 +9,7 @@ mod mcp_support;
 
 use common::gate::RecordingGate;
 use fisk_ai::agent::{Agent, RunOptions};
-use fisk_ai::builtin::{BuiltinEnv, BuiltinTool};
+use fisk_ai::builtin::{BuiltinEnv, BuiltinFactory};
 use fisk_ai::gate::Decision;
 use fisk_ai::llm::{Block, Message, Response, Role, ScriptedProvider, StopReason, Usage};
 use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
@@ -206,7 +206,7 @@ impl Tool for RecorderTool {
     }
 }
 
-impl BuiltinTool for Recorder {
+impl BuiltinFactory for Recorder {
     fn name(&self) -> &str {
         "keep"
     }

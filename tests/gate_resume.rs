@@ -10,8 +10,8 @@ use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::gate::{ConfirmGate, Decision};
 use fisk_ai::llm::{Block, Message, Response, ScriptedProvider, StopReason, Usage};
 use fisk_ai::session::{
-    AssistantRecord, ConfirmChoice, ConfirmRecord, FileSessionStore, Meta, Payload, Record, SessionId, SessionStore,
-    ToolResultRecord,
+    AssistantRecord, ConfirmChoice, ConfirmRecord, FileSessionStore, JournalRecord, Meta, Payload, SessionId,
+    SessionStore, ToolResultRecord,
 };
 use fisk_ai::tool::ToolInput;
 use std::sync::Arc;
@@ -43,9 +43,10 @@ impl Setup {
     /// Write a journal by hand: the meta record of `agent`'s fingerprint, then `rest`.
     async fn journal(&self, agent: &Agent, id: &SessionId, rest: Vec<Payload>) -> Result<(), Error> {
         let mut w = self.store().create(id).await?;
-        w.append(&Record::new(1, Payload::Meta(Meta::new(id.as_str(), agent.fingerprint().clone(), "p")))).await?;
+        w.append(&JournalRecord::new(1, Payload::Meta(Meta::new(id.as_str(), agent.fingerprint().clone(), "p"))))
+            .await?;
         for (i, p) in rest.into_iter().enumerate() {
-            w.append(&Record::new(i as u64 + 2, p)).await?;
+            w.append(&JournalRecord::new(i as u64 + 2, p)).await?;
         }
         Ok(())
     }

@@ -7,8 +7,8 @@ mod common;
 use fisk_ai::async_trait;
 use fisk_ai::config::MemoryOptions;
 use fisk_ai::memory::{
-    CreateOutcome, Entry, FileMemoryStore, InMemoryStore, MAX_CONTENT_BYTES, MAX_ENTRIES, MemoryError, MemorySession,
-    MemoryStore, OverwriteOutcome, Record, Stored, decode, encode, memory_index, memory_note, memory_tools,
+    CreateOutcome, Entry, FileMemoryStore, InMemoryStore, MAX_CONTENT_BYTES, MAX_ENTRIES, MemoryError, MemoryRecord,
+    MemorySession, MemoryStore, OverwriteOutcome, Stored, decode, encode, memory_index, memory_note, memory_tools,
     normalize_description, validate_key,
 };
 use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput};
@@ -85,8 +85,8 @@ fn guarded() -> Arc<InMemoryStore> {
     Arc::new(InMemoryStore::new().with_read_before_update(true))
 }
 
-fn record(description: &str, content: &str) -> Record {
-    Record::new(description, content).unwrap()
+fn record(description: &str, content: &str) -> MemoryRecord {
+    MemoryRecord::new(description, content).unwrap()
 }
 
 // ---- MEM-8 keys ----
@@ -430,10 +430,10 @@ impl MemoryStore for Broken {
     async fn read(&self, _: &str) -> Result<Option<Stored>, MemoryError> {
         Err(MemoryError::backend("bucket unreachable"))
     }
-    async fn create(&self, _: &str, _: &Record) -> Result<CreateOutcome, MemoryError> {
+    async fn create(&self, _: &str, _: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
         Err(MemoryError::backend("bucket unreachable"))
     }
-    async fn overwrite(&self, _: &str, _: &Record, _: Option<u64>) -> Result<OverwriteOutcome, MemoryError> {
+    async fn overwrite(&self, _: &str, _: &MemoryRecord, _: Option<u64>) -> Result<OverwriteOutcome, MemoryError> {
         Err(MemoryError::backend("bucket unreachable"))
     }
     async fn delete(&self, _: &str) -> Result<bool, MemoryError> {
@@ -979,14 +979,17 @@ async fn mem_25_session_api_tracks_revisions_through_the_store() {
     assert_eq!(store.backend(), "memory");
 }
 
-// ---- Record ----
+// ---- MemoryRecord ----
 
 #[test]
 fn mem_9_10_record_new_enforces_the_rules() {
-    let rec = Record::new(" A\tdescription ", "body").unwrap();
+    let rec = MemoryRecord::new(" A\tdescription ", "body").unwrap();
     assert_eq!((rec.description(), rec.content()), ("A description", "body"));
-    assert!(matches!(Record::new("d", "x".repeat(65537)), Err(MemoryError::TooLarge { size: 65537, limit: 65536 })));
-    assert!(matches!(Record::new("", "x"), Err(MemoryError::InvalidDescription(_))));
+    assert!(matches!(
+        MemoryRecord::new("d", "x".repeat(65537)),
+        Err(MemoryError::TooLarge { size: 65537, limit: 65536 })
+    ));
+    assert!(matches!(MemoryRecord::new("", "x"), Err(MemoryError::InvalidDescription(_))));
     assert_eq!(Stored::decode(&rec.encode(), Some(3)), Stored::new("A description", "body", Some(3)));
     assert!(MemoryError::Full { limit: MAX_ENTRIES }.to_string().contains("memory is full"));
 }
@@ -1005,13 +1008,13 @@ impl MemoryStore for CountOnce {
     async fn read(&self, key: &str) -> Result<Option<Stored>, MemoryError> {
         self.inner.read(key).await
     }
-    async fn create(&self, key: &str, record: &Record) -> Result<CreateOutcome, MemoryError> {
+    async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
         self.inner.create(key, record).await
     }
     async fn overwrite(
         &self,
         key: &str,
-        record: &Record,
+        record: &MemoryRecord,
         expected: Option<u64>,
     ) -> Result<OverwriteOutcome, MemoryError> {
         self.inner.overwrite(key, record, expected).await

@@ -7,7 +7,9 @@
 
 use fisk_ai::agent::TerminalReason;
 use fisk_ai::llm::{Block, Message, StopReason, Usage};
-use fisk_ai::session::{AssistantRecord, Journal, Meta, Payload, Record, TerminalRecord, ToolResultRecord, UserRecord};
+use fisk_ai::session::{
+    AssistantRecord, Journal, JournalRecord, Meta, Payload, TerminalRecord, ToolResultRecord, UserRecord,
+};
 use fisk_ai::tool::ToolInput;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -51,7 +53,7 @@ fn validator(dir: &Path, kind: &str) -> jsonschema::Validator {
 }
 
 /// One record of every kind the reference defines, as this SDK writes them, with every optional field exercised.
-fn our_records() -> Vec<Record> {
+fn our_records() -> Vec<JournalRecord> {
     let fp = serde_json::from_str(
         r#"{"provider":"anthropic","model":"m","system_hash":"a","tools_hash":"b","thinking_mode":"summarized","max_tokens":1000,"max_iterations":5}"#,
     )
@@ -68,13 +70,13 @@ fn our_records() -> Vec<Record> {
     let mut meta = Meta::new("2Y3bF3m7c8vQZp1d0kXgG6rJc9T", fp, "the prompt");
     meta.interactive = Some(true);
     vec![
-        Record::new(1, Payload::Meta(meta)),
-        Record::new(2, Payload::Assistant(AssistantRecord::new(1, turn, StopReason::ToolUse, usage))),
-        Record::new(3, Payload::ToolResult(ToolResultRecord::new("c1", "out", true, true))),
-        Record::new(4, Payload::ToolResult(ToolResultRecord::new("c1", "out", false, false))),
-        Record::new(5, Payload::User(UserRecord::new(Message::user("follow-up")))),
-        Record::new(6, Payload::Terminal(TerminalRecord::new(TerminalReason::Error, Some("boom".into())))),
-        Record::new(7, Payload::Terminal(TerminalRecord::new(TerminalReason::Suspended, None))),
+        JournalRecord::new(1, Payload::Meta(meta)),
+        JournalRecord::new(2, Payload::Assistant(AssistantRecord::new(1, turn, StopReason::ToolUse, usage))),
+        JournalRecord::new(3, Payload::ToolResult(ToolResultRecord::new("c1", "out", true, true))),
+        JournalRecord::new(4, Payload::ToolResult(ToolResultRecord::new("c1", "out", false, false))),
+        JournalRecord::new(5, Payload::User(UserRecord::new(Message::user("follow-up")))),
+        JournalRecord::new(6, Payload::Terminal(TerminalRecord::new(TerminalReason::Error, Some("boom".into())))),
+        JournalRecord::new(7, Payload::Terminal(TerminalRecord::new(TerminalReason::Suspended, None))),
     ]
 }
 
@@ -111,7 +113,7 @@ fn sess_13_a_journal_in_the_reference_shape_folds_with_its_pending_call() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/session/reference-journal.json"),
     )
     .unwrap();
-    let records: Vec<Record> = text.lines().map(|l| Record::from_json(l.as_bytes()).unwrap()).collect();
+    let records: Vec<JournalRecord> = text.lines().map(|l| JournalRecord::from_json(l.as_bytes()).unwrap()).collect();
     if let Some(dir) = schemas_dir() {
         for (line, r) in text.lines().zip(&records) {
             let value: Value = serde_json::from_str(line).unwrap();

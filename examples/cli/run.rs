@@ -395,16 +395,16 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         let _ = out.flush();
     }
     if let Some(e) = &outcome.error {
-        err.line(&format!("error: {}", sanitize(e, PROMPT_LIMIT)));
+        err.line(&format!("error: {}", sanitize(&e.to_string(), PROMPT_LIMIT)));
     }
     let suspended = outcome.reason == TerminalReason::Suspended;
-    if suspended && !outcome.session_id.is_empty() {
-        err.line(&format!("suspended; resume with: fisk run --resume {}", outcome.session_id));
+    if let Some(id) = outcome.session_id.as_ref().filter(|_| suspended) {
+        err.line(&format!("suspended; resume with: fisk run --resume {id}"));
     }
     // CLI-13: the summary closes every run, but not a crashed one.
     if !outcome.internal_error {
         err.line("");
-        err.line(&outcome.stats.summary(suspended, Some(&outcome.session_id), verbose));
+        err.line(&outcome.stats.summary(suspended, outcome.session_id.as_ref().map(|s| s.as_str()), verbose));
     }
     if let Some(t) = &trace {
         t.footer(&outcome);

@@ -57,7 +57,7 @@ impl Trace {
         self.write(json!({
             "type": "summary",
             "reason": outcome.reason.as_str(),
-            "error": outcome.error,
+            "error": outcome.error.as_ref().map(ToString::to_string),
             "llm_calls": s.llm_calls,
             "tool_calls": s.tool_calls,
             "input_tokens": s.usage.input_tokens,

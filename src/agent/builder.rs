@@ -2,7 +2,7 @@
 
 use super::{Agent, Inner};
 use crate::assemble;
-use crate::builtin::{BuiltinEnv, BuiltinRegistry, BuiltinTool};
+use crate::builtin::{BuiltinEnv, BuiltinFactory, BuiltinRegistry};
 use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
 use crate::gate::{ConfirmGate, DenyAll};
@@ -171,7 +171,7 @@ impl AgentBuilder {
     /// Register a built-in factory of the host's; it is enabled like the crate's own, by a `harness.tools` entry
     /// of the same name (replacing a factory of that name).
     #[must_use]
-    pub fn builtin(mut self, factory: impl BuiltinTool + 'static) -> Self {
+    pub fn builtin(mut self, factory: impl BuiltinFactory + 'static) -> Self {
         self.registry.register(Arc::new(factory));
         self
     }

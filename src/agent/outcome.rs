@@ -1,5 +1,7 @@
 use crate::config::format_duration;
+use crate::error::Error;
 use crate::llm::{Message, Usage};
+use crate::session::SessionId;
 use std::time::{Duration, SystemTime};
 
 // Defined with the journal records (the session layer does not depend on the agent); re-exported here.
@@ -84,12 +86,17 @@ pub struct RunOutcome {
     pub reason: TerminalReason,
     /// The final answer (also the truncated text of a `max_tokens` turn).
     pub answer: Option<String>,
-    /// What went wrong, for every reason but `completed`.
-    pub error: Option<String>,
+    /// What went wrong, for every reason but `completed` and `suspended`: [`ErrorKind::Provider`] when the model
+    /// call failed, [`ErrorKind::Run`] for a budget, the iteration limit, cancellation and the like, and the
+    /// session or configuration error that stopped a checkpointed run.
+    ///
+    /// [`ErrorKind::Provider`]: crate::ErrorKind::Provider
+    /// [`ErrorKind::Run`]: crate::ErrorKind::Run
+    pub error: Option<Error>,
     /// Counters.
     pub stats: RunStats,
-    /// The session id; empty when not checkpointed.
-    pub session_id: String,
+    /// The session, when the run was checkpointed.
+    pub session_id: Option<SessionId>,
     /// The conversation as it stood at the end.
     pub messages: Vec<Message>,
     /// Whether the run crashed (OVR-5): the error is an internal one and no summary should be shown (CLI-13).

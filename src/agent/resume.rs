@@ -7,7 +7,7 @@ use super::{Inner, RunOptions};
 use crate::error::{Error, Result};
 use crate::gate::Approvals;
 use crate::llm::StopReason;
-use crate::session::{ConfirmChoice, ConfirmRecord, Journal, Meta, Payload, Record, SessionId, SessionStore};
+use crate::session::{ConfirmChoice, ConfirmRecord, Journal, JournalRecord, Meta, Payload, SessionId, SessionStore};
 use crate::warning::Warning;
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
     let created = async {
         let mut writer = store(inner)?.create(&id).await?;
         let meta = Meta::new(id.as_str(), inner.fingerprint.clone(), prompt);
-        writer.append(&Record::new(1, Payload::Meta(meta))).await?;
+        writer.append(&JournalRecord::new(1, Payload::Meta(meta))).await?;
         Ok::<_, Error>(writer)
     };
     match created.await {
@@ -38,9 +38,9 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
         Err(e) => RunOutcome {
             reason: TerminalReason::Error,
             answer: None,
-            error: Some(e.to_string()),
+            error: Some(e),
             stats: RunStats::new(&inner.model),
-            session_id: String::new(),
+            session_id: None,
             messages: Vec::new(),
             internal_error: false,
         },
@@ -107,7 +107,7 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
         // GATE-15: a forced resume across drift forgets every recorded answer, durably, before going on.
         answers.clear();
         seq += 1;
-        writer.append(&Record::new(seq, Payload::Confirm(ConfirmRecord::reset()))).await?;
+        writer.append(&JournalRecord::new(seq, Payload::Confirm(ConfirmRecord::reset()))).await?;
     }
 
     let mut stats = RunStats::new(&inner.model);

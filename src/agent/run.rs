@@ -5,10 +5,11 @@ use super::outcome::{RunOutcome, RunStats, TerminalReason};
 use super::{Inner, RunOptions};
 
 mod call;
+use crate::error::Error;
 use crate::gate::Approvals;
 use crate::llm::{Block, CacheMode, Message, Request, Role, StopReason};
 use crate::session::{
-    AssistantRecord, ConfirmChoice, JournalWriter, Payload, Pending, Record, SessionId, TerminalRecord,
+    AssistantRecord, ConfirmChoice, JournalRecord, JournalWriter, Payload, Pending, SessionId, TerminalRecord,
     ToolResultRecord,
 };
 use crate::tool::{Tool, ToolInput};
@@ -49,11 +50,12 @@ const DEFAULT_PROMPT: &str = "assist the user";
 struct Ended {
     reason: TerminalReason,
     answer: Option<String>,
-    error: Option<String>,
+    error: Option<Error>,
 }
 
+/// A run ended short of an answer (budget, limit, cancellation, ...).
 fn ended(reason: TerminalReason, error: impl Into<String>) -> Ended {
-    Ended { reason, answer: None, error: Some(error.into()) }
+    Ended { reason, answer: None, error: Some(Error::run(error)) }
 }
 
 /// What dispatching one tool call came to.
@@ -168,21 +170,25 @@ impl Run<'_> {
     /// the payload so the caller keeps its data without a copy.
     async fn record(&mut self, payload: Payload) -> Result<Payload, Ended> {
         let Some(cp) = self.checkpoint.as_mut() else { return Ok(payload) };
-        let record = Record::new(cp.seq + 1, payload);
+        let record = JournalRecord::new(cp.seq + 1, payload);
         match cp.writer.append(&record).await {
             Ok(()) => {
                 cp.seq = record.seq;
                 Ok(record.payload)
             }
-            Err(e) => Err(ended(TerminalReason::Error, format!("cannot write session {}: {e}", cp.id))),
+            Err(e) => {
+                let error = Error::session(format!("cannot write session {}: {e}", cp.id));
+                Err(Ended { reason: TerminalReason::Error, answer: None, error: Some(error) })
+            }
         }
     }
 
     /// Record how the run ended and release the journal; failing that is only a warning (SESS-33).
-    async fn finish(&mut self, end: &Ended) -> String {
-        let Some(cp) = self.checkpoint.take() else { return String::new() };
+    async fn finish(&mut self, end: &Ended) -> Option<SessionId> {
+        let cp = self.checkpoint.take()?;
         let Checkpoint { id, mut writer, seq } = cp;
-        let record = Record::new(seq + 1, Payload::Terminal(TerminalRecord::new(end.reason, end.error.clone())));
+        let error = end.error.as_ref().map(ToString::to_string);
+        let record = JournalRecord::new(seq + 1, Payload::Terminal(TerminalRecord::new(end.reason, error)));
         let mut failure = writer.append(&record).await.err();
         if let Err(e) = writer.close().await {
             failure.get_or_insert(e);
@@ -191,7 +197,7 @@ impl Run<'_> {
             let w = Warning::SessionEndUnrecorded { session: id.to_string(), reason: e.to_string() };
             self.emit(RunEvent::Warning(&w));
         }
-        id.to_string()
+        Some(id)
     }
 
     fn checkpointed(&self) -> bool {
@@ -323,7 +329,10 @@ impl Run<'_> {
             };
             let response = match reply {
                 Ok(r) => r,
-                Err(e) => return ended(TerminalReason::Error, format!("model call failed: {e}")),
+                Err(e) => {
+                    let error = Error::provider(format!("model call failed: {e}"));
+                    return Ended { reason: TerminalReason::Error, answer: None, error: Some(error) };
+                }
             };
             self.stats.usage += response.usage;
             self.emit(RunEvent::LlmResponse { iteration, stop_reason: &response.stop_reason, usage: response.usage });
@@ -370,9 +379,9 @@ impl Run<'_> {
                     return Ended {
                         reason: TerminalReason::Error,
                         answer: (!text.is_empty()).then_some(text),
-                        error: Some(
-                            "the reply was truncated at the output limit (llm.budget.max_output_tokens)".into(),
-                        ),
+                        error: Some(Error::run(
+                            "the reply was truncated at the output limit (llm.budget.max_output_tokens)",
+                        )),
                     };
                 }
                 // LOOP-7: whatever the model said is still delivered; the reason is an error.
@@ -383,7 +392,7 @@ impl Run<'_> {
                     return Ended {
                         reason: TerminalReason::Error,
                         answer: (!text.is_empty()).then_some(text),
-                        error: Some("model refused to respond".into()),
+                        error: Some(Error::run("model refused to respond")),
                     };
                 }
                 StopReason::ContextWindowExceeded => {

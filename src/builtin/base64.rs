@@ -1,6 +1,6 @@
 //! `base64_encode` (BUILTIN-14).
 
-use super::{BuiltinEnv, BuiltinTool, reject_unknown_options};
+use super::{BuiltinEnv, BuiltinFactory, reject_unknown_options};
 use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use async_trait::async_trait;
 use base64::Engine;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Base64Factory;
 
-impl BuiltinTool for Base64Factory {
+impl BuiltinFactory for Base64Factory {
     fn name(&self) -> &str {
         "base64_encode"
     }

@@ -1,4 +1,4 @@
-//! In-process tools: the [`BuiltinTool`] factories `harness.tools` enables (SPEC section 12), and the registry a
+//! In-process tools: the [`BuiltinFactory`] factories `harness.tools` enables (SPEC section 12), and the registry a
 //! host extends with its own.
 //!
 //! A factory has a name and builds a [`Tool`] from the entry's `options`; only listed tools are enabled, an unknown
@@ -67,7 +67,7 @@ impl BuiltinEnv {
 /// A factory for one in-process tool, enabled by a `harness.tools` entry of the same name.
 ///
 /// ```
-/// use fisk_ai::builtin::{BuiltinEnv, BuiltinTool, reject_unknown_options};
+/// use fisk_ai::builtin::{BuiltinEnv, BuiltinFactory, reject_unknown_options};
 /// use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 /// use fisk_ai::async_trait;
 /// use serde_json::{Map, Value, json};
@@ -76,7 +76,7 @@ impl BuiltinEnv {
 /// /// `harness.tools: [{name: uptime, options: {unit: s}}]`
 /// struct UptimeFactory;
 ///
-/// impl BuiltinTool for UptimeFactory {
+/// impl BuiltinFactory for UptimeFactory {
 ///     fn name(&self) -> &str {
 ///         "uptime"
 ///     }
@@ -102,7 +102,7 @@ impl BuiltinEnv {
 /// }
 /// # let _ = UptimeFactory;
 /// ```
-pub trait BuiltinTool: Send + Sync {
+pub trait BuiltinFactory: Send + Sync {
     /// The tool name, as listed under `harness.tools`.
     fn name(&self) -> &str;
 
@@ -138,7 +138,7 @@ pub fn reject_unknown_options(tool: &str, options: &Map<String, Value>, allowed:
 /// registers.
 #[derive(Clone, Default)]
 pub struct BuiltinRegistry {
-    factories: BTreeMap<String, Arc<dyn BuiltinTool>>,
+    factories: BTreeMap<String, Arc<dyn BuiltinFactory>>,
 }
 
 impl fmt::Debug for BuiltinRegistry {
@@ -160,18 +160,18 @@ impl BuiltinRegistry {
 
     /// Add (or replace) a factory.
     #[must_use]
-    pub fn with(mut self, factory: impl BuiltinTool + 'static) -> Self {
+    pub fn with(mut self, factory: impl BuiltinFactory + 'static) -> Self {
         self.register(Arc::new(factory));
         self
     }
 
     /// Add (or replace) a shared factory.
-    pub fn register(&mut self, factory: Arc<dyn BuiltinTool>) {
+    pub fn register(&mut self, factory: Arc<dyn BuiltinFactory>) {
         self.factories.insert(factory.name().to_owned(), factory);
     }
 
     /// The factory named `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn BuiltinTool>> {
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn BuiltinFactory>> {
         self.factories.get(name)
     }
 

@@ -9,7 +9,7 @@
 //! blocking, and every check that matters (regular file, size) is made on the open descriptor, so a path swapped
 //! for a symlink, a FIFO or a larger file between any check and the open is still refused.
 
-use super::{BuiltinEnv, BuiltinTool, reject_unknown_options};
+use super::{BuiltinEnv, BuiltinFactory, reject_unknown_options};
 use crate::error::{Error, Result};
 use crate::gate::{PROMPT_LIMIT, sanitize};
 use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
@@ -74,7 +74,7 @@ const MAX_SYMLINKS: usize = 40;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadFileFactory;
 
-impl BuiltinTool for ReadFileFactory {
+impl BuiltinFactory for ReadFileFactory {
     fn name(&self) -> &str {
         NAME
     }

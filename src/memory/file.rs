@@ -2,7 +2,7 @@
 
 use super::format::{decode, header_complete};
 use super::rules::{is_valid_key, validate_key};
-use super::{CreateOutcome, Entry, MemoryError, MemoryStore, OverwriteOutcome, Record, Stored};
+use super::{CreateOutcome, Entry, MemoryError, MemoryRecord, MemoryStore, OverwriteOutcome, Stored};
 use crate::config::MemoryOptions;
 use async_trait::async_trait;
 use nix::fcntl::OFlag;
@@ -94,7 +94,7 @@ impl MemoryStore for FileMemoryStore {
         blocking(move || read(&path)).await
     }
 
-    async fn create(&self, key: &str, record: &Record) -> Result<CreateOutcome, MemoryError> {
+    async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
         let path = self.entry_path(key)?;
         let (dir, value) = (self.dir.clone(), record.encode());
         blocking(move || create(&dir, &path, &value)).await
@@ -103,7 +103,7 @@ impl MemoryStore for FileMemoryStore {
     async fn overwrite(
         &self,
         key: &str,
-        record: &Record,
+        record: &MemoryRecord,
         _expected: Option<u64>,
     ) -> Result<OverwriteOutcome, MemoryError> {
         let path = self.entry_path(key)?;

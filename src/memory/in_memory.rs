@@ -1,7 +1,7 @@
 //! A process-local store with KV-style revisions.
 
 use super::rules::validate_key;
-use super::{CreateOutcome, Entry, MemoryError, MemoryStore, OverwriteOutcome, Record, Stored, decode};
+use super::{CreateOutcome, Entry, MemoryError, MemoryRecord, MemoryStore, OverwriteOutcome, Stored, decode};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -15,11 +15,11 @@ use std::sync::{Mutex, MutexGuard};
 /// (MEM-25), as the JetStream backend does by default. Values are kept in the shared record format (MEM-13).
 ///
 /// ```
-/// use fisk_ai::memory::{InMemoryStore, MemoryStore, OverwriteOutcome, Record};
+/// use fisk_ai::memory::{InMemoryStore, MemoryStore, OverwriteOutcome, MemoryRecord};
 ///
 /// # futures::executor::block_on(async {
 /// let store = InMemoryStore::new();
-/// let record = Record::new("Region", "eu-west-1").unwrap();
+/// let record = MemoryRecord::new("Region", "eu-west-1").unwrap();
 /// store.create("region", &record).await.unwrap();
 /// let rev = store.read("region").await.unwrap().unwrap().revision.unwrap();
 /// let stale = rev - 1;
@@ -79,7 +79,7 @@ impl MemoryStore for InMemoryStore {
         Ok(self.lock().entries.get(key).map(|(v, rev)| Stored::decode(v, Some(*rev))))
     }
 
-    async fn create(&self, key: &str, record: &Record) -> Result<CreateOutcome, MemoryError> {
+    async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
         validate_key(key)?;
         let mut state = self.lock();
         if let Some((v, _)) = state.entries.get(key) {
@@ -93,7 +93,7 @@ impl MemoryStore for InMemoryStore {
     async fn overwrite(
         &self,
         key: &str,
-        record: &Record,
+        record: &MemoryRecord,
         expected: Option<u64>,
     ) -> Result<OverwriteOutcome, MemoryError> {
         validate_key(key)?;

@@ -106,30 +106,30 @@ impl Stored {
 
 /// A value ready to store: a normalized, non-empty description (MEM-9) and content within the size limit (MEM-10).
 ///
-/// The only way to build one is [`Record::new`], so a backend can trust both fields.
+/// The only way to build one is [`MemoryRecord::new`], so a backend can trust both fields.
 ///
 /// ```
-/// use fisk_ai::memory::Record;
+/// use fisk_ai::memory::MemoryRecord;
 ///
-/// let record = Record::new("  Where\twe deploy\n", "eu-west-1").unwrap();
+/// let record = MemoryRecord::new("  Where\twe deploy\n", "eu-west-1").unwrap();
 /// assert_eq!(record.description(), "Where we deploy");
 /// assert_eq!(record.encode(), "---\ndescription: Where we deploy\n---\n\neu-west-1");
-/// assert!(Record::new(" \n ", "x").is_err());
+/// assert!(MemoryRecord::new(" \n ", "x").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub struct MemoryRecord {
     description: String,
     content: String,
 }
 
-impl Record {
+impl MemoryRecord {
     /// Normalize `description` (MEM-9) and check both fields: an empty normalized description and content over
     /// [`MAX_CONTENT_BYTES`] are errors naming the rule.
     pub fn new(description: &str, content: impl Into<String>) -> Result<Self, MemoryError> {
         let description = normalize_description(description)?;
         let content = content.into();
         rules::check_content(&content)?;
-        Ok(Record { description, content })
+        Ok(MemoryRecord { description, content })
     }
 
     /// The normalized description.
@@ -239,7 +239,7 @@ impl MemoryError {
 
 /// A place memories live: one store per identity, shared by runs (and possibly by processes).
 ///
-/// Keys reaching a store are valid per MEM-8 and records are built by [`Record::new`]; a store still validates
+/// Keys reaching a store are valid per MEM-8 and records are built by [`MemoryRecord::new`]; a store still validates
 /// keys it builds paths or subjects from ([`validate_key`]). Apart from [`create`](MemoryStore::create)'s
 /// atomicity, a store holds no policy: the entry cap, the read-before-update guard and the tool results live in
 /// [`MemorySession`], so the tools work unchanged over any backend.
@@ -253,7 +253,7 @@ impl MemoryError {
 /// ```
 /// use fisk_ai::async_trait;
 /// use fisk_ai::memory::{
-///     CreateOutcome, Entry, MemoryError, MemoryStore, OverwriteOutcome, Record, Stored, memory_tools,
+///     CreateOutcome, Entry, MemoryError, MemoryStore, OverwriteOutcome, MemoryRecord, Stored, memory_tools,
 /// };
 /// use std::collections::BTreeMap;
 /// use std::sync::{Arc, Mutex};
@@ -272,7 +272,7 @@ impl MemoryError {
 ///         Ok(self.0.lock().unwrap().get(key).map(|v| Stored::decode(v, None)))
 ///     }
 ///
-///     async fn create(&self, key: &str, record: &Record) -> Result<CreateOutcome, MemoryError> {
+///     async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
 ///         let mut map = self.0.lock().unwrap();
 ///         if let Some(old) = map.get(key) {
 ///             let existing_description = Some(fisk_ai::memory::decode(old).0);
@@ -285,7 +285,7 @@ impl MemoryError {
 ///     async fn overwrite(
 ///         &self,
 ///         key: &str,
-///         record: &Record,
+///         record: &MemoryRecord,
 ///         _expected: Option<u64>,
 ///     ) -> Result<OverwriteOutcome, MemoryError> {
 ///         self.0.lock().unwrap().insert(key.to_owned(), record.encode());
@@ -299,7 +299,7 @@ impl MemoryError {
 ///
 /// # futures::executor::block_on(async {
 /// let store: Arc<dyn MemoryStore> = Arc::new(MapStore::default());
-/// let record = Record::new("Build flags", "--release").unwrap();
+/// let record = MemoryRecord::new("Build flags", "--release").unwrap();
 /// assert_eq!(store.create("build", &record).await.unwrap(), CreateOutcome::Created { revision: None });
 /// assert!(matches!(store.create("build", &record).await.unwrap(), CreateOutcome::Exists { .. }));
 /// assert_eq!(store.count().await.unwrap(), 1);
@@ -317,7 +317,7 @@ pub trait MemoryStore: Send + Sync {
 
     /// Store `record` under `key` only if the key is new. Atomic: of two callers racing on one new key exactly one
     /// gets [`CreateOutcome::Created`] (MEM-5).
-    async fn create(&self, key: &str, record: &Record) -> Result<CreateOutcome, MemoryError>;
+    async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError>;
 
     /// Replace the value under `key` atomically (readers never see a partial value, MEM-6); a missing key is
     /// created. With `expected` set, a backend with revisions writes only if the stored revision is `expected`
@@ -326,7 +326,7 @@ pub trait MemoryStore: Send + Sync {
     async fn overwrite(
         &self,
         key: &str,
-        record: &Record,
+        record: &MemoryRecord,
         expected: Option<u64>,
     ) -> Result<OverwriteOutcome, MemoryError>;
 

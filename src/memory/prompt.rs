@@ -40,12 +40,12 @@ pub fn memory_note() -> &'static str {
 /// session fingerprint.
 ///
 /// ```
-/// use fisk_ai::memory::{InMemoryStore, MemoryStore, Record, memory_index};
+/// use fisk_ai::memory::{InMemoryStore, MemoryStore, MemoryRecord, memory_index};
 ///
 /// # futures::executor::block_on(async {
 /// let store = InMemoryStore::new();
 /// assert!(memory_index(&store).await.unwrap().contains("<memory-index>\n(none stored yet)\n</memory-index>"));
-/// store.create("region", &Record::new("Where we deploy", "eu-west-1").unwrap()).await.unwrap();
+/// store.create("region", &MemoryRecord::new("Where we deploy", "eu-west-1").unwrap()).await.unwrap();
 /// let index = memory_index(&store).await.unwrap();
 /// assert!(index.ends_with("<memory-index>\n- region: Where we deploy\n</memory-index>"));
 /// # });

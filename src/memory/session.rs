@@ -1,7 +1,7 @@
 //! One run's view of a store: rules, the entry cap and the read-before-update guard (MEM-11, MEM-25).
 
 use super::rules::{MAX_ENTRIES, shown_key, validate_key};
-use super::{CreateOutcome, Entry, MemoryError, MemoryStore, OverwriteOutcome, Record, Stored};
+use super::{CreateOutcome, Entry, MemoryError, MemoryRecord, MemoryStore, OverwriteOutcome, Stored};
 use crate::tool::Tool;
 use std::collections::HashMap;
 use std::fmt;
@@ -34,15 +34,15 @@ pub enum WriteOutcome {
 /// The bookkeeping is per run: make one session (or one [`memory_tools`](super::memory_tools) set) per run.
 ///
 /// ```
-/// use fisk_ai::memory::{InMemoryStore, MemorySession, MemoryStore, Record, WriteOutcome};
+/// use fisk_ai::memory::{InMemoryStore, MemorySession, MemoryStore, MemoryRecord, WriteOutcome};
 /// use std::sync::Arc;
 ///
 /// # futures::executor::block_on(async {
 /// let store = Arc::new(InMemoryStore::new().with_read_before_update(true));
-/// store.create("region", &Record::new("Region", "eu-west-1").unwrap()).await.unwrap();
+/// store.create("region", &MemoryRecord::new("Region", "eu-west-1").unwrap()).await.unwrap();
 ///
 /// let session = MemorySession::new(store);
-/// let update = Record::new("Region", "us-east-2").unwrap();
+/// let update = MemoryRecord::new("Region", "us-east-2").unwrap();
 /// // Not read in this run yet: refused.
 /// assert!(matches!(session.write("region", &update, true).await.unwrap(), WriteOutcome::Refused { .. }));
 /// session.read("region").await.unwrap();
@@ -106,7 +106,7 @@ impl MemorySession {
     /// it and its description. With `overwrite` the value is replaced; on a store that requires read-before-update
     /// the key must have been read or written by this session at its current revision, or be missing. Creating a
     /// key in a full store is [`MemoryError::Full`].
-    pub async fn write(&self, key: &str, record: &Record, overwrite: bool) -> Result<WriteOutcome, MemoryError> {
+    pub async fn write(&self, key: &str, record: &MemoryRecord, overwrite: bool) -> Result<WriteOutcome, MemoryError> {
         validate_key(key)?;
         let guarded = self.store.requires_read_before_update();
         if overwrite {

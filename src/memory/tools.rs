@@ -1,7 +1,7 @@
 //! The four memory tools (MEM-1..7).
 
 use super::rules::validate_key;
-use super::{Entry, MemoryError, MemorySession, MemoryStore, Record, WriteOutcome};
+use super::{Entry, MemoryError, MemoryRecord, MemorySession, MemoryStore, WriteOutcome};
 use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -273,7 +273,7 @@ impl Tool for MemoryWrite {
             Err(out) => return out,
         };
         // Rules in the order the model reads the arguments: key, description, content.
-        let record = match validate_key(&args.key).and_then(|()| Record::new(&args.description, args.content)) {
+        let record = match validate_key(&args.key).and_then(|()| MemoryRecord::new(&args.description, args.content)) {
             Ok(record) => record,
             Err(e) => return failed("memory_write", &e),
         };

@@ -2,7 +2,7 @@
 //! directory created with mode 0700.
 
 use super::SessionId;
-use super::record::Record;
+use super::record::JournalRecord;
 use super::store::{JournalWriter, SessionEntry, SessionStore};
 use crate::config::SessionOptions;
 use crate::error::{Error, Result};
@@ -127,7 +127,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 /// parse is a torn write and is dropped (SESS-30): every record is written as one line ending in `\n`, so a whole
 /// line never lacks it. Any other unparsable line, the last one included, is corruption or an unsupported record,
 /// and is never silently dropped.
-fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, usize)> {
+fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<JournalRecord>, usize)> {
     let mut records = Vec::new();
     let mut start = 0;
     let mut good = 0;
@@ -139,7 +139,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<Record>, usize)> {
             None => (bytes.len(), bytes.len()),
         };
         let torn = end == bytes.len();
-        match Record::from_json(&bytes[start..end]) {
+        match JournalRecord::from_json(&bytes[start..end]) {
             Ok(r) => {
                 records.push(r);
                 good = next;
@@ -214,7 +214,7 @@ impl SessionStore for FileSessionStore {
         .await
     }
 
-    async fn open(&self, id: &SessionId) -> Result<(Vec<Record>, Box<dyn JournalWriter>)> {
+    async fn open(&self, id: &SessionId) -> Result<(Vec<JournalRecord>, Box<dyn JournalWriter>)> {
         let store = self.clone();
         let id = id.clone();
         blocking(move || {
@@ -253,7 +253,7 @@ impl SessionStore for FileSessionStore {
         .await
     }
 
-    async fn read(&self, id: &SessionId) -> Result<Vec<Record>> {
+    async fn read(&self, id: &SessionId) -> Result<Vec<JournalRecord>> {
         let path = self.journal_path(id);
         let id = id.clone();
         blocking(move || {
@@ -323,7 +323,7 @@ struct FileJournal {
 
 #[async_trait]
 impl JournalWriter for FileJournal {
-    async fn append(&mut self, record: &Record) -> Result<()> {
+    async fn append(&mut self, record: &JournalRecord) -> Result<()> {
         if self.failed {
             return Err(Error::session(format!(
                 "{} takes no more records after a failed write; resume the session to continue",

@@ -1,7 +1,7 @@
 //! Folding a journal back into a conversation (SESS-13).
 
 use super::record::{
-    AssistantRecord, ConfirmChoice, JOURNAL_VERSION, Meta, Payload, Record, TerminalRecord, ToolResultRecord,
+    AssistantRecord, ConfirmChoice, JOURNAL_VERSION, JournalRecord, Meta, Payload, TerminalRecord, ToolResultRecord,
 };
 use crate::error::{Error, Result};
 use crate::llm::{Block, Message, Role, StopReason, Usage};
@@ -33,7 +33,7 @@ pub struct Journal {
     /// Tools allowed for the rest of the conversation, in the order they were allowed (GATE-11, GATE-14).
     pub allowed: Vec<String>,
     /// The per-call answers recorded for the last turn's calls, by tool-use id (GATE-14).
-    pub answers: HashMap<String, Answer>,
+    pub answers: HashMap<String, RecordedAnswer>,
     /// The unanswered tool calls of the last turn, when there are any (SESS-13).
     pub pending: Option<Pending>,
     /// How the last run ended, when it recorded its end and nothing followed. A journal that stops right after a
@@ -47,7 +47,7 @@ pub struct Journal {
 /// A recorded operator answer to one call (SESS-9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Answer {
+pub struct RecordedAnswer {
     /// What the operator chose.
     pub choice: ConfirmChoice,
     /// The tool the call was for, when recorded.
@@ -87,7 +87,7 @@ impl Journal {
     /// Fold `records` (SESS-13). Rejects, naming the record: a first record that is not meta, a version other than
     /// 4, a second meta, a sequence that does not increase by exactly 1, a tool result before any assistant turn or
     /// for a call the turn did not make.
-    pub fn fold(records: impl IntoIterator<Item = Record>) -> Result<Journal> {
+    pub fn fold(records: impl IntoIterator<Item = JournalRecord>) -> Result<Journal> {
         let mut records = records.into_iter();
         let first = records.next().ok_or_else(|| Error::session("the journal is empty"))?;
         let meta = match first.payload {
@@ -157,7 +157,7 @@ impl Journal {
                             j.allowed.push(tool.clone());
                         }
                         if let Some(id) = c.tool_use_id {
-                            j.answers.insert(id, Answer { choice, tool: c.tool });
+                            j.answers.insert(id, RecordedAnswer { choice, tool: c.tool });
                         }
                     }
                 },

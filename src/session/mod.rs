@@ -1,7 +1,7 @@
 //! Checkpointed sessions (SPEC section 14): the journal records, folding a journal back into a conversation, the
 //! resume fingerprint, the [`SessionStore`] plug-in point and its file backend.
 //!
-//! A checkpointed run appends one [`Record`] per event (each model turn, each tool result, each confirmation
+//! A checkpointed run appends one [`JournalRecord`] per event (each model turn, each tool result, each confirmation
 //! answer) and makes it durable before going on, so a later process can continue the run with
 //! [`Agent::resume`](crate::agent::Agent::resume) and never repeat a recorded model turn or tool result.
 //!
@@ -33,10 +33,10 @@ pub use file::FileSessionStore;
 #[cfg(feature = "mcp")]
 pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
-pub use fold::{Answer, Journal, Pending, PendingCall};
+pub use fold::{Journal, Pending, PendingCall, RecordedAnswer};
 pub use record::{
-    AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, Meta, Payload, Record, ResultBlock, TerminalRecord,
-    ToolResultRecord, UserRecord,
+    AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload, ResultBlock,
+    TerminalRecord, ToolResultRecord, UserRecord,
 };
 pub use store::{JournalWriter, SessionEntry, SessionStore};
 pub use terminal::TerminalReason;

@@ -17,7 +17,7 @@ const PREFIX: &str = "io.choria.fisk-ai.v1.session.";
 /// One journal record: its sequence number and payload.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct Record {
+pub struct JournalRecord {
     /// 1 for the meta record, then increasing by exactly 1 (SESS-5).
     pub seq: u64,
     /// What it records.
@@ -320,10 +320,10 @@ impl<T: Serialize> Serialize for Keyed<'_, T> {
     }
 }
 
-impl Record {
+impl JournalRecord {
     /// A record.
     pub fn new(seq: u64, payload: Payload) -> Self {
-        Record { seq, payload }
+        JournalRecord { seq, payload }
     }
 
     /// The protocol id, e.g. `io.choria.fisk-ai.v1.session.meta`.
@@ -374,6 +374,6 @@ impl Record {
             "terminal" => Payload::Terminal(w.terminal.ok_or_else(missing)?),
             _ => return Err(Error::session(format!("unsupported record protocol {:?}", w.protocol))),
         };
-        Ok(Record { seq: w.seq, payload })
+        Ok(JournalRecord { seq: w.seq, payload })
     }
 }

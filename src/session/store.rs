@@ -1,7 +1,7 @@
 //! The session storage plug-in point.
 
 use super::SessionId;
-use super::record::Record;
+use super::record::JournalRecord;
 use crate::error::Result;
 use async_trait::async_trait;
 use std::time::SystemTime;
@@ -12,7 +12,7 @@ use std::time::SystemTime;
 ///
 /// ```
 /// use fisk_ai::async_trait;
-/// use fisk_ai::session::{JournalWriter, Record, SessionEntry, SessionId, SessionStore};
+/// use fisk_ai::session::{JournalWriter, JournalRecord, SessionEntry, SessionId, SessionStore};
 /// use std::collections::HashMap;
 /// use std::sync::{Arc, Mutex};
 ///
@@ -24,7 +24,7 @@ use std::time::SystemTime;
 ///
 /// #[async_trait]
 /// impl JournalWriter for Writer {
-///     async fn append(&mut self, record: &Record) -> fisk_ai::Result<()> {
+///     async fn append(&mut self, record: &JournalRecord) -> fisk_ai::Result<()> {
 ///         let mut all = self.0.lock().unwrap();
 ///         let lines = all.entry(self.1.clone()).or_default();
 ///         if record.seq as usize > lines.len() {
@@ -47,14 +47,14 @@ use std::time::SystemTime;
 ///         all.insert(id.to_string(), Vec::new());
 ///         Ok(Box::new(Writer(self.0.clone(), id.to_string())))
 ///     }
-///     async fn open(&self, id: &SessionId) -> fisk_ai::Result<(Vec<Record>, Box<dyn JournalWriter>)> {
+///     async fn open(&self, id: &SessionId) -> fisk_ai::Result<(Vec<JournalRecord>, Box<dyn JournalWriter>)> {
 ///         let records = self.read(id).await?;
 ///         Ok((records, Box::new(Writer(self.0.clone(), id.to_string()))))
 ///     }
-///     async fn read(&self, id: &SessionId) -> fisk_ai::Result<Vec<Record>> {
+///     async fn read(&self, id: &SessionId) -> fisk_ai::Result<Vec<JournalRecord>> {
 ///         let all = self.0.lock().unwrap();
 ///         let lines = all.get(id.as_str()).ok_or_else(|| fisk_ai::Error::session(format!("no session {id}")))?;
-///         lines.iter().map(|l| Record::from_json(l)).collect()
+///         lines.iter().map(|l| JournalRecord::from_json(l)).collect()
 ///     }
 ///     async fn list(&self) -> fisk_ai::Result<Vec<SessionEntry>> {
 ///         let all = self.0.lock().unwrap();
@@ -77,10 +77,10 @@ pub trait SessionStore: Send + Sync {
 
     /// Open session `id` to continue it: take its lock, read its records (dropping a torn final record, SESS-30)
     /// and return them with a writer that appends after them. Fails when it does not exist or is locked.
-    async fn open(&self, id: &SessionId) -> Result<(Vec<Record>, Box<dyn JournalWriter>)>;
+    async fn open(&self, id: &SessionId) -> Result<(Vec<JournalRecord>, Box<dyn JournalWriter>)>;
 
     /// Read session `id`'s records without taking its lock (for listings).
-    async fn read(&self, id: &SessionId) -> Result<Vec<Record>>;
+    async fn read(&self, id: &SessionId) -> Result<Vec<JournalRecord>>;
 
     /// The sessions in the store, in no particular order.
     async fn list(&self) -> Result<Vec<SessionEntry>>;
@@ -96,7 +96,7 @@ pub trait JournalWriter: Send {
     /// `seq` is at or below the last one is a no-op (an idempotent retry); skipping ahead is an error (SESS-5).
     /// After a failed append the writer must refuse every later one: the journal's tail is unknown, and the run
     /// ends there so the session stays resumable (SESS-33).
-    async fn append(&mut self, record: &Record) -> Result<()>;
+    async fn append(&mut self, record: &JournalRecord) -> Result<()>;
 
     /// Release the journal. The default does nothing beyond dropping the writer.
     async fn close(self: Box<Self>) -> Result<()> {

@@ -48,7 +48,7 @@ pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
 pub use events::{Denial, GatedBehavior, McpEvent, McpEventSink, NoMcpEvents};
 pub use http::{SHUTDOWN_GRACE, shutdown_signal};
 
-use crate::builtin::{BuiltinRegistry, BuiltinTool};
+use crate::builtin::{BuiltinFactory, BuiltinRegistry};
 use crate::config::{Config, ConfirmOverMcp};
 use crate::error::{Error, Result};
 use crate::select::Toolset;
@@ -303,9 +303,9 @@ impl McpServerBuilder {
     }
 
     /// Register a built-in factory of the host's; it is served when a `harness.tools` entry enables it and
-    /// [`BuiltinTool::served_over_mcp`] says so.
+    /// [`BuiltinFactory::served_over_mcp`] says so.
     #[must_use]
-    pub fn builtin(mut self, factory: impl BuiltinTool + 'static) -> Self {
+    pub fn builtin(mut self, factory: impl BuiltinFactory + 'static) -> Self {
         self.registry.register(Arc::new(factory));
         self
     }
