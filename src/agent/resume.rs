@@ -47,10 +47,8 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
     }
 }
 
-/// Continue session `id`: fold, check, replay, then run from where it stopped.
-pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
-    let (records, mut writer) = store(inner)?.open(id).await?;
-    let journal = Journal::fold(records).map_err(|e| Error::session(format!("session {id}: {e}")))?;
+/// SESS-17, SESS-18, CHAT: whether the folded session can be continued at all by this agent.
+fn resumable(id: &SessionId, journal: &Journal, now: &crate::session::Fingerprint) -> Result<()> {
     if journal.is_completed() {
         return Err(Error::session(format!("session {id} has already completed; it cannot be resumed")));
     }
@@ -69,7 +67,6 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
         )));
     }
     let was = &journal.meta.fingerprint;
-    let now = &inner.fingerprint;
     // SESS-18 before SESS-19.
     if was.provider != now.provider {
         return Err(Error::session(format!(
@@ -78,6 +75,15 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
             was.provider, now.provider
         )));
     }
+    Ok(())
+}
+
+/// Continue session `id`: fold, check, replay, then run from where it stopped.
+pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
+    let (records, mut writer) = store(inner)?.open(id).await?;
+    let journal = Journal::fold(records).map_err(|e| Error::session(format!("session {id}: {e}")))?;
+    resumable(id, &journal, &inner.fingerprint)?;
+    let (was, now) = (&journal.meta.fingerprint, &inner.fingerprint);
     let drift = was.drift(now);
     let mut seq = journal.last_seq;
     let mut approvals = Approvals::new();

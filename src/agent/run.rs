@@ -261,186 +261,193 @@ impl Run<'_> {
     }
 
     async fn drive(&mut self, pending: Option<Pending>) -> Ended {
-        let inner = self.inner;
-        for w in inner.warnings.iter().chain(&self.index_warning) {
-            self.emit(RunEvent::Warning(w));
-        }
-        let llm = &inner.config.llm;
-        self.emit(RunEvent::Started {
-            model: &inner.model,
-            tools: inner.plan.len(),
-            gated: inner.plan.toolset().gated_count(),
-            triggers: &inner.triggers,
-            thinking: llm.thinking.enabled,
-            deferred: inner.plan.search(),
-        });
-        let max_iterations = u32::try_from(llm.budget.max_iterations()).unwrap_or(u32::MAX);
-        let max_tokens = llm.budget.max_tokens();
-        let max_output = llm.budget.max_output_tokens().map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-        let cache = if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default };
-        let cancel = &self.options.cancel;
+        self.announce();
         // BUDGET-2 is cumulative across resumes: a session resumed with its budget spent runs nothing more.
-        if self.stats.usage.total() >= max_tokens && self.stats.llm_calls > 0 {
-            return ended(
-                TerminalReason::Budget,
-                format!(
-                    "token budget of {max_tokens} (llm.budget.max_tokens) reached after {} model calls",
-                    self.stats.llm_calls
-                ),
-            );
+        if self.stats.llm_calls > 0
+            && let Some(end) = self.over_budget()
+        {
+            return end;
         }
         if let Some(pending) = pending
             && let Some(end) = self.complete_pending(pending).await
         {
             return end;
         }
-
         loop {
-            if cancel.is_cancelled() {
-                return ended(TerminalReason::Error, "the run was cancelled");
+            if let Some(end) = self.before_turn() {
+                return end;
             }
-            // LOOP-3, SESS-24: a requested suspend takes effect here, at the boundary, never mid-step.
-            if self.checkpointed() && self.options.suspend.is_cancelled() {
-                return Ended { reason: TerminalReason::Suspended, answer: None, error: None };
-            }
-            // BUDGET-1.
-            if self.stats.llm_calls >= max_iterations {
-                return ended(
-                    TerminalReason::MaxIterations,
-                    format!(
-                        "stopped after {max_iterations} model calls (llm.budget.max_iterations) without a final answer"
-                    ),
-                );
-            }
-            self.stats.llm_calls += 1;
-            let iteration = self.stats.llm_calls;
-            let (preview, size) = preview(&self.messages);
-            self.emit(RunEvent::LlmRequest { iteration, messages: self.messages.len(), size, preview: &preview });
-
-            let request = Request::new(&inner.model, self.system, &self.messages, &inner.plan)
-                .with_thinking(llm.thinking.enabled)
-                .with_max_output_tokens(max_output)
-                .with_cache(cache)
-                .with_timeout(Some(llm.budget.call_timeout()));
-            let reply = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return ended(TerminalReason::Error, "the run was cancelled"),
-                reply = inner.provider.call(&request) => reply,
+            let stop = match self.model_turn().await {
+                Ok(stop) => stop,
+                Err(end) => return end,
             };
-            let response = match reply {
-                Ok(r) => r,
-                Err(e) => {
-                    let error = Error::provider(format!("model call failed: {e}"));
-                    return Ended { reason: TerminalReason::Error, answer: None, error: Some(error) };
-                }
+            let calls = match self.after_turn(stop) {
+                Ok(calls) => calls,
+                Err(end) => return end,
             };
-            self.stats.usage += response.usage;
-            self.emit(RunEvent::LlmResponse { iteration, stop_reason: &response.stop_reason, usage: response.usage });
-            for block in &response.content {
-                if let Block::Thinking { text, .. } = block
-                    && !text.is_empty()
-                {
-                    self.emit(RunEvent::Thinking { text });
-                }
-            }
-            let stop = response.stop_reason.clone();
-            self.last_stop = Some(stop.clone());
-            // A provider contract violation: refused before the turn joins the conversation or the journal.
-            if let Some(id) = duplicate_call_id(&response.content) {
-                return ended(
-                    TerminalReason::Error,
-                    format!("the model returned two tool calls with the same id {id:?}; none was run"),
-                );
-            }
-            // LOOP-5: the turn joins the conversation, and the journal, before any of its tools run.
-            let message = Message::assistant(response.content);
-            let message = if self.checkpointed() {
-                let turn = AssistantRecord::new(iteration, message, stop.clone(), response.usage);
-                match self.record(Payload::Assistant(turn)).await {
-                    Ok(Payload::Assistant(turn)) => turn.message,
-                    Ok(_) => {
-                        return ended(TerminalReason::Error, "internal error: the journal returned another record");
-                    }
-                    Err(end) => return end,
-                }
-            } else {
-                message
-            };
-            self.messages.push(message);
-            let turn = self.messages.last().map(|m| (m.text(), m.tool_uses().count())).unwrap_or_default();
-            let (text, calls) = turn;
-
-            match stop {
-                // LOOP-6: a truncated turn is shown, and none of its tool calls run.
-                StopReason::MaxTokens => {
-                    if !text.is_empty() {
-                        self.emit(RunEvent::Assistant { text: &text, terminal: true });
-                    }
-                    return Ended {
-                        reason: TerminalReason::Error,
-                        answer: (!text.is_empty()).then_some(text),
-                        error: Some(Error::run(
-                            "the reply was truncated at the output limit (llm.budget.max_output_tokens)",
-                        )),
-                    };
-                }
-                // LOOP-7: whatever the model said is still delivered; the reason is an error.
-                StopReason::Refusal => {
-                    if !text.is_empty() {
-                        self.emit(RunEvent::Assistant { text: &text, terminal: true });
-                    }
-                    return Ended {
-                        reason: TerminalReason::Error,
-                        answer: (!text.is_empty()).then_some(text),
-                        error: Some(Error::run("model refused to respond")),
-                    };
-                }
-                StopReason::ContextWindowExceeded => {
-                    return ended(TerminalReason::Error, "the conversation no longer fits the model's context window");
-                }
-                _ => {}
-            }
-            if calls == 0 && stop != StopReason::PauseTurn {
-                // LOOP-7: the final answer.
-                self.emit(RunEvent::Assistant { text: &text, terminal: true });
-                return Ended { reason: TerminalReason::Completed, answer: Some(text), error: None };
-            }
-            if !text.is_empty() {
-                self.emit(RunEvent::Assistant { text: &text, terminal: false });
-            }
-            // BUDGET-3: checked after every non-terminal turn (a paused one too), before its tools run.
-            if self.stats.usage.total() >= max_tokens {
-                return ended(
-                    TerminalReason::Budget,
-                    format!(
-                        "token budget of {max_tokens} (llm.budget.max_tokens) reached after {} model calls",
-                        self.stats.llm_calls
-                    ),
-                );
-            }
             // LOOP-8: a paused server-side turn continues with no new user message.
-            if calls == 0 {
-                continue;
+            if calls > 0
+                && let Some(end) = self.run_calls().await
+            {
+                return end;
             }
-            // LOOP-9: one at a time, in order; one user message with every result.
-            let calls: Vec<(String, String, ToolInput)> = self
-                .messages
-                .last()
-                .map(|m| {
-                    m.tool_uses().map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone())).collect()
-                })
-                .unwrap_or_default();
-            let mut results = Vec::with_capacity(calls.len());
-            for (id, name, input) in &calls {
-                match self.dispatch(id, name, input).await {
-                    Dispatch::Result(block) => results.push(block),
-                    Dispatch::Abort => return self.aborted(name),
-                    Dispatch::Cancelled => return ended(TerminalReason::Error, "the run was cancelled"),
-                    Dispatch::Failed(end) => return end,
-                }
-            }
-            self.messages.push(Message { role: Role::User, content: results });
         }
+    }
+
+    /// The build's warnings, then the run's start (LOOP-12 header).
+    fn announce(&self) {
+        let inner = self.inner;
+        for w in inner.warnings.iter().chain(&self.index_warning) {
+            self.emit(RunEvent::Warning(w));
+        }
+        self.emit(RunEvent::Started {
+            model: &inner.model,
+            tools: inner.plan.len(),
+            gated: inner.plan.toolset().gated_count(),
+            triggers: &inner.triggers,
+            thinking: inner.config.llm.thinking.enabled,
+            deferred: inner.plan.search(),
+        });
+    }
+
+    /// BUDGET-2/3: the token budget, once reached, ends the run.
+    fn over_budget(&self) -> Option<Ended> {
+        let max_tokens = self.inner.config.llm.budget.max_tokens();
+        (self.stats.usage.total() >= max_tokens).then(|| {
+            ended(
+                TerminalReason::Budget,
+                format!(
+                    "token budget of {max_tokens} (llm.budget.max_tokens) reached after {} model calls",
+                    self.stats.llm_calls
+                ),
+            )
+        })
+    }
+
+    /// Cancellation, a requested suspend (LOOP-3, SESS-24: at the boundary, never mid-step), and BUDGET-1.
+    fn before_turn(&self) -> Option<Ended> {
+        if self.options.cancel.is_cancelled() {
+            return Some(ended(TerminalReason::Error, "the run was cancelled"));
+        }
+        if self.checkpointed() && self.options.suspend.is_cancelled() {
+            return Some(Ended { reason: TerminalReason::Suspended, answer: None, error: None });
+        }
+        let max_iterations = u32::try_from(self.inner.config.llm.budget.max_iterations()).unwrap_or(u32::MAX);
+        (self.stats.llm_calls >= max_iterations).then(|| {
+            ended(
+                TerminalReason::MaxIterations,
+                format!(
+                    "stopped after {max_iterations} model calls (llm.budget.max_iterations) without a final answer"
+                ),
+            )
+        })
+    }
+
+    /// One model call; its turn joins the conversation and the journal before any tool runs (LOOP-5).
+    async fn model_turn(&mut self) -> Result<StopReason, Ended> {
+        let inner = self.inner;
+        let llm = &inner.config.llm;
+        self.stats.llm_calls += 1;
+        let iteration = self.stats.llm_calls;
+        let (preview, size) = preview(&self.messages);
+        self.emit(RunEvent::LlmRequest { iteration, messages: self.messages.len(), size, preview: &preview });
+        let max_output = llm.budget.max_output_tokens().map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let request = Request::new(&inner.model, self.system, &self.messages, &inner.plan)
+            .with_thinking(llm.thinking.enabled)
+            .with_max_output_tokens(max_output)
+            .with_cache(if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default })
+            .with_timeout(Some(llm.budget.call_timeout()));
+        let cancel = &self.options.cancel;
+        let reply = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(ended(TerminalReason::Error, "the run was cancelled")),
+            reply = inner.provider.call(&request) => reply,
+        };
+        let response = reply.map_err(|e| Ended {
+            reason: TerminalReason::Error,
+            answer: None,
+            error: Some(Error::provider(format!("model call failed: {e}"))),
+        })?;
+        self.stats.usage += response.usage;
+        self.emit(RunEvent::LlmResponse { iteration, stop_reason: &response.stop_reason, usage: response.usage });
+        for block in &response.content {
+            if let Block::Thinking { text, .. } = block
+                && !text.is_empty()
+            {
+                self.emit(RunEvent::Thinking { text });
+            }
+        }
+        let stop = response.stop_reason.clone();
+        self.last_stop = Some(stop.clone());
+        // A provider contract violation: refused before the turn joins the conversation or the journal.
+        if let Some(id) = duplicate_call_id(&response.content) {
+            let why = format!("the model returned two tool calls with the same id {id:?}; none was run");
+            return Err(ended(TerminalReason::Error, why));
+        }
+        let message = Message::assistant(response.content);
+        let message = if self.checkpointed() {
+            let turn = AssistantRecord::new(iteration, message, stop.clone(), response.usage);
+            match self.record(Payload::Assistant(turn)).await? {
+                Payload::Assistant(turn) => turn.message,
+                _ => return Err(ended(TerminalReason::Error, "internal error: the journal returned another record")),
+            }
+        } else {
+            message
+        };
+        self.messages.push(message);
+        Ok(stop)
+    }
+
+    /// What the turn's stop reason means (LOOP-6..8, BUDGET-3): the run's end, or how many calls to run.
+    fn after_turn(&mut self, stop: StopReason) -> Result<usize, Ended> {
+        let (text, calls) = self.messages.last().map(|m| (m.text(), m.tool_uses().count())).unwrap_or_default();
+        let error = match stop {
+            // LOOP-6: a truncated turn is shown, and none of its tool calls run.
+            StopReason::MaxTokens => Some("the reply was truncated at the output limit (llm.budget.max_output_tokens)"),
+            // LOOP-7: whatever the model said is still delivered; the reason is an error.
+            StopReason::Refusal => Some("model refused to respond"),
+            StopReason::ContextWindowExceeded => {
+                return Err(ended(TerminalReason::Error, "the conversation no longer fits the model's context window"));
+            }
+            _ => None,
+        };
+        if let Some(error) = error {
+            if !text.is_empty() {
+                self.emit(RunEvent::Assistant { text: &text, terminal: true });
+            }
+            let answer = (!text.is_empty()).then_some(text);
+            return Err(Ended { reason: TerminalReason::Error, answer, error: Some(Error::run(error)) });
+        }
+        if calls == 0 && stop != StopReason::PauseTurn {
+            // LOOP-7: the final answer.
+            self.emit(RunEvent::Assistant { text: &text, terminal: true });
+            return Err(Ended { reason: TerminalReason::Completed, answer: Some(text), error: None });
+        }
+        if !text.is_empty() {
+            self.emit(RunEvent::Assistant { text: &text, terminal: false });
+        }
+        // BUDGET-3: checked after every non-terminal turn (a paused one too), before its tools run.
+        self.over_budget().map_or(Ok(calls), Err)
+    }
+
+    /// LOOP-9: the last turn's calls one at a time, in order; one user message with every result.
+    async fn run_calls(&mut self) -> Option<Ended> {
+        let calls: Vec<(String, String, ToolInput)> = self
+            .messages
+            .last()
+            .map(|m| m.tool_uses().map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone())).collect())
+            .unwrap_or_default();
+        let mut results = Vec::with_capacity(calls.len());
+        for (id, name, input) in &calls {
+            match self.dispatch(id, name, input).await {
+                Dispatch::Result(block) => results.push(block),
+                Dispatch::Abort => return Some(self.aborted(name)),
+                Dispatch::Cancelled => return Some(ended(TerminalReason::Error, "the run was cancelled")),
+                Dispatch::Failed(end) => return Some(end),
+            }
+        }
+        self.messages.push(Message { role: Role::User, content: results });
+        None
     }
 }
 

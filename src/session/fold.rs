@@ -1,7 +1,8 @@
 //! Folding a journal back into a conversation (SESS-13).
 
 use super::record::{
-    AssistantRecord, ConfirmChoice, JOURNAL_VERSION, JournalRecord, Meta, Payload, TerminalRecord, ToolResultRecord,
+    AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload, TerminalRecord,
+    ToolResultRecord,
 };
 use crate::error::{Error, Result};
 use crate::llm::{Block, Message, Role, StopReason, Usage};
@@ -101,21 +102,7 @@ impl Journal {
                 meta.version
             )));
         }
-        let mut j = Journal {
-            messages: vec![Message::user(meta.prompt.clone())],
-            meta,
-            llm_calls: 0,
-            tool_calls: 0,
-            remote_tool_calls: 0,
-            usage: Usage::default(),
-            next_iteration: 1,
-            last_stop: None,
-            allowed: Vec::new(),
-            answers: HashMap::new(),
-            pending: None,
-            terminal: None,
-            last_seq: 1,
-        };
+        let mut j = Journal::start(meta);
         // The latest assistant turn's calls and the results recorded for them so far.
         let mut open: Option<Pending> = None;
         // The stop reason of a final reply (no tool use, not paused) that nothing but answers has followed yet.
@@ -144,23 +131,7 @@ impl Journal {
                     }
                 }
                 Payload::ToolResult(t) => j.tool_result(r.seq, t, open.as_mut())?,
-                Payload::Confirm(c) => match c.choice {
-                    ConfirmChoice::Reset => {
-                        j.allowed.clear();
-                        j.answers.clear();
-                    }
-                    choice => {
-                        if choice == ConfirmChoice::Always
-                            && let Some(tool) = &c.tool
-                            && !j.allowed.contains(tool)
-                        {
-                            j.allowed.push(tool.clone());
-                        }
-                        if let Some(id) = c.tool_use_id {
-                            j.answers.insert(id, RecordedAnswer { choice, tool: c.tool });
-                        }
-                    }
-                },
+                Payload::Confirm(c) => j.confirm(c),
                 Payload::User(u) => {
                     j.close(open.take());
                     j.messages.push(u.message);
@@ -183,6 +154,46 @@ impl Journal {
             j.terminal = Some(TerminalRecord::new(reason, None));
         }
         Ok(j)
+    }
+
+    /// The journal of a session that has only its meta record.
+    fn start(meta: Meta) -> Self {
+        Journal {
+            messages: vec![Message::user(meta.prompt.clone())],
+            meta,
+            llm_calls: 0,
+            tool_calls: 0,
+            remote_tool_calls: 0,
+            usage: Usage::default(),
+            next_iteration: 1,
+            last_stop: None,
+            allowed: Vec::new(),
+            answers: HashMap::new(),
+            pending: None,
+            terminal: None,
+            last_seq: 1,
+        }
+    }
+
+    /// GATE-13/14: an operator's recorded answer, or a reset of every allowance.
+    fn confirm(&mut self, c: ConfirmRecord) {
+        match c.choice {
+            ConfirmChoice::Reset => {
+                self.allowed.clear();
+                self.answers.clear();
+            }
+            choice => {
+                if choice == ConfirmChoice::Always
+                    && let Some(tool) = &c.tool
+                    && !self.allowed.contains(tool)
+                {
+                    self.allowed.push(tool.clone());
+                }
+                if let Some(id) = c.tool_use_id {
+                    self.answers.insert(id, RecordedAnswer { choice, tool: c.tool });
+                }
+            }
+        }
     }
 
     /// Whether the last run completed (SESS-17).
