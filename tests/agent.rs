@@ -2,9 +2,11 @@
 
 mod common;
 
+use common::gate::RecordingGate;
+
 use common::*;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, TerminalReason};
-use fisk_ai::gate::{ConfirmGate, ConfirmRequest, Decision};
+use fisk_ai::gate::Decision;
 use fisk_ai::llm::{
     Block, Caps, Message, ModelProvider, ProviderError, Request, Response, Role, ScriptedProvider, StopReason, Usage,
 };
@@ -69,32 +71,6 @@ impl Tool for Counter {
     async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
         self.calls.fetch_add(1, Ordering::SeqCst);
         ToolOutput::success("counted")
-    }
-}
-
-/// A gate answering from a script and recording what it was asked.
-struct ScriptGate {
-    answers: Mutex<Vec<Decision>>,
-    asked: Arc<Mutex<Vec<ConfirmRequest>>>,
-}
-
-impl ScriptGate {
-    fn new(answers: &[Decision]) -> (Self, Arc<Mutex<Vec<ConfirmRequest>>>) {
-        let asked = Arc::new(Mutex::new(Vec::new()));
-        let mut a = answers.to_vec();
-        a.reverse();
-        (ScriptGate { answers: Mutex::new(a), asked: asked.clone() }, asked)
-    }
-}
-
-#[async_trait]
-impl ConfirmGate for ScriptGate {
-    fn can_ask(&self) -> bool {
-        true
-    }
-    async fn confirm(&self, req: &ConfirmRequest) -> Decision {
-        self.asked.lock().unwrap().push(req.clone());
-        self.answers.lock().unwrap().pop().expect("the gate was asked more often than scripted")
     }
 }
 
@@ -216,7 +192,7 @@ async fn loop_10_unknown_tools_and_missing_parameters_are_error_results_with_war
         text("ok", StopReason::EndTurn),
     ]));
     // cow_think is gated: the missing-parameter check must come first, so this gate must never be asked.
-    let (gate, asked) = ScriptGate::new(&[]);
+    let (gate, asked) = RecordingGate::new(&[]);
     let agent = Agent::builder().config(config("")).provider_arc(provider.clone()).gate(gate).build().await.unwrap();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
@@ -244,7 +220,7 @@ async fn loop_10_unknown_tools_and_missing_parameters_are_error_results_with_war
             true
         )
     );
-    assert!(asked.lock().unwrap().is_empty());
+    assert!(asked.requests().is_empty());
     assert_eq!(*events.lock().unwrap(), ["unknown_tool", "missing_required"]);
     assert_eq!(outcome.stats.tool_calls, 2, "rejected calls count");
 }
@@ -326,7 +302,7 @@ async fn gate_6_to_11_once_decline_and_allow_for_the_conversation() {
         text("ok", StopReason::EndTurn),
     ]));
     // Decline, once, for the conversation; calls 4 and 5 must then run without asking.
-    let (gate, asked) = ScriptGate::new(&[Decision::Decline, Decision::Once, Decision::ForConversation]);
+    let (gate, asked) = RecordingGate::new(&[Decision::Decline, Decision::Once, Decision::ForConversation]);
     let agent = Agent::builder()
         .config(config(""))
         .provider_arc(provider.clone())
@@ -348,8 +324,8 @@ async fn gate_6_to_11_once_decline_and_allow_for_the_conversation() {
         )
         .await;
     assert_eq!(outcome.reason, TerminalReason::Completed);
-    assert_eq!(asked.lock().unwrap().len(), 3);
-    assert_eq!(asked.lock().unwrap()[0].trigger, "ai:confirm");
+    assert_eq!(asked.requests().len(), 3);
+    assert_eq!(asked.requests()[0].trigger, "ai:confirm");
     assert_eq!(counter.count(), 4);
     assert_eq!(*allowed.lock().unwrap(), ["count"]);
     let r = results(&provider.requests()[1].messages[2]);
@@ -365,7 +341,7 @@ async fn gate_7_the_operator_sees_the_resolved_command_line_and_trigger() {
         calls(vec![tool_use("1", "feed", r#"{"cow":"rosie","food":"corn"}"#)]),
         text("fed", StopReason::EndTurn),
     ]));
-    let (gate, asked) = ScriptGate::new(&[Decision::Once]);
+    let (gate, asked) = RecordingGate::new(&[Decision::Once]);
     let agent = Agent::builder()
         .config(config("harness:\n  confirm_tags: [impact:rw]\n"))
         .provider_arc(provider.clone())
@@ -375,7 +351,7 @@ async fn gate_7_the_operator_sees_the_resolved_command_line_and_trigger() {
         .unwrap();
     let outcome = agent.run("feed rosie", RunOptions::default()).await;
     assert_eq!(outcome.reason, TerminalReason::Completed);
-    let req = asked.lock().unwrap()[0].clone();
+    let req = asked.requests()[0].clone();
     assert_eq!((req.tool.as_str(), req.command.as_str(), req.trigger.as_str()), ("feed", "feed", "impact:rw"));
     assert_eq!(req.command_line, "feed --food=corn -- rosie");
     let (output, _, _) = exec_output(&results(&provider.requests()[1].messages[2])[0].1);
@@ -389,7 +365,7 @@ async fn gate_12_an_interrupted_prompt_ends_the_run_and_runs_nothing() {
         calls(vec![tool_use("1", "count", r#"{"n":1}"#)]),
         text("never", StopReason::EndTurn),
     ]));
-    let (gate, _) = ScriptGate::new(&[Decision::Abort]);
+    let (gate, _) = RecordingGate::new(&[Decision::Abort]);
     let agent = Agent::builder()
         .config(config(""))
         .provider_arc(provider.clone())

@@ -8,10 +8,11 @@ mod common;
 mod mcp_support;
 
 use common::gate::RecordingGate;
+use common::turns::{call_with, done, result_of, turn};
 use fisk_ai::agent::{Agent, RunOptions};
 use fisk_ai::builtin::{BuiltinEnv, BuiltinFactory};
 use fisk_ai::gate::Decision;
-use fisk_ai::llm::{Block, Message, Response, Role, ScriptedProvider, StopReason, Usage};
+use fisk_ai::llm::{Response, ScriptedProvider};
 use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use fisk_ai::{Config, async_trait};
 use mcp_support::{Answer, ERAS, TestClient, connect, is_error, serve_config, text};
@@ -41,41 +42,17 @@ fn ran(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("ran")).map(|s| s.lines().map(str::to_owned).collect()).unwrap_or_default()
 }
 
-fn use_tool(id: &str, name: &str, input: &str) -> Response {
-    let input = ToolInput::from_json(input).unwrap();
-    Response::new(
-        vec![Block::ToolUse { id: id.into(), name: name.into(), input }],
-        StopReason::ToolUse,
-        Usage::default(),
-    )
-}
-
-fn done() -> Response {
-    Response::new(vec![Block::text("done")], StopReason::EndTurn, Usage::default())
-}
-
-/// The result content the loop sent back for call `id`, and whether it was an error.
-fn result_of(messages: &[Message], id: &str) -> (String, bool) {
-    for m in messages.iter().filter(|m| m.role == Role::User) {
-        for b in &m.content {
-            if let Block::ToolResult { tool_use_id, content, is_error } = b
-                && tool_use_id == id
-            {
-                return (content.clone(), *is_error);
-            }
-        }
-    }
-    panic!("no result for {id}");
-}
-
 /// Run one agent over `calls` (name, input) with a gate that would approve everything; the result of each.
 async fn agent_results(
     config: Config,
     calls: &[(&str, &str)],
     builtin: Option<Recorder>,
 ) -> (Vec<(String, bool)>, Vec<String>) {
-    let mut script: Vec<Response> =
-        calls.iter().enumerate().map(|(i, (name, input))| use_tool(&format!("c{i}"), name, input)).collect();
+    let mut script: Vec<Response> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, input))| turn(vec![call_with(&format!("c{i}"), name, input)]))
+        .collect();
     script.push(done());
     let provider = Arc::new(ScriptedProvider::new(script));
     let (gate, log) = RecordingGate::new(&[Decision::Once; 16]);

@@ -5,10 +5,11 @@
 mod common;
 
 use common::gate::{GateApp, RecordingGate};
+use common::turns::{call, done, turn};
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, TerminalReason};
 use fisk_ai::async_trait;
 use fisk_ai::gate::{ConfirmGate, ConfirmRequest, Decision};
-use fisk_ai::llm::{Block, Message, Response, Role, ScriptedProvider, StopReason, Usage};
+use fisk_ai::llm::{Block, Message, Role, ScriptedProvider};
 use fisk_ai::tool::{CallContext, CancellationToken, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use mockall::mock;
 use std::sync::Arc;
@@ -31,18 +32,6 @@ impl App {
     async fn agent(&self, provider: &Arc<ScriptedProvider>, gate: impl ConfirmGate + 'static) -> Agent {
         Agent::builder().config(self.config()).provider_arc(provider.clone()).gate(gate).build().await.unwrap()
     }
-}
-
-fn call(id: &str, name: &str) -> Block {
-    Block::ToolUse { id: id.into(), name: name.into(), input: ToolInput::from_json("{}").unwrap() }
-}
-
-fn turn(blocks: Vec<Block>) -> Response {
-    Response::new(blocks, StopReason::ToolUse, Usage::default())
-}
-
-fn done() -> Response {
-    Response::new(vec![Block::text("done")], StopReason::EndTurn, Usage::default())
 }
 
 /// The tool results the loop sent back, by call id, from the conversation at the end of the run.

@@ -5,15 +5,15 @@
 mod common;
 
 use common::gate::{GateApp, RecordingGate};
+use common::turns::{call, done, turn};
 use fisk_ai::Error;
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::gate::{ConfirmGate, Decision};
-use fisk_ai::llm::{Block, Message, Response, ScriptedProvider, StopReason, Usage};
+use fisk_ai::llm::{Block, Message, ScriptedProvider, StopReason, Usage};
 use fisk_ai::session::{
     AssistantRecord, ConfirmChoice, ConfirmRecord, FileSessionStore, JournalRecord, Meta, Payload, SessionId,
     SessionStore, ToolResultRecord,
 };
-use fisk_ai::tool::ToolInput;
 use std::sync::Arc;
 
 /// The shared fake `gate-app`, plus a session store in its directory.
@@ -50,18 +50,6 @@ impl Setup {
         }
         Ok(())
     }
-}
-
-fn call(id: &str, name: &str) -> Block {
-    Block::ToolUse { id: id.into(), name: name.into(), input: ToolInput::from_json("{}").unwrap() }
-}
-
-fn turn(blocks: Vec<Block>) -> Response {
-    Response::new(blocks, StopReason::ToolUse, Usage::default())
-}
-
-fn done() -> Response {
-    Response::new(vec![Block::text("done")], StopReason::EndTurn, Usage::default())
 }
 
 fn assistant(blocks: Vec<Block>) -> Payload {

@@ -3,6 +3,7 @@
 
 pub mod dispatch;
 pub mod gate;
+pub mod turns;
 
 use fisk_ai::source::fisk::AppModel;
 use std::path::{Path, PathBuf};
