@@ -175,4 +175,13 @@ mod tests {
         }
         assert_eq!(parse_unique(r#"{"a":{"a":1},"b":[1,2.5,"x",null,true]}"#).unwrap()["b"][1], 2.5);
     }
+
+    #[test]
+    fn hostile_nesting_is_refused_not_a_stack_overflow() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let err = parse_unique(&deep).unwrap_err();
+        assert!(err.to_string().contains("recursion limit"), "{err}");
+        let wide = format!("{{{}}}", (0..10_000).map(|i| format!("\"k{i}\":{i}")).collect::<Vec<_>>().join(","));
+        assert_eq!(parse_unique(&wide).unwrap().as_object().unwrap().len(), 10_000);
+    }
 }
