@@ -119,7 +119,7 @@ async fn raw_call(url: &str, name: &str, input: &str) -> (String, bool) {
         format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"{name}","arguments":{input}}}}}"#);
     let reply = post(body, Some(session)).await.unwrap().text().await.unwrap();
     // SSE or plain JSON: the JSON-RPC response is the last `data:` line, or the body itself.
-    let json = reply.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|l| !l.is_empty()).last();
+    let json = reply.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).rfind(|l| !l.is_empty());
     let v: Value = serde_json::from_str(json.unwrap_or(&reply)).unwrap_or_else(|e| panic!("{e}: {reply}"));
     let result = &v["result"];
     (result["content"][0]["text"].as_str().unwrap_or_default().to_owned(), result["isError"] == true)

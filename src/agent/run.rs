@@ -58,6 +58,14 @@ fn ended(reason: TerminalReason, error: impl Into<String>) -> Ended {
     Ended { reason, answer: None, error: Some(Error::run(error)) }
 }
 
+/// What a model turn leads to.
+enum Next {
+    /// Run this many tool calls (none for a paused turn, LOOP-8), then ask the model again.
+    Calls(usize),
+    /// The run is over.
+    End(Ended),
+}
+
 /// What dispatching one tool call came to.
 enum Dispatch {
     Result(Block),
@@ -282,8 +290,8 @@ impl Run<'_> {
                 Err(end) => return end,
             };
             let calls = match self.after_turn(stop) {
-                Ok(calls) => calls,
-                Err(end) => return end,
+                Next::Calls(calls) => calls,
+                Next::End(end) => return end,
             };
             // LOOP-8: a paused server-side turn continues with no new user message.
             if calls > 0
@@ -399,7 +407,7 @@ impl Run<'_> {
     }
 
     /// What the turn's stop reason means (LOOP-6..8, BUDGET-3): the run's end, or how many calls to run.
-    fn after_turn(&mut self, stop: StopReason) -> Result<usize, Ended> {
+    fn after_turn(&mut self, stop: StopReason) -> Next {
         let (text, calls) = self.messages.last().map(|m| (m.text(), m.tool_uses().count())).unwrap_or_default();
         let error = match stop {
             // LOOP-6: a truncated turn is shown, and none of its tool calls run.
@@ -407,7 +415,10 @@ impl Run<'_> {
             // LOOP-7: whatever the model said is still delivered; the reason is an error.
             StopReason::Refusal => Some("model refused to respond"),
             StopReason::ContextWindowExceeded => {
-                return Err(ended(TerminalReason::Error, "the conversation no longer fits the model's context window"));
+                return Next::End(ended(
+                    TerminalReason::Error,
+                    "the conversation no longer fits the model's context window",
+                ));
             }
             _ => None,
         };
@@ -416,18 +427,18 @@ impl Run<'_> {
                 self.emit(RunEvent::Assistant { text: &text, terminal: true });
             }
             let answer = (!text.is_empty()).then_some(text);
-            return Err(Ended { reason: TerminalReason::Error, answer, error: Some(Error::run(error)) });
+            return Next::End(Ended { reason: TerminalReason::Error, answer, error: Some(Error::run(error)) });
         }
         if calls == 0 && stop != StopReason::PauseTurn {
             // LOOP-7: the final answer.
             self.emit(RunEvent::Assistant { text: &text, terminal: true });
-            return Err(Ended { reason: TerminalReason::Completed, answer: Some(text), error: None });
+            return Next::End(Ended { reason: TerminalReason::Completed, answer: Some(text), error: None });
         }
         if !text.is_empty() {
             self.emit(RunEvent::Assistant { text: &text, terminal: false });
         }
         // BUDGET-3: checked after every non-terminal turn (a paused one too), before its tools run.
-        self.over_budget().map_or(Ok(calls), Err)
+        self.over_budget().map_or(Next::Calls(calls), Next::End)
     }
 
     /// LOOP-9: the last turn's calls one at a time, in order; one user message with every result.
