@@ -79,6 +79,7 @@ pub(crate) fn duplicate(key: &str) -> InputError {
     InputError::new(Some(key.to_owned()), format!("invalid arguments: duplicate property \"{key}\""))
 }
 
+#[cfg(feature = "mcp")]
 impl Refusal {
     /// A duplicate `key` in a call of `spec`.
     pub(crate) fn duplicate(spec: &ToolSpec, key: &str) -> Self {

@@ -64,6 +64,7 @@
 mod check;
 
 pub use check::Refusal;
+#[cfg(feature = "mcp")]
 pub(crate) use check::parse_unique;
 
 use crate::select::{SelectedTool, Toolset};
