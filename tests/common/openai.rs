@@ -234,10 +234,14 @@ pub fn calls(calls: &[(&str, &str, &str)]) -> Completion {
     completion(json!({"tool_calls": calls}), "tool_calls")
 }
 
+/// One chunk. The live API also sends `"logprobs": null` in each choice and `"usage": null` on every chunk but the
+/// usage one; both are left out here because the OpenAPI description types them in 3.0 style (`nullable: true`,
+/// which JSON Schema ignores), so a null cannot validate, and both fields are optional. The provider reads either
+/// form (the quirk scenarios send nulls).
 fn chunk(delta: Value, finish_reason: Option<&str>) -> Value {
     json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_760_000_000,
         "model": "gpt-4.1-2025-04-14", "system_fingerprint": "fp_fake", "service_tier": "default",
-        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}], "usage": null})
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
 }
 
 /// The chunks the live API streams for `text` (in pieces of 8 characters) and tool `calls` (each announced with
