@@ -116,8 +116,9 @@ fn tool_search(config: &Config) -> (String, bool) {
     };
     match factory.capabilities().tool_search {
         true if config.llm.no_tool_search => ("disabled (no_tool_search)".to_owned(), false),
-        true => (format!("server-side (used at {TOOL_SEARCH_THRESHOLD} or more tools)"), true),
-        false => (format!("not available with {provider}: every tool is sent directly"), false),
+        // INFO-6 wording: server-side search (Anthropic), or none, and then every tool is sent directly.
+        true => (format!("enabled (used at {TOOL_SEARCH_THRESHOLD} or more tools)"), true),
+        false => (format!("unavailable (provider {provider} does not support it)"), false),
     }
 }
 

@@ -6,21 +6,32 @@
 //!
 //! How the wire maps to the neutral model, including what compatible servers get wrong:
 //!
-//! | on the wire | neutral |
-//! | --- | --- |
-//! | `tools` | every tool a `function` tool with its schema; nothing deferred (no server-side tool search) |
-//! | `tool_calls` (parallel ones too) | [`Block::ToolUse`](crate::llm::Block::ToolUse) blocks in call order |
-//! | tool results | one `role: tool` message each, with `tool_call_id`; an error result's content starts `[tool error] ` |
-//! | `finish_reason` `stop` / `tool_calls` / `length` / `content_filter` / `refusal` | `EndTurn` / `ToolUse` / `MaxTokens` / `Refusal` / `Refusal` (`stop` beside tool calls is `ToolUse`) |
-//! | `message.refusal` | a text block, and the turn is a `Refusal` |
-//! | `reasoning_content` or `reasoning` | a [`Block::Thinking`](crate::llm::Block::Thinking) with an empty signature, first; **dropped** from the history sent back (no request field takes it, and servers that send it ask clients not to echo it) |
-//! | `usage` | counted (cached prompt tokens apart); when a server reports none, estimated at 4 bytes a token of request and reply, so the run's token budget still bounds it |
-//! | `arguments` that are not JSON, or JSON that is not an object | kept as a `ToolUse` whose input (the text as a JSON string, or the value) the tool's input validation refuses: the model gets an error result it can read and the run goes on |
-//! | a missing, empty or repeated call id | `call_fisk_<message count>_<call index>`, the same on a retry or a resumed run |
-//! | a plain JSON answer to a streaming request | read whole |
-//! | an `error` object in a 200 body or a stream chunk | an error, retried like the status in its numeric `code` when it has one |
-//! | `llm.budget.max_output_tokens` | `max_completion_tokens` for reasoning models (o-series, GPT-5) or with thinking on, else `max_tokens`; not sent when unset |
-//! | `llm.thinking.enabled` | `reasoning_effort: "medium"` for reasoning models; nothing otherwise |
+//! - **Tools** are sent as `function` tools with the tool's normalized schema (PROV-13). Nothing is deferred: there
+//!   is no server-side tool search, so [`Caps::tool_search`] is false and the agent sends every tool directly.
+//! - **Tool calls** (parallel ones too) become [`Block::ToolUse`](crate::llm::Block::ToolUse) blocks in call order;
+//!   each tool result goes back as its own `role: tool` message with `tool_call_id`. Chat Completions has no error
+//!   flag, so an error result's content starts with `[tool error] `.
+//! - **`finish_reason`**: `stop` → `EndTurn`, `tool_calls` → `ToolUse`, `length` → `MaxTokens`, `content_filter`
+//!   and `refusal` → `Refusal`; `stop` (or none) beside tool calls is `ToolUse`, because some local servers report
+//!   `stop` after calling tools. A `message.refusal` is a text block, and the turn is a `Refusal`.
+//! - **Reasoning** in `reasoning_content` (DeepSeek, vLLM) or `reasoning` (Ollama, OpenRouter) becomes a
+//!   [`Block::Thinking`](crate::llm::Block::Thinking) with an empty signature, first in the turn. It is **dropped**
+//!   from the history sent back: no request field takes it, and the servers that send it ask clients not to echo it.
+//! - **Usage** is counted with cached prompt tokens apart. A server that reports none (no `include_usage` support)
+//!   gets an estimate of 4 bytes a token of request and reply, so the run's token budget still bounds it.
+//! - **`arguments` that are not JSON**, or JSON that is not an object, stay a `ToolUse`: the text as a JSON string,
+//!   or the value as written. The tool's input validation (every tool the crate ships checks its input against its
+//!   schema first) refuses it with an error result the model reads, and the run goes on. The history echoes the
+//!   input as kept.
+//! - **A missing, empty or repeated call id** is replaced by `call_fisk_<message count>_<call index>`, the same on a
+//!   retry or a resumed run, so each result still pairs with its call.
+//! - **A plain JSON answer to a streaming request** is read whole; **a stream that ends after its `finish_reason`
+//!   without `[DONE]`** is whole; one cut before it is a (retried) stream error.
+//! - **An `error` object in a 200 body or a stream chunk** is an error, retried like the status in its numeric
+//!   `code` when it has one, never when it is an `invalid_request_error`, otherwise like a broken stream.
+//! - **`llm.budget.max_output_tokens`** is sent as `max_completion_tokens` for reasoning models (o-series, GPT-5) or
+//!   with thinking on, else as `max_tokens` (which older local servers need); nothing when unset.
+//!   **`llm.thinking.enabled`** adds `reasoning_effort: "medium"` for reasoning models, nothing otherwise.
 //!
 //! Prompt caching is automatic on OpenAI (prefixes over 1024 tokens); the cache settings send nothing. The request
 //! prefix (model, cap, tools, the system message) is byte-identical from turn to turn, so it stays cacheable.
