@@ -34,6 +34,7 @@ scenario_tests!(
     quirk_reasoning_fields_become_thinking_and_are_not_echoed,
     quirk_a_plain_json_answer_to_a_streaming_request_is_read_whole,
     quirk_usage_absent_from_the_stream_is_estimated,
+    quirk_content_as_an_array_of_parts_is_joined,
     quirk_missing_or_empty_call_ids_get_stable_generated_ids,
     quirk_an_error_body_with_status_200_is_an_error,
     quirk_a_stream_without_done_is_whole_only_after_a_finish_reason,

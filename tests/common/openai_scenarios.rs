@@ -263,6 +263,21 @@ pub async fn quirk_a_plain_json_answer_to_a_streaming_request_is_read_whole() {
     assert_eq!(server.requests()[0].body_json()["stream"], true);
 }
 
+/// `content` as an array of parts (Mistral's reasoning models, some proxies): the text parts, joined.
+pub async fn quirk_content_as_an_array_of_parts_is_joined() {
+    let parts = json!([{"type": "thinking", "thinking": [{"type": "text", "text": "hm"}]},
+        {"type": "text", "text": "Tw"}, {"type": "text", "text": "o."}]);
+    let mut chunks = stream_chunks("", &[], "stop");
+    chunks[0]["choices"][0]["delta"]["content"] = parts.clone();
+    let replies =
+        [completion(json!({"content": parts}), "stop").reply().quirk(), Reply::chunks(&chunks, true, Shape::Quirk)];
+    for (streaming, reply) in [false, true].into_iter().zip(replies) {
+        let server = FakeOpenAi::with_replies([reply]).await;
+        let r = ask(&provider(&server, streaming), &plan(&[]), &hello()).await.unwrap();
+        assert_eq!(r.content, vec![Block::text("Two.")], "streaming {streaming}");
+    }
+}
+
 /// No usage in the stream (no include_usage support): estimated from the bytes, never zero.
 pub async fn quirk_usage_absent_from_the_stream_is_estimated() {
     let mut chunks = stream_chunks("Two and a bit more text.", &[], "stop");
@@ -558,6 +573,7 @@ all!(
     quirk_reasoning_fields_become_thinking_and_are_not_echoed,
     quirk_a_plain_json_answer_to_a_streaming_request_is_read_whole,
     quirk_usage_absent_from_the_stream_is_estimated,
+    quirk_content_as_an_array_of_parts_is_joined,
     quirk_missing_or_empty_call_ids_get_stable_generated_ids,
     quirk_an_error_body_with_status_200_is_an_error,
     quirk_a_stream_without_done_is_whole_only_after_a_finish_reason,

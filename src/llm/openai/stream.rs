@@ -5,7 +5,7 @@
 //! chunk field is optional and read loosely: a server that sends a field with the wrong type fails the reply with a
 //! decode error, never a panic.
 
-use super::wire::{Call, Reply, WireFunction, WireUsage, arguments_text, body_error, decode_error};
+use super::wire::{Call, Reply, WireFunction, WireUsage, arguments_text, body_error, content_text, decode_error};
 use crate::llm::{ProviderError, ProviderErrorKind};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -45,7 +45,7 @@ struct ChunkChoice {
 #[derive(Deserialize, Default)]
 struct Delta {
     #[serde(default)]
-    content: Option<String>,
+    content: Option<Value>,
     #[serde(default)]
     refusal: Option<String>,
     #[serde(default)]
@@ -101,12 +101,14 @@ impl Accumulator {
         if data.is_empty() {
             return Ok(());
         }
+        if name == Some("error") {
+            // Its data may be an `{"error": …}` object, the error itself, or plain text.
+            let value: Value = serde_json::from_str(data).unwrap_or_else(|_| Value::from(data));
+            return Err(body_error(value.get("error").unwrap_or(&value)));
+        }
         let chunk: Chunk = serde_json::from_str(data).map_err(|e| decode_error(format!("stream chunk: {e}")))?;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(body_error(&error));
-        }
-        if name == Some("error") {
-            return Err(body_error(&Value::from(data)));
         }
         if let Some(model) = chunk.model.filter(|m| self.model.is_empty() && !m.is_empty()) {
             self.model = model;
@@ -130,9 +132,7 @@ impl Accumulator {
         if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
             self.reply.reasoning.push_str(&text);
         }
-        if let Some(text) = delta.content {
-            self.reply.text.push_str(&text);
-        }
+        self.reply.text.push_str(&content_text(delta.content));
         if let Some(text) = delta.refusal {
             self.reply.refusal.push_str(&text);
         }
@@ -198,7 +198,7 @@ impl Accumulator {
             message["tool_calls"] = Value::Array(calls);
         }
         let usage = r.usage.map(|u| {
-            json!({"prompt_tokens": u.input_tokens + u.cache_read_tokens, "completion_tokens": u.output_tokens,
+            json!({"prompt_tokens": u.input_tokens.saturating_add(u.cache_read_tokens), "completion_tokens": u.output_tokens,
                 "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens}})
         });
         let body = json!({"object": "chat.completion", "model": self.model,
@@ -310,7 +310,7 @@ mod tests {
     fn wrong_types_and_huge_indexes_are_errors_not_panics() {
         for bad in [
             r#"{"choices":"x"}"#,
-            r#"{"choices":[{"delta":{"content":5}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":"x"}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":999999999}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":-1}]}}]}"#,
             r#"[1,2]"#,

@@ -340,7 +340,7 @@ struct Choice {
 #[derive(Deserialize, Default)]
 struct ChoiceMessage {
     #[serde(default)]
-    content: Option<String>,
+    content: Option<Value>,
     #[serde(default)]
     refusal: Option<String>,
     #[serde(default)]
@@ -365,6 +365,20 @@ pub(crate) struct WireFunction {
     pub(crate) name: Option<String>,
     #[serde(default)]
     pub(crate) arguments: Option<Value>,
+}
+
+/// A message's `content` as text: a string as it is; an array of parts (Mistral's reasoning models, some proxies)
+/// as its `text` parts joined. Anything else has no text.
+pub(crate) fn content_text(content: Option<Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str).is_none_or(|t| t == "text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
 }
 
 /// `arguments` as text: a string as it is, an object some servers send unencoded as its JSON.
@@ -403,7 +417,7 @@ pub(crate) fn decode_completion(body: &[u8]) -> Result<Reply, ProviderError> {
         .collect();
     Ok(Reply {
         reasoning: message.reasoning_content.or(message.reasoning).unwrap_or_default(),
-        text: message.content.unwrap_or_default(),
+        text: content_text(message.content),
         refusal: message.refusal.unwrap_or_default(),
         calls,
         finish_reason: choice.finish_reason,
