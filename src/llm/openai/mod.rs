@@ -29,8 +29,8 @@
 //!   without `[DONE]`** is whole; one cut before it is a (retried) stream error.
 //! - **An `error` object in a 200 body or a stream chunk** is an error, retried like the status in its numeric
 //!   `code` when it has one, never when it is an `invalid_request_error`, otherwise like a broken stream.
-//! - **`llm.budget.max_output_tokens`** is sent as `max_completion_tokens` for reasoning models (o-series, GPT-5) or
-//!   with thinking on, else as `max_tokens` (which older local servers need); nothing when unset.
+//! - **`llm.budget.max_output_tokens`** is sent as `max_completion_tokens` for reasoning models (o-series, GPT-5,
+//!   which refuse `max_tokens`), else as `max_tokens` (the only one many local servers know); nothing when unset.
 //!   **`llm.thinking.enabled`** adds `reasoning_effort: "medium"` for reasoning models, nothing otherwise.
 //!
 //! Prompt caching is automatic on OpenAI (prefixes over 1024 tokens); the cache settings send nothing. The request

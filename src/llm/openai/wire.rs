@@ -69,11 +69,7 @@ pub(crate) fn render_request(req: &Request<'_>, tools: &[u8], stream: bool) -> V
     write_json(&mut out, req.model);
     if let Some(cap) = req.max_output_tokens.filter(|n| *n > 0) {
         // Reasoning models refuse `max_tokens`; older local servers know only `max_tokens`.
-        out.extend_from_slice(if reasoning || req.thinking {
-            br#","max_completion_tokens":"#
-        } else {
-            br#","max_tokens":"#
-        });
+        out.extend_from_slice(if reasoning { br#","max_completion_tokens":"# } else { br#","max_tokens":"# });
         write_json(&mut out, &cap);
     }
     if req.thinking && reasoning {
@@ -485,4 +481,27 @@ fn clean(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_models_are_recognized_by_id() {
+        for id in ["o1", "o3-mini", "o4-mini-2025-04-16", "gpt-5", "gpt-5-mini", "openai/o3", "O1-PREVIEW"] {
+            assert!(is_reasoning_model(id), "{id}");
+        }
+        for id in ["gpt-4.1", "gpt-4o", "omni-moderation", "o", "llama3.1:8b", "qwen3:8b", "deepseek-r1"] {
+            assert!(!is_reasoning_model(id), "{id}");
+        }
+    }
+
+    #[test]
+    fn arguments_keep_their_text_or_become_a_string_the_validation_refuses() {
+        assert_eq!(tool_input(r#"{"n": 1.50}"#).as_str(), r#"{"n": 1.50}"#);
+        assert_eq!(tool_input("").as_str(), "{}");
+        assert_eq!(tool_input("[1]").as_str(), "[1]");
+        assert_eq!(tool_input(r#"{"n": 1"#).as_str(), r#""{\"n\": 1""#);
+    }
 }
