@@ -16,11 +16,6 @@ use crate::config::{check_http_url, format_duration};
 use crate::error::{Error, ErrorKind};
 use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan};
 use crate::source::fisk::PROVIDER_CREDENTIALS;
-
-/// This provider's own credential variables (PROV-16): the shared list also holds other providers' names.
-fn credentials() -> impl Iterator<Item = &'static str> {
-    PROVIDER_CREDENTIALS.iter().copied().filter(|name| name.starts_with("ANTHROPIC_"))
-}
 use async_trait::async_trait;
 use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
@@ -42,6 +37,11 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 
 /// Plans whose rendered tools are kept; an agent has one, a process serving a few agents a handful.
 const TOOLS_CACHE_SIZE: usize = 8;
+
+/// This provider's own credential variables (PROV-16): the shared list also holds other providers' names.
+fn credentials() -> impl Iterator<Item = &'static str> {
+    PROVIDER_CREDENTIALS.iter().copied().filter(|name| name.starts_with("ANTHROPIC_"))
+}
 
 /// The Anthropic Messages API as a [`ModelProvider`].
 ///
