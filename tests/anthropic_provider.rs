@@ -798,7 +798,12 @@ fn prov_4_16_capabilities_declare_tool_search_and_the_credential_variables() {
     // dropped name.
     let spec = common::SPEC_PROV_16;
     assert_eq!(caps.credentials, spec);
-    assert_eq!(PROVIDER_CREDENTIALS, spec, "the union scrubbed for every child (EXEC-8)");
+    // The union over every provider compiled in: the openai provider adds its key (tests/openai_provider.rs).
+    let mut union = spec.to_vec();
+    if cfg!(feature = "openai") {
+        union.push("OPENAI_API_KEY");
+    }
+    assert_eq!(PROVIDER_CREDENTIALS, union, "the union scrubbed for every child (EXEC-8)");
 }
 
 // The PROV-7 base URL table is in prov_7_base_url.rs, shared with the configuration check.

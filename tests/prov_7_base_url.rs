@@ -157,3 +157,96 @@ mod anthropic {
         assert_eq!(parsed.host_str(), Some("evil.example"));
     }
 }
+
+#[test]
+fn prov_7_llm_base_url_follows_the_same_table_and_the_error_names_the_key() {
+    let config = |url: &str| {
+        let quoted = serde_json::to_string(url).unwrap();
+        fisk_ai::Config::from_yaml_str(&format!("llm:\n  base_url: {quoted}\n"))
+    };
+    for (url, why) in GOOD {
+        let c = config(url).unwrap_or_else(|e| panic!("{url} ({why}): {e}"));
+        assert_eq!(c.llm.base_url.as_deref(), Some(*url));
+    }
+    for (url, why) in BAD {
+        let err = config(url).expect_err(url);
+        if !url.chars().any(char::is_control) {
+            assert!(err.to_string().contains("llm.base_url"), "{url} ({why}): {err}");
+        }
+    }
+    assert_eq!(config("").unwrap().llm.base_url, None, "empty is unset");
+}
+
+/// A base URL set in code (not parsed) is checked by every factory again, naming `llm.base_url`.
+fn factories_refuse_bad_llm_base_url(factory: &dyn fisk_ai::llm::ProviderFactory) {
+    for (url, why) in BAD {
+        let mut config = fisk_ai::Config::from_yaml_str("llm:\n  model: m\n").unwrap();
+        config.llm.base_url = Some((*url).to_owned());
+        let settings = fisk_ai::llm::ProviderSettings::new(&config).with_api_key("k");
+        let err = factory.check(&settings).expect_err(url);
+        assert!(err.to_string().contains("llm.base_url"), "{url} ({why}): {err}");
+        assert!(factory.build(&settings).is_err(), "{url}");
+    }
+}
+
+#[cfg(feature = "anthropic")]
+#[test]
+fn prov_7_the_anthropic_factory_checks_llm_base_url() {
+    factories_refuse_bad_llm_base_url(&fisk_ai::llm::anthropic::AnthropicFactory);
+}
+
+/// `llm.base_url` is where the Anthropic provider sends its requests (`<base>/v1/messages`), when neither
+/// `--base-url` nor `ANTHROPIC_BASE_URL` is set.
+#[cfg(feature = "anthropic")]
+#[tokio::test]
+async fn prov_7_the_anthropic_factory_honours_llm_base_url() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if std::env::var_os("ANTHROPIC_BASE_URL").is_some() {
+        return; // The variable wins, by design.
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut head = vec![0u8; 256];
+        let n = conn.read(&mut head).await.unwrap();
+        // A 400 is not retried, so one request is all there is.
+        conn.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await.unwrap();
+        String::from_utf8_lossy(&head[..n]).into_owned()
+    });
+    let config =
+        fisk_ai::Config::from_yaml_str(&format!("llm:\n  model: m\n  base_url: http://127.0.0.1:{port}/\n")).unwrap();
+    let settings = fisk_ai::llm::ProviderSettings::new(&config).with_api_key("k");
+    let provider = fisk_ai::llm::ProviderRegistry::with_defaults().build(&settings).unwrap();
+    let plan = fisk_ai::llm::ToolPlan::new(fisk_ai::Selection::new().apply(Vec::new()).unwrap(), true);
+    let messages = [fisk_ai::llm::Message::user("x")];
+    let err = provider.call(&fisk_ai::llm::Request::new("m", &[], &messages, &plan)).await.unwrap_err();
+    assert_eq!(err.http_status(), Some(400), "{err}");
+    assert!(server.await.unwrap().starts_with("POST /v1/messages HTTP/1.1"));
+}
+
+#[cfg(feature = "openai")]
+mod openai {
+    use super::*;
+    use fisk_ai::llm::openai::{OpenAiFactory, OpenAiProvider};
+
+    #[test]
+    fn invariant_8_prov_7_openai_base_url_follows_the_table_and_the_error_names_the_setting() {
+        for (url, why) in GOOD {
+            let p = OpenAiProvider::new("k").with_base_url(url).unwrap_or_else(|e| panic!("{url} ({why}): {e}"));
+            assert_eq!(p.endpoint(), format!("{}/chat/completions", url.trim_end_matches('/')));
+        }
+        for (url, why) in BAD {
+            let err = OpenAiProvider::new("k").with_base_url(url).expect_err(url);
+            assert!(err.is_config(), "{url} ({why})");
+            let msg = err.to_string();
+            assert!(msg.contains("OPENAI_BASE_URL") && msg.contains("--base-url"), "{url}: {msg}");
+        }
+        assert_eq!(OpenAiProvider::new("k").endpoint(), "https://api.openai.com/v1/chat/completions");
+    }
+
+    #[test]
+    fn prov_7_the_openai_factory_checks_llm_base_url() {
+        factories_refuse_bad_llm_base_url(&OpenAiFactory);
+    }
+}

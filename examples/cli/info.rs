@@ -4,6 +4,7 @@ use clap::Args;
 use comfy_table::{ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle};
 use fisk_ai::builtin::{BuiltinEnv, BuiltinRegistry};
 use fisk_ai::config::Mode;
+use fisk_ai::llm::{ProviderRegistry, TOOL_SEARCH_THRESHOLD};
 use fisk_ai::memory::FileMemoryStore;
 use fisk_ai::operator::NoOperator;
 use fisk_ai::select::Toolset;
@@ -106,12 +107,18 @@ fn short(text: &str) -> String {
     }
 }
 
-fn tool_search(config: &Config) -> String {
+/// The provider's tool search, as its factory declares it (PROV-4, SEARCH-2): no key is needed to ask.
+fn tool_search(config: &Config) -> (String, bool) {
     let provider = &config.llm.provider;
-    match provider.as_str() {
-        "anthropic" if config.llm.no_tool_search => "disabled (no_tool_search)".to_owned(),
-        "anthropic" => "enabled (used at 10 or more tools)".to_owned(),
-        other => format!("unknown (provider {other} is not available)"),
+    let registry = ProviderRegistry::with_defaults();
+    let Some(factory) = registry.get(provider) else {
+        return (format!("unknown (provider {provider} is not available)"), false);
+    };
+    match factory.capabilities().tool_search {
+        true if config.llm.no_tool_search => ("disabled (no_tool_search)".to_owned(), false),
+        // INFO-6 wording: server-side search (Anthropic), or none, and then every tool is sent directly.
+        true => (format!("enabled (used at {TOOL_SEARCH_THRESHOLD} or more tools)"), true),
+        false => (format!("unavailable (provider {provider} does not support it)"), false),
     }
 }
 
@@ -123,7 +130,7 @@ impl Report {
             ("Model", model.clone()),
             ("Provider", llm.provider.clone()),
             ("Thinking", if llm.thinking.enabled { "enabled" } else { "disabled" }.to_owned()),
-            ("Tool search", tool_search(&self.config)),
+            ("Tool search", tool_search(&self.config).0),
         ])
     }
 
@@ -309,8 +316,8 @@ impl Report {
                 "model": m,
                 "provider": llm.provider,
                 "thinking": llm.thinking.enabled,
-                "tool_search": tool_search(&self.config),
-                "tool_search_enabled": llm.provider == "anthropic" && !llm.no_tool_search,
+                "tool_search": tool_search(&self.config).0,
+                "tool_search_enabled": tool_search(&self.config).1,
             })
         });
         let tools: Vec<Value> = self

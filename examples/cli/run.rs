@@ -21,11 +21,13 @@ pub(crate) struct RunArgs {
     /// The agent configuration.
     #[arg(long, default_value = "agent.yaml")]
     config: PathBuf,
-    /// Anthropic API key.
-    #[arg(long, env = "ANTHROPIC_API_KEY", hide_env_values = true)]
+    /// API key for the configured provider (llm.provider); default: the provider's own variable
+    /// (ANTHROPIC_API_KEY, OPENAI_API_KEY).
+    #[arg(long)]
     api_key: Option<String>,
-    /// Anthropic API base URL (https, or http on a loopback address).
-    #[arg(long, env = "ANTHROPIC_BASE_URL")]
+    /// API base URL for the configured provider (https, or http on a loopback address); default: the provider's
+    /// own variable (ANTHROPIC_BASE_URL, OPENAI_BASE_URL), then llm.base_url.
+    #[arg(long)]
     base_url: Option<String>,
     /// Write every API request and response to http-debug.log (it holds the whole conversation).
     #[arg(long, env = "HTTP_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
@@ -249,7 +251,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     let base_url = args.base_url.clone().filter(|u| !u.trim().is_empty());
     if let Some(url) = &base_url {
         fisk_ai::config::check_http_url(url.trim())
-            .map_err(|e| format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}"))?;
+            .map_err(|e| format!("invalid base URL {url:?} (--base-url): {e}"))?;
     }
     let config = Config::load(&args.config)?;
     model.clone_from(&config.llm.model);
@@ -270,6 +272,9 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     if let Some(url) = base_url {
         settings = settings.with_base_url(url);
     }
+    // PROV-7: the provider's own base URL variable and llm.base_url too, before the trace or debug file exists.
+    let providers = ProviderRegistry::with_defaults();
+    providers.check(&settings)?;
     let debug_path = PathBuf::from("http-debug.log");
     if args.http_debug {
         settings = settings.with_http_debug(&debug_path);
@@ -282,7 +287,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         }
         None => None,
     };
-    let provider = ProviderRegistry::with_defaults().build(&settings)?;
+    let provider = providers.build(&settings)?;
     if args.http_debug {
         err.line(&format!(
             "notice: writing every API request and response to {} (it holds the full conversation)",

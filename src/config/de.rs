@@ -269,6 +269,17 @@ pub(crate) fn url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
     })
 }
 
+/// `llm.base_url`, validated by PROV-7; empty means unset.
+pub(crate) fn base_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    str_opt(d, |s| match s.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(u) => {
+            validate::check_http_url(u).map_err(|e| format!("invalid base URL {u:?}: {e}"))?;
+            Ok(Some(u.to_owned()))
+        }
+    })
+}
+
 /// Visits an MCP server `command` (MCPI-3): a non-empty list whose first entry is not empty.
 struct CommandVisitor;
 

@@ -38,6 +38,16 @@ pub struct Llm {
     /// `no_tool_search` (SEARCH-2).
     #[serde(deserialize_with = "de::nullable")]
     pub no_tool_search: bool,
+    /// `base_url`: where the provider's API is, e.g. `http://127.0.0.1:11434/v1` for a local OpenAI-compatible
+    /// server. Empty is unset. Checked when the configuration is read (PROV-7: `https`, or `http` to a loopback
+    /// literal, never with user information), so a bad value fails naming `llm.base_url`.
+    ///
+    /// Each provider reads it as its own base: the `openai` provider appends `/chat/completions` (default
+    /// `https://api.openai.com/v1`), the `anthropic` provider `/v1/messages` (default `https://api.anthropic.com`).
+    /// A host's `--base-url` and the provider's environment variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) win
+    /// over it, in that order.
+    #[serde(deserialize_with = "de::base_url")]
+    pub base_url: Option<String>,
 }
 
 impl Default for Llm {
@@ -49,6 +59,7 @@ impl Default for Llm {
             thinking: Thinking::default(),
             no_prompt_cache: false,
             no_tool_search: false,
+            base_url: None,
         }
     }
 }

@@ -11,6 +11,9 @@ pub const PROVIDER_CREDENTIALS: &[&str] = &[
     "ANTHROPIC_IDENTITY_TOKEN",
     "ANTHROPIC_WEBHOOK_SIGNING_KEY",
     "ANTHROPIC_CUSTOM_HEADERS",
+    // The openai provider's key (crate::llm::openai::CREDENTIALS), scrubbed whenever the provider is compiled in.
+    #[cfg(feature = "openai")]
+    "OPENAI_API_KEY",
 ];
 
 /// The environment and working directory of child processes (EXEC-8, EXEC-9).

@@ -7,6 +7,9 @@
 #[cfg(feature = "anthropic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub mod anthropic;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
+pub mod openai;
 mod plan;
 mod scripted;
 
@@ -15,14 +18,16 @@ pub use plan::{TOOL_SEARCH_THRESHOLD, ToolPlan};
 pub use scripted::{RecordedRequest, ScriptedProvider};
 
 mod error;
-#[cfg(feature = "anthropic")]
+#[cfg(any(feature = "anthropic", feature = "openai"))]
 pub(crate) mod http_debug;
 mod message;
 mod observe;
 mod provider;
 mod registry;
-#[cfg(feature = "anthropic")]
+#[cfg(any(feature = "anthropic", feature = "openai"))]
 pub(crate) mod retry;
+#[cfg(any(feature = "anthropic", feature = "openai"))]
+pub(crate) mod schema;
 
 pub use error::{ProviderError, ProviderErrorKind};
 pub use message::{Block, Message, Role, StopReason, Usage};

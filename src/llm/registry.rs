@@ -2,7 +2,7 @@
 //! [`ProviderFactory`] found there builds the provider from the configuration and the host's settings.
 
 use super::observe::WireObserver;
-use super::provider::ModelProvider;
+use super::provider::{Caps, ModelProvider};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -111,6 +111,20 @@ pub trait ProviderFactory: Send + Sync {
         Vec::new()
     }
 
+    /// What the provider will declare once built (PROV-4), known without building it (no key needed): for a host's
+    /// `info` view, say. The default is [`name`](Self::name) with [`credentials`](Self::credentials) and no tool
+    /// search.
+    fn capabilities(&self) -> Caps {
+        Caps::new(self.name()).with_credentials(self.credentials())
+    }
+
+    /// Check the settings the way [`build`](Self::build) will (the base URL, PROV-7) without building anything or
+    /// touching the file system, so a host can refuse a bad setting before any other run work. The default accepts
+    /// everything; [`build`](Self::build) must check again either way.
+    fn check(&self, _settings: &ProviderSettings<'_>) -> Result<()> {
+        Ok(())
+    }
+
     /// Build the provider. Fails with a configuration error naming the setting (a missing key, a bad base URL).
     fn build(&self, settings: &ProviderSettings<'_>) -> Result<Arc<dyn ModelProvider>>;
 }
@@ -133,12 +147,14 @@ impl ProviderRegistry {
         Self::default()
     }
 
-    /// The providers compiled into this build (`anthropic` with its feature).
+    /// The providers compiled into this build (`anthropic` and `openai`, each with its feature).
     pub fn with_defaults() -> Self {
         #[allow(unused_mut)]
         let mut registry = Self::empty();
         #[cfg(feature = "anthropic")]
         registry.register(Arc::new(super::anthropic::AnthropicFactory));
+        #[cfg(feature = "openai")]
+        registry.register(Arc::new(super::openai::OpenAiFactory));
         registry
     }
 
@@ -171,15 +187,21 @@ impl ProviderRegistry {
     /// Build the provider `llm.provider` names. An unknown name is a configuration error on `llm.provider` that
     /// lists the available ones (PROV-3).
     pub fn build(&self, settings: &ProviderSettings<'_>) -> Result<Arc<dyn ModelProvider>> {
+        self.factory(settings)?.build(settings)
+    }
+
+    /// Check the settings for the provider `llm.provider` names without building it ([`ProviderFactory::check`]):
+    /// an unknown name (PROV-3) or a bad base URL (PROV-7) fails here, before any file is created.
+    pub fn check(&self, settings: &ProviderSettings<'_>) -> Result<()> {
+        self.factory(settings)?.check(settings)
+    }
+
+    fn factory(&self, settings: &ProviderSettings<'_>) -> Result<&Arc<dyn ProviderFactory>> {
         let name = settings.config.llm.provider.as_str();
-        let Some(factory) = self.get(name) else {
+        self.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.names().collect();
             let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
-            return Err(Error::config_key(
-                "llm.provider",
-                format!("llm.provider: unknown provider \"{name}\"; available: {known}"),
-            ));
-        };
-        factory.build(settings)
+            Error::config_key("llm.provider", format!("llm.provider: unknown provider \"{name}\"; available: {known}"))
+        })
     }
 }

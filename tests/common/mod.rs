@@ -77,6 +77,7 @@ pub fn example(name: &str) -> PathBuf {
     }
     let features: Vec<&str> = [
         (cfg!(feature = "anthropic"), "anthropic"),
+        (cfg!(feature = "openai"), "openai"),
         (cfg!(feature = "mcp"), "mcp"),
         (cfg!(feature = "nats"), "nats"),
         (cfg!(feature = "terminal"), "terminal"),

@@ -38,6 +38,11 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Plans whose rendered tools are kept; an agent has one, a process serving a few agents a handful.
 const TOOLS_CACHE_SIZE: usize = 8;
 
+/// This provider's own credential variables (PROV-16): the shared list also holds other providers' names.
+fn credentials() -> impl Iterator<Item = &'static str> {
+    PROVIDER_CREDENTIALS.iter().copied().filter(|name| name.starts_with("ANTHROPIC_"))
+}
+
 /// The Anthropic Messages API as a [`ModelProvider`].
 ///
 /// Built by value; every setting has a default:
@@ -132,7 +137,7 @@ impl AnthropicProvider {
             streaming: true,
             observers: Vec::new(),
             tools: Mutex::new(Vec::new()),
-            caps: Caps::new(PROVIDER_ID).with_tool_search(true).with_credentials(PROVIDER_CREDENTIALS.iter().copied()),
+            caps: Caps::new(PROVIDER_ID).with_tool_search(true).with_credentials(credentials()),
         }
     }
 
@@ -464,8 +469,8 @@ async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, ProviderError
 }
 
 /// Builds an [`AnthropicProvider`] for `llm.provider: anthropic` (PROV-3, PROV-6): the key from the settings or
-/// `ANTHROPIC_API_KEY`, the base URL from the settings or `ANTHROPIC_BASE_URL` (checked first, PROV-7), the
-/// per-call timeout from `llm.budget.call_timeout`, then the debug file and observers.
+/// `ANTHROPIC_API_KEY`, the base URL from the settings, `ANTHROPIC_BASE_URL` or `llm.base_url`, in that order
+/// (checked first, PROV-7), the per-call timeout from `llm.budget.call_timeout`, then the debug file and observers.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AnthropicFactory;
 
@@ -475,17 +480,19 @@ impl crate::llm::ProviderFactory for AnthropicFactory {
     }
 
     fn credentials(&self) -> Vec<String> {
-        PROVIDER_CREDENTIALS.iter().map(|s| (*s).to_owned()).collect()
+        credentials().map(str::to_owned).collect()
+    }
+
+    fn capabilities(&self) -> Caps {
+        Caps::new(PROVIDER_ID).with_tool_search(true).with_credentials(credentials())
+    }
+
+    fn check(&self, settings: &crate::llm::ProviderSettings<'_>) -> crate::error::Result<()> {
+        base_url(settings).map(drop)
     }
 
     fn build(&self, settings: &crate::llm::ProviderSettings<'_>) -> crate::error::Result<Arc<dyn ModelProvider>> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let base_url = settings.base_url.clone().or_else(|| env("ANTHROPIC_BASE_URL"));
-        if let Some(url) = &base_url {
-            check_http_url(url.trim()).map_err(|e| {
-                Error::config(format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}"))
-            })?;
-        }
+        let base_url = base_url(settings)?;
         let key = settings
             .api_key
             .clone()
@@ -503,4 +510,23 @@ impl crate::llm::ProviderFactory for AnthropicFactory {
         }
         Ok(Arc::new(provider))
     }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The base URL the settings name, checked (PROV-7): `--base-url`, then `ANTHROPIC_BASE_URL`, then `llm.base_url`.
+fn base_url(settings: &crate::llm::ProviderSettings<'_>) -> crate::error::Result<Option<String>> {
+    let (url, source) = match (&settings.base_url, env("ANTHROPIC_BASE_URL"), &settings.config.llm.base_url) {
+        (Some(url), _, _) => (url.clone(), "--base-url / ANTHROPIC_BASE_URL"),
+        (None, Some(url), _) => (url, "--base-url / ANTHROPIC_BASE_URL"),
+        (None, None, Some(url)) => (url.clone(), "llm.base_url"),
+        (None, None, None) => return Ok(None),
+    };
+    check_http_url(url.trim()).map_err(|e| {
+        let msg = format!("invalid base URL {url:?} ({source}): {e}");
+        if source == "llm.base_url" { Error::config_key(source, msg) } else { Error::config(msg) }
+    })?;
+    Ok(Some(url))
 }

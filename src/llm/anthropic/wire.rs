@@ -4,12 +4,13 @@
 //! per [`ToolPlan`] and spliced in as bytes, provider blocks and tool inputs are copied verbatim, and the key order is
 //! fixed, so the same conversation always yields the same bytes and every turn shares the tools+system prefix.
 
+use crate::llm::schema::input_schema;
 use crate::llm::{Block, CacheMode, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StopReason};
 use crate::llm::{ToolPlan, Usage};
 use crate::tool::{ToolInput, ToolKind};
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// The server-side search tool, appended last when something is deferred (PROV-12: the undated alias).
@@ -99,55 +100,6 @@ pub(crate) fn render_tools(plan: &ToolPlan) -> Vec<u8> {
     }
     out.push(b']');
     out
-}
-
-/// A tool's input schema as Anthropic takes it (PROV-13): `type` is always `object`, `properties` and `required`
-/// map to their fields, every other key is forwarded verbatim. With `annotate`, the copy's non-required properties
-/// say they are optional, because models under-weight absence from `required` and ask for defaults they need not.
-pub(crate) fn input_schema(schema: &Value, annotate: bool) -> Value {
-    let mut out = Map::new();
-    out.insert("type".to_owned(), Value::from("object"));
-    let Some(obj) = schema.as_object() else { return Value::Object(out) };
-    let required: Vec<&str> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    for (key, value) in obj {
-        match key.as_str() {
-            "type" => {}
-            "properties" if annotate => {
-                out.insert(key.clone(), annotate_optional(value, &required));
-            }
-            _ => {
-                out.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    Value::Object(out)
-}
-
-fn annotate_optional(properties: &Value, required: &[&str]) -> Value {
-    let Some(props) = properties.as_object() else { return properties.clone() };
-    let annotated = props
-        .iter()
-        .map(|(name, prop)| {
-            let prop = match prop.as_object() {
-                Some(p) if !required.contains(&name.as_str()) => {
-                    let mut p = p.clone();
-                    let desc = match p.get("description").and_then(Value::as_str) {
-                        Some(d) if !d.is_empty() => format!("{d} (optional)"),
-                        _ => "Optional.".to_owned(),
-                    };
-                    p.insert("description".to_owned(), Value::from(desc));
-                    Value::Object(p)
-                }
-                _ => prop.clone(),
-            };
-            (name.clone(), prop)
-        })
-        .collect();
-    Value::Object(annotated)
 }
 
 /// The `cache_control` marker for `cache`, or `None` when caching is off (PROV-9).
