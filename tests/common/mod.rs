@@ -76,7 +76,6 @@ pub fn example(name: &str) -> PathBuf {
     let features: Vec<&str> = [
         (cfg!(feature = "anthropic"), "anthropic"),
         (cfg!(feature = "mcp"), "mcp"),
-        (cfg!(feature = "nats"), "nats"),
         (cfg!(feature = "terminal"), "terminal"),
     ]
     .into_iter()
