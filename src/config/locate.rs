@@ -164,6 +164,12 @@ impl<'de> Visitor<'de> for SecondKey<'_> {
 /// Fails at whatever value it is asked to visit.
 struct Fail;
 
+impl Fail {
+    fn deserialize_with<'de, D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
 impl<'de> Visitor<'de> for Fail {
     type Value = ();
 
@@ -223,6 +229,24 @@ pub(crate) fn locate_duplicate(yaml: &str, path: &str) -> Option<(usize, usize)>
         _ => return None,
     }
     walk(yaml, &segs)
+}
+
+/// Where a problem the YAML library reports without a position is: the start of the second document for "more
+/// than one document", else the first position the library does report for any document (a later parse error),
+/// else the end of the text, which is where an unexpected end of input is.
+pub(crate) fn fallback(yaml: &str) -> (usize, usize) {
+    for (i, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+        let at = match Fail.deserialize_with(doc) {
+            Err(e) if i > 0 || !e.to_string().contains(FOUND) => e.location(),
+            _ => None,
+        };
+        if let Some(l) = at {
+            return (l.line(), l.column());
+        }
+    }
+    let line = yaml.matches('\n').count() + 1;
+    let column = yaml.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
 }
 
 fn walk(yaml: &str, segs: &[Seg<'_>]) -> Option<(usize, usize)> {

@@ -314,6 +314,16 @@ fn locate_error(yaml: &str, err: Error) -> Error {
     }
 }
 
+/// A YAML error as it is, or, for the few the YAML library reports without a position (a second document, an
+/// unexpected end), with the position [`locate::fallback`] finds, so every parse error says where to look.
+fn with_some_location(yaml: &str, err: Error) -> Error {
+    if err.location().is_some() {
+        return err;
+    }
+    let (line, column) = locate::fallback(yaml);
+    err.with_location(crate::error::Location { file: None, line, column })
+}
+
 /// Keys this version parses and checks but whose behaviour is not built yet: [`Config::check_supported`] (which the
 /// agent and the MCP server call before anything starts) refuses them with their location rather than silently
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
@@ -343,9 +353,11 @@ impl Config {
     /// after decoding also get the position of their key, or of the nearest enclosing block present. Warnings
     /// (IMPORT-3, MCPI-5) are not returned here: [`Config::validate`] returns them in every mode.
     pub fn from_yaml_str(yaml: &str) -> Result<Config> {
-        let cfg: Option<Config> = serde_yaml::from_str(yaml).map_err(|e| de::yaml_error(yaml, e))?;
+        let cfg: Option<Config> =
+            serde_yaml::from_str(yaml).map_err(|e| with_some_location(yaml, de::yaml_error(yaml, e)))?;
         let mut cfg = cfg.unwrap_or_default();
-        de::check_backend_options(yaml, &cfg.harness.memory.backend, &cfg.harness.sessions.backend)?;
+        de::check_backend_options(yaml, &cfg.harness.memory.backend, &cfg.harness.sessions.backend)
+            .map_err(|e| with_some_location(yaml, e))?;
         if let Some(root) = &cfg.root_directory {
             let abs = std::path::absolute(root).map_err(|e| {
                 Error::config_key(
@@ -353,8 +365,8 @@ impl Config {
                     format!("root_directory: cannot resolve {} against the working directory: {e}", root.display()),
                 )
                 .with_source(e)
-            })?;
-            cfg.root_directory = Some(abs);
+            });
+            cfg.root_directory = Some(abs.map_err(|e| locate_error(yaml, e))?);
         }
         validate::common(&cfg).map_err(|e| locate_error(yaml, e))?;
         cfg.origin = origin::Origin::from_text(yaml);
@@ -363,15 +375,31 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Parses a configuration from YAML bytes, like [`Config::from_yaml_str`]. Bytes that are not UTF-8 are a
+    /// configuration error located at the first invalid byte.
+    pub fn from_yaml_bytes(bytes: &[u8]) -> Result<Config> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Config::from_yaml_str(text),
+            Err(e) => {
+                let valid = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
+                let line = valid.matches('\n').count() + 1;
+                let column = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                let byte = bytes.get(e.valid_up_to()).copied().unwrap_or_default();
+                Err(Error::config(format!("the configuration is not UTF-8 text (byte 0x{byte:02x} is invalid here)"))
+                    .with_location(crate::error::Location { file: None, line, column }))
+            }
+        }
+    }
+
     /// Reads and parses the configuration file at `path` (which must exist), like [`Config::from_yaml_str`].
     /// Every error names the file: an unreadable file is [`ErrorKind::Io`]; a located error gets the file in its
     /// [`Error::location`], any other has it prefixed to the message.
     pub fn load(path: impl AsRef<Path>) -> Result<Config> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let bytes = std::fs::read(path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot read configuration file {}: {e}", path.display())).with_source(e)
         })?;
-        let mut cfg = Config::from_yaml_str(&text).map_err(|e| e.in_file(path))?;
+        let mut cfg = Config::from_yaml_bytes(&bytes).map_err(|e| e.in_file(path))?;
         if let Some(at) = &mut cfg.origin.unbuilt_at {
             at.file = Some(path.to_path_buf());
         }

@@ -21,6 +21,8 @@ mod walk;
 pub use argv::{ArgvError, CommandShape};
 pub use model::{AppModel, ArgModel, CmdModel, FlagModel};
 pub use process::{ChildEnv, PROVIDER_CREDENTIALS};
+#[doc(hidden)]
+pub use process::captured_output;
 
 use super::{Loaded, ToolSource};
 use crate::config::Config;
