@@ -27,27 +27,42 @@ fn chunks() -> impl Strategy<Value = Vec<Vec<u8>>> {
     prop::collection::vec(chunk, 0..6)
 }
 
-/// Runs the property over `cases` generated streams.
-pub fn check(cases: u32) {
+/// The capture: the `output` text is the stream itself up to the cap, else its first and last halves around the
+/// marker, and is within the cap. Runs over `cases` generated streams.
+pub fn check_cap(cases: u32) {
     super::run(cases, chunks(), |chunks| {
         let stream: Vec<u8> = chunks.concat();
         let (output, truncated) = captured_output(chunks.iter().map(Vec::as_slice));
-        let want = if stream.len() <= CAP {
-            String::from_utf8_lossy(&stream).into_owned()
-        } else {
-            let mut cut = stream[..HALF].to_vec();
-            cut.extend_from_slice(MARKER.as_bytes());
-            cut.extend_from_slice(&stream[stream.len() - HALF..]);
-            String::from_utf8_lossy(&cut).into_owned()
-        };
         prop_assert_eq!(truncated, stream.len() > CAP);
-        prop_assert!(output == want, "{} bytes in, {} chars out", stream.len(), output.chars().count());
+        prop_assert!(output == expected(&stream), "{} bytes in, {} chars out", stream.len(), output.chars().count());
         // Lossy decoding turns each bad sequence into one U+FFFD, so the cap holds in characters.
         prop_assert!(output.chars().count() <= CAP + MARKER.len());
+        Ok(())
+    });
+}
+
+/// The result: the EXEC-13 JSON a model or an MCP client reads carries exactly that capped text and the flag.
+/// Runs over `cases` generated streams.
+pub fn check_result(cases: u32) {
+    super::run(cases, chunks(), |chunks| {
+        let (output, truncated) = captured_output(chunks.iter().map(Vec::as_slice));
         let result = ToolOutput::exec(ExecReport::new("app run", 0, truncated), &output);
+        prop_assert!(!result.is_error());
         let json: serde_json::Value = serde_json::from_str(result.content()).unwrap();
         prop_assert_eq!(json["output"].as_str(), Some(output.as_str()));
         prop_assert_eq!(json.get("truncated").is_some(), truncated);
+        prop_assert_eq!(json["command"].as_str(), Some("app run"));
         Ok(())
     });
+}
+
+/// EXEC-12 written out: verbatim up to the cap, else head, marker, tail; then invalid UTF-8 replaced.
+fn expected(stream: &[u8]) -> String {
+    if stream.len() <= CAP {
+        return String::from_utf8_lossy(stream).into_owned();
+    }
+    let mut cut = stream[..HALF].to_vec();
+    cut.extend_from_slice(MARKER.as_bytes());
+    cut.extend_from_slice(&stream[stream.len() - HALF..]);
+    String::from_utf8_lossy(&cut).into_owned()
 }
