@@ -2,6 +2,7 @@
 
 use clap::Args;
 use fisk_ai::Config;
+use fisk_ai::config::Mode;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunStats, TerminalReason};
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, escape_invisible, quote_arg, sanitize};
 use fisk_ai::llm::{Block, Message, ProviderRegistry, ProviderSettings, Role};
@@ -248,6 +249,10 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
             .map_err(|e| format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}"))?;
     }
     let config = Config::load(&args.config)?;
+    // Configuration errors come before a missing API key, which building the provider (below) reports. The agent
+    // validates again when it is built and reports the warnings then.
+    config.validate(Mode::Agent)?;
+    config.check_supported()?;
     config.check_application()?;
     model.clone_from(&config.llm.model);
     // SESS-27.

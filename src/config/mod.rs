@@ -444,11 +444,13 @@ impl Config {
     }
 
     /// Checks the configuration for `mode` (CFG-2): the every-mode checks (again, so a configuration built or
-    /// changed in code is covered too), then the checks of `mode`. Returns the configuration-level warnings
+    /// changed in code is covered too), then the checks of `mode`. An error gets the position of its key (or of
+    /// the nearest enclosing block written) and the file, as [`Config::locate`] gives them. Returns the configuration-level warnings
     /// (IMPORT-3 / MCPI-5 `include.tags` ignored), which do not depend on the mode.
     pub fn validate(&self, mode: Mode) -> Result<Vec<Warning>> {
-        validate::common(self)?;
-        validate::mode(self, mode)?;
+        // Located like parse errors when the configuration came from text (and a file).
+        validate::common(self).map_err(|e| self.locate(e))?;
+        validate::mode(self, mode).map_err(|e| self.locate(e))?;
         Ok(validate::warnings(self))
     }
 
