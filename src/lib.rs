@@ -9,7 +9,9 @@
 // POSIX calls, and the confirmation prompt reads a Unix terminal: there is no Windows implementation to fall back
 // to, so say so at build time rather than fail at run time.
 #[cfg(not(unix))]
-compile_error!("fisk-ai supports Unix-like systems only (Linux, macOS, the BSDs): it relies on process groups, POSIX signals and Unix terminals");
+compile_error!(
+    "fisk-ai supports Unix-like systems only (Linux, macOS, the BSDs): it relies on process groups, POSIX signals and Unix terminals"
+);
 
 pub mod agent;
 pub mod builtin;

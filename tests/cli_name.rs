@@ -90,9 +90,13 @@ fn cli_16_run_reports_a_configuration_error_before_a_missing_api_key() {
     assert!(!err.to_lowercase().contains("api key") && !err.contains("ANTHROPIC_API_KEY"), "{err}");
 
     // A missing application is a configuration error naming the key and the file, before any key is needed.
-    std::fs::write(&config, "identity: x\napplication_path: ./nowhere/app\nsystem_prompt: hi\nllm:\n  model: m\n").unwrap();
+    std::fs::write(&config, "identity: x\napplication_path: ./nowhere/app\nsystem_prompt: hi\nllm:\n  model: m\n")
+        .unwrap();
     let out = run(&bin, &["run", "--config", config.to_str().unwrap(), "hello"]);
     let err = text(&out.stderr);
-    assert!(err.contains(&format!("{}:2:19: application_path: ./nowhere/app does not exist", config.display())), "{err}");
+    assert!(
+        err.contains(&format!("{}:2:19: application_path: ./nowhere/app does not exist", config.display())),
+        "{err}"
+    );
     assert!(!err.contains("ANTHROPIC_API_KEY"), "{err}");
 }

@@ -17,7 +17,9 @@ use std::path::PathBuf;
 
 fn python() -> PathBuf {
     let unavailable = |why: String| -> ! {
-        panic!("the Python MCP client is unavailable: {why}; set FISK_AI_PYTHON to a python with `mcp` installed (.ci/run creates one)")
+        panic!(
+            "the Python MCP client is unavailable: {why}; set FISK_AI_PYTHON to a python with `mcp` installed (.ci/run creates one)"
+        )
     };
     let Some(python) = std::env::var_os("FISK_AI_PYTHON").filter(|v| !v.is_empty()) else {
         unavailable("FISK_AI_PYTHON is not set".to_owned())

@@ -2,8 +2,8 @@
 
 use clap::Args;
 use fisk_ai::Config;
-use fisk_ai::config::Mode;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunStats, TerminalReason};
+use fisk_ai::config::Mode;
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, escape_invisible, quote_arg, sanitize};
 use fisk_ai::llm::{Block, Message, ProviderRegistry, ProviderSettings, Role};
 use fisk_ai::operator::TerminalPrompter;

@@ -58,7 +58,8 @@ impl Origin {
 
 /// The position of `key` in `yaml`; a derived identity is reported at `application_path`, where it comes from.
 pub(super) fn locate_key(yaml: &str, key: &str) -> Option<(usize, usize)> {
-    locate::locate(yaml, key).or_else(|| (key == "identity").then(|| locate::locate(yaml, "application_path")).flatten())
+    locate::locate(yaml, key)
+        .or_else(|| (key == "identity").then(|| locate::locate(yaml, "application_path")).flatten())
 }
 
 /// What is wrong with `app` as an `application_path`, if anything: missing, not a file, not executable. A bare name

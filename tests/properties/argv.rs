@@ -139,7 +139,8 @@ pub fn check(cases: u32) {
                 prop_assert!(named || (other.is_some() && msg.contains("invalid JSON")), "{text} -> {msg}");
             }
             Ok(argv) => {
-                let want = if other.as_ref().is_some_and(Value::is_null) { Some(path.clone()) } else { expected(&entries) };
+                let want =
+                    if other.as_ref().is_some_and(Value::is_null) { Some(path.clone()) } else { expected(&entries) };
                 prop_assert_eq!(Some(&argv), want.as_ref(), "{}", text);
                 // Every positional follows the one separator: nothing after it came from a flag.
                 if let Some(sep) = argv.iter().position(|a| a == "--") {

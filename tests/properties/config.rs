@@ -41,8 +41,30 @@ llm:
 
 /// YAML's structural tokens, so random documents are more than one bad scalar.
 const TOKENS: [&str; 24] = [
-    "\n", "  ", ": ", "- ", "[", "]", "{", "}", ",", "#", "---\n", "...\n", "&a ", "*a", "!!str ", "|\n", ">\n",
-    "'", "\"", "llm", "budget", "call_timeout", "5x", "\t",
+    "\n",
+    "  ",
+    ": ",
+    "- ",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    "#",
+    "---\n",
+    "...\n",
+    "&a ",
+    "*a",
+    "!!str ",
+    "|\n",
+    ">\n",
+    "'",
+    "\"",
+    "llm",
+    "budget",
+    "call_timeout",
+    "5x",
+    "\t",
 ];
 
 #[derive(Debug, Clone)]
@@ -57,7 +79,8 @@ fn edit() -> impl Strategy<Value = Edit> {
     let token = prop::sample::select(TOKENS.to_vec()).prop_map(|t| t.as_bytes().to_vec());
     prop_oneof![
         (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Edit::Replace(at, b)),
-        (any::<usize>(), prop_oneof![token, prop::collection::vec(any::<u8>(), 1..8)]).prop_map(|(at, b)| Edit::Insert(at, b)),
+        (any::<usize>(), prop_oneof![token, prop::collection::vec(any::<u8>(), 1..8)])
+            .prop_map(|(at, b)| Edit::Insert(at, b)),
         (any::<usize>(), 1usize..40).prop_map(|(at, n)| Edit::Delete(at, n)),
         any::<usize>().prop_map(Edit::Truncate),
     ]
@@ -108,7 +131,11 @@ pub fn check(cases: u32) {
         if let Err(e) = Config::from_yaml_bytes(&bytes) {
             prop_assert!(e.is_config(), "{e:?}");
             let at = e.location();
-            prop_assert!(at.is_some_and(|l| l.line >= 1 && l.column >= 1), "no location: {e}\n{:?}", String::from_utf8_lossy(&bytes));
+            prop_assert!(
+                at.is_some_and(|l| l.line >= 1 && l.column >= 1),
+                "no location: {e}\n{:?}",
+                String::from_utf8_lossy(&bytes)
+            );
         }
         Ok(())
     });

@@ -29,9 +29,20 @@ fn journal(turns: u32) -> Vec<u8> {
         let usage = Usage { input_tokens: u64::from(n), output_tokens: 1, ..Usage::default() };
         payloads.push(Payload::Assistant(AssistantRecord::new(n, turn, StopReason::ToolUse, usage)));
         let id = format!("call-{n}-a");
-        payloads.push(Payload::Confirm(ConfirmRecord::answer(ConfirmChoice::Once, &id, "tool", "tool a", "ai:confirm")));
+        payloads.push(Payload::Confirm(ConfirmRecord::answer(
+            ConfirmChoice::Once,
+            &id,
+            "tool",
+            "tool a",
+            "ai:confirm",
+        )));
         payloads.push(Payload::ToolResult(ToolResultRecord::new(id, format!("result {n}a"), false, false)));
-        payloads.push(Payload::ToolResult(ToolResultRecord::new(format!("call-{n}-b"), format!("result {n}b"), true, n % 2 == 0)));
+        payloads.push(Payload::ToolResult(ToolResultRecord::new(
+            format!("call-{n}-b"),
+            format!("result {n}b"),
+            true,
+            n % 2 == 0,
+        )));
     }
     payloads.push(Payload::User(UserRecord::new(Message::user("and then?"))));
     let end = Message::assistant(vec![Block::text("the end")]);

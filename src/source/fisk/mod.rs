@@ -20,9 +20,9 @@ mod walk;
 
 pub use argv::{ArgvError, CommandShape};
 pub use model::{AppModel, ArgModel, CmdModel, FlagModel};
-pub use process::{ChildEnv, PROVIDER_CREDENTIALS};
 #[doc(hidden)]
 pub use process::captured_output;
+pub use process::{ChildEnv, PROVIDER_CREDENTIALS};
 
 use super::{Loaded, ToolSource};
 use crate::config::Config;
