@@ -76,6 +76,13 @@ const TABLE: &[Case] = &[
         says: &["missing unit", "valid units are"],
         never: &[],
     },
+    Case {
+        name: "a YAML syntax error keeps the parser's context but not a second copy of its position",
+        yaml: "llm:\n  model: \"m\n",
+        at: (3, 1),
+        says: &["found unexpected end of stream, while scanning a quoted scalar at line 2 column 10"],
+        never: &["at line 3 column 1"],
+    },
 ];
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

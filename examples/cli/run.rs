@@ -249,11 +249,6 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
             .map_err(|e| format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}"))?;
     }
     let config = Config::load(&args.config)?;
-    // Configuration errors come before a missing API key, which building the provider (below) reports. The agent
-    // validates again when it is built and reports the warnings then.
-    config.validate(Mode::Agent)?;
-    config.check_supported()?;
-    config.check_application()?;
     model.clone_from(&config.llm.model);
     // SESS-27.
     if args.state_dir.is_some() && config.harness.sessions.backend != "file" {
@@ -263,6 +258,11 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         )
         .into());
     }
+    // Configuration errors come before a missing API key, which building the provider (below) reports. The agent
+    // validates again when it is built and reports the warnings then.
+    config.validate(Mode::Agent)?;
+    config.check_supported()?;
+    config.check_application()?;
     let err = Arc::new(Stderr { spinner: Mutex::new(None), animate: std::io::stderr().is_terminal() });
     // PROV-3: the provider is resolved by name from the registry; it reads its own key and base URL variables.
     let mut settings = ProviderSettings::new(&config);

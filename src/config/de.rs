@@ -433,10 +433,10 @@ type Parts = (String, Option<String>, Option<(usize, usize)>);
 fn parts(err: &serde_yaml::Error) -> Parts {
     let loc = err.location().map(|l| (l.line(), l.column()));
     let mut msg = err.to_string();
-    if let Some((line, column)) = loc
-        && let Some(stripped) = msg.strip_suffix(&format!(" at line {line} column {column}"))
-    {
-        msg = stripped.to_owned();
+    // The position is the location's job: take the library's rendering of that same position out of the text
+    // (a suffix, or before a parser's ", while parsing ... at line L column C" context, which stays).
+    if let Some((line, column)) = loc {
+        msg = msg.replacen(&format!(" at line {line} column {column}"), "", 1);
     }
     let (path, rest) = split_path(&msg);
     let join = |p: Option<&str>, f: &str| match p {

@@ -348,9 +348,10 @@ impl Config {
     /// Parses a configuration from YAML text and applies the every-mode checks of CFG-2.
     ///
     /// An empty document (or one holding only comments) is a valid empty configuration. Errors are
-    /// [`ErrorKind::Config`] and name the culprit; decoding errors also carry [`Error::location`] (line and
-    /// column) and [`Error::key`] (the key path, for an unknown key the path of the key itself); errors found
-    /// after decoding also get the position of their key, or of the nearest enclosing block present. Warnings
+    /// [`ErrorKind::Config`] and name the culprit; every one carries [`Error::location`] (line and column: of the
+    /// offending value, of the second occurrence of a duplicate key, of the key an error found after decoding is
+    /// about or its nearest enclosing block) and, when it is about a key, [`Error::key`] (for an unknown key the
+    /// path of the key itself). Warnings
     /// (IMPORT-3, MCPI-5) are not returned here: [`Config::validate`] returns them in every mode.
     pub fn from_yaml_str(yaml: &str) -> Result<Config> {
         let cfg: Option<Config> =

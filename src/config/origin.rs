@@ -80,7 +80,10 @@ fn problem_with(path: &Path) -> Option<String> {
             let relative = path.is_relative();
             match std::env::current_dir() {
                 Ok(cwd) if relative => {
-                    Some(format!("does not exist (relative to the working directory {})", cwd.display()))
+                    Some(format!(
+                        "does not exist (a relative application_path resolves against the working directory {})",
+                        cwd.display()
+                    ))
                 }
                 _ => Some("does not exist".to_owned()),
             }

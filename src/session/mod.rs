@@ -29,6 +29,8 @@ mod time;
 
 pub use file::FileSessionStore;
 #[cfg(feature = "mcp")]
+// Only the MCP confirmation keys hash canonical JSON outside this module.
+#[cfg(feature = "mcp")]
 pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Answer, Journal, Pending, PendingCall};
