@@ -1,5 +1,6 @@
 //! Property tests (issue 16): each property runs [`CASES`] generated cases in the normal suite and many more in an
-//! ignored long variant that `.ci/run` runs (the counts and why are below). The generators live in `tests/properties/`, one file per property.
+//! ignored long variant that `.ci/run` runs (the counts and why are below). The generators live in
+//! `tests/properties/`, one file per property.
 
 #[path = "properties/argv.rs"]
 mod argv;

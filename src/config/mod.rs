@@ -351,8 +351,8 @@ impl Config {
     /// [`ErrorKind::Config`] and name the culprit; every one carries [`Error::location`] (line and column: of the
     /// offending value, of the second occurrence of a duplicate key, of the key an error found after decoding is
     /// about or its nearest enclosing block) and, when it is about a key, [`Error::key`] (for an unknown key the
-    /// path of the key itself). Warnings
-    /// (IMPORT-3, MCPI-5) are not returned here: [`Config::validate`] returns them in every mode.
+    /// path of the key itself). Warnings (IMPORT-3, MCPI-5) are not returned here: [`Config::validate`] returns
+    /// them in every mode.
     pub fn from_yaml_str(yaml: &str) -> Result<Config> {
         let cfg: Option<Config> =
             serde_yaml::from_str(yaml).map_err(|e| with_some_location(yaml, de::yaml_error(yaml, e)))?;
@@ -446,8 +446,8 @@ impl Config {
 
     /// Checks the configuration for `mode` (CFG-2): the every-mode checks (again, so a configuration built or
     /// changed in code is covered too), then the checks of `mode`. An error gets the position of its key (or of
-    /// the nearest enclosing block written) and the file, as [`Config::locate`] gives them. Returns the configuration-level warnings
-    /// (IMPORT-3 / MCPI-5 `include.tags` ignored), which do not depend on the mode.
+    /// the nearest enclosing block written) and the file, as [`Config::locate`] gives them. Returns the
+    /// configuration-level warnings (IMPORT-3 / MCPI-5 `include.tags` ignored), which do not depend on the mode.
     pub fn validate(&self, mode: Mode) -> Result<Vec<Warning>> {
         // Located like parse errors when the configuration came from text (and a file).
         validate::common(self).map_err(|e| self.locate(e))?;

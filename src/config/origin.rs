@@ -79,12 +79,10 @@ fn problem_with(path: &Path) -> Option<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let relative = path.is_relative();
             match std::env::current_dir() {
-                Ok(cwd) if relative => {
-                    Some(format!(
-                        "does not exist (a relative application_path resolves against the working directory {})",
-                        cwd.display()
-                    ))
-                }
+                Ok(cwd) if relative => Some(format!(
+                    "does not exist (a relative application_path resolves against the working directory {})",
+                    cwd.display()
+                )),
                 _ => Some("does not exist".to_owned()),
             }
         }

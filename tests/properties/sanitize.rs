@@ -29,7 +29,11 @@ fn text() -> impl Strategy<Value = String> {
         "  ",
         "rm -rf",
     ]);
-    let piece = prop_oneof![3 => nasty.prop_map(str::to_owned), 2 => any::<String>(), 1 => any::<char>().prop_map(String::from)];
+    let piece = prop_oneof![
+        3 => nasty.prop_map(str::to_owned),
+        2 => any::<String>(),
+        1 => any::<char>().prop_map(String::from),
+    ];
     prop::collection::vec(piece, 0..24).prop_map(|p| p.concat())
 }
 
