@@ -119,9 +119,16 @@ impl Error {
         Self::new(ErrorKind::Selection, message)
     }
 
-    /// Attach the underlying cause.
+    /// Attach the underlying cause, reported by [`source`](std::error::Error::source) and not by `Display`.
+    ///
+    /// A message that ends with the cause's own text (`"cannot read x: {e}"`, the usual way to build one) has that
+    /// suffix dropped, so the cause appears once under `{:#}` or an error-chain reporter.
     #[must_use]
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let cause = format!(": {source}");
+        if let Some(kept) = self.message.strip_suffix(&cause).filter(|kept| !kept.is_empty()) {
+            self.message.truncate(kept.len());
+        }
         self.source = Some(std::sync::Arc::new(source));
         self
     }
@@ -221,12 +228,23 @@ impl Error {
     }
 }
 
+/// `{}` is the location and the message; the cause is left to [`source`](std::error::Error::source), as the Rust
+/// API guidelines ask, so error-chain reporters print it once. `{:#}` appends the whole chain (`: cause: its
+/// cause`), like `anyhow`, for a program that prints one line.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.location {
-            Some(loc) => write!(f, "{loc}: {}", self.message),
-            None => f.write_str(&self.message),
+            Some(loc) => write!(f, "{loc}: {}", self.message)?,
+            None => f.write_str(&self.message)?,
         }
+        if f.alternate() {
+            let mut next = std::error::Error::source(self);
+            while let Some(cause) = next {
+                write!(f, ": {cause}")?;
+                next = cause.source();
+            }
+        }
+        Ok(())
     }
 }
 

@@ -5,6 +5,14 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// Tools run in their own process group and are killed with it (EXEC-5), the journal is fsynced and locked with
+// POSIX calls, and the confirmation prompt reads a Unix terminal: there is no Windows implementation to fall back
+// to, so say so at build time rather than fail at run time.
+#[cfg(not(unix))]
+compile_error!(
+    "fisk-ai supports Unix-like systems only (Linux, macOS, the BSDs): it relies on process groups, POSIX signals and Unix terminals"
+);
+
 pub mod agent;
 mod assemble;
 pub mod builtin;

@@ -1,6 +1,6 @@
 //! `cli run` end to end (CLI-1..16): the real example binary, the real Anthropic provider over loopback HTTP to the
 //! in-process fake Messages API, and the real cowsay demo app. Stdout holds only the answer.
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 
 mod common;
 mod fake_anthropic;
@@ -81,9 +81,9 @@ async fn run_cli(server: &FakeAnthropic, dir: &Path, args: &[&str], config_extra
         .current_dir(dir)
         .env("ANTHROPIC_API_KEY", "test-key")
         .env_remove("NO_COLOR")
-        .env_remove("VERBOSE")
-        .env_remove("TOOL_OUTPUT")
-        .env_remove("HTTP_DEBUG")
+        .env_remove("FISK_AI_VERBOSE")
+        .env_remove("FISK_AI_TOOL_OUTPUT")
+        .env_remove("FISK_AI_HTTP_DEBUG")
         .stdin(std::process::Stdio::null());
     cmd.output().await.unwrap()
 }

@@ -409,7 +409,8 @@ fn the_fast_load_path_rejects_what_the_classic_decode_rejects_with_the_same_erro
         let app = FiskApp::new("app");
         let classic = fisk_ai::source::fisk::AppModel::from_slice(doc.as_bytes()).unwrap_err();
         let fast = app.tools_from_slice(doc.as_bytes()).unwrap_err();
-        assert!(fast.to_string().ends_with(&classic.to_string()), "{doc}: {fast} vs {classic}");
+        // `{:#}`: the decode error is the cause, which plain `Display` leaves to `source()`.
+        assert!(format!("{fast:#}").ends_with(&classic.to_string()), "{doc}: {fast:#} vs {classic}");
     }
     // Noise before the document and null lists load the same way on both paths.
     let doc = "Loading\n{\"commands\":[{\"name\":\"a\",\"flags\":null,\"args\":null,\"tags\":null}]}";

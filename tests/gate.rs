@@ -5,6 +5,7 @@
 use fisk_ai::gate::{
     Approvals, ConfirmGate, ConfirmRequest, Decision, DeclineReason, DenyAll, PROMPT_LIMIT, declined, sanitize,
 };
+#[cfg(feature = "terminal")]
 use std::sync::Arc;
 
 fn req(command: &str, line: &str) -> ConfirmRequest {

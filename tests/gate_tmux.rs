@@ -9,11 +9,11 @@
 #![cfg(feature = "terminal")]
 
 mod common;
-#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 mod fake_anthropic;
 mod tmux;
 
-use tmux::{Pane, quote, tmux_available};
+use tmux::{Pane, quote, require_tmux};
 
 /// The command line used by most tests and how the prompt shows it.
 const LINE: &str = "nats stream rm ORDERS --force";
@@ -36,10 +36,9 @@ fn assert_decision(pane: &Pane, word: &str) {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_7_9_enter_alone_declines_and_the_prompt_is_on_stderr() {
-    if !tmux_available("gate_7_9_enter_alone_declines_and_the_prompt_is_on_stderr") {
-        return;
-    }
+    require_tmux("gate_7_9_enter_alone_declines_and_the_prompt_is_on_stderr");
     let pane = start("enter", &format!("'stream rm' {} ai:confirm", quote(LINE)), "");
     let screen = wait_prompt(&pane);
     let lines: Vec<&str> = screen.lines().collect();
@@ -62,10 +61,9 @@ fn gate_7_9_enter_alone_declines_and_the_prompt_is_on_stderr() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_9_down_enter_runs_once() {
-    if !tmux_available("gate_9_down_enter_runs_once") {
-        return;
-    }
+    require_tmux("gate_9_down_enter_runs_once");
     let pane = start("once", "", "");
     wait_prompt(&pane);
     pane.keys(&["Down", "Enter"]);
@@ -76,10 +74,9 @@ fn gate_9_down_enter_runs_once() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_11_down_down_enter_allows_for_the_conversation_and_says_so() {
-    if !tmux_available("gate_11_down_down_enter_allows_for_the_conversation_and_says_so") {
-        return;
-    }
+    require_tmux("gate_11_down_down_enter_allows_for_the_conversation_and_says_so");
     let pane = start("always", "", "");
     wait_prompt(&pane);
     pane.keys(&["Down", "Down", "Enter"]);
@@ -89,10 +86,9 @@ fn gate_11_down_down_enter_allows_for_the_conversation_and_says_so() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_9_moving_round_back_to_decline_still_declines() {
-    if !tmux_available("gate_9_moving_round_back_to_decline_still_declines") {
-        return;
-    }
+    require_tmux("gate_9_moving_round_back_to_decline_still_declines");
     let pane = start("wrap", "", "");
     wait_prompt(&pane);
     // Moving around and coming back to the first option still declines.
@@ -101,10 +97,9 @@ fn gate_9_moving_round_back_to_decline_still_declines() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_12_ctrl_c_at_the_prompt_aborts_without_killing_the_process() {
-    if !tmux_available("gate_12_ctrl_c_at_the_prompt_aborts_without_killing_the_process") {
-        return;
-    }
+    require_tmux("gate_12_ctrl_c_at_the_prompt_aborts_without_killing_the_process");
     let pane = start("ctrlc", "", "");
     wait_prompt(&pane);
     pane.keys(&["C-c"]);
@@ -113,10 +108,9 @@ fn gate_12_ctrl_c_at_the_prompt_aborts_without_killing_the_process() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_12_escape_at_the_prompt_aborts() {
-    if !tmux_available("gate_12_escape_at_the_prompt_aborts") {
-        return;
-    }
+    require_tmux("gate_12_escape_at_the_prompt_aborts");
     let pane = start("escape", "", "");
     wait_prompt(&pane);
     pane.keys(&["Escape"]);
@@ -124,10 +118,9 @@ fn gate_12_escape_at_the_prompt_aborts() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn invariant_6_gate_8_escape_sequences_from_the_model_are_shown_stripped() {
-    if !tmux_available("gate_8_escape_sequences_from_the_model_are_shown_stripped") {
-        return;
-    }
+    require_tmux("gate_8_escape_sequences_from_the_model_are_shown_stripped");
     // A title-setting OSC, colours, a blink and a screen clear, in the command line, the path and the tag.
     let args = r#""$(printf 'stream \033[1mrm')" "$(printf '\033]0;pwned\007rm \033[31m-rf\033[0m\t/tmp\033[2J')" "$(printf 'ai:\033[5mconfirm')""#;
     let pane = start("escapes", args, "");
@@ -145,10 +138,9 @@ fn invariant_6_gate_8_escape_sequences_from_the_model_are_shown_stripped() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_6_no_terminal_on_stdin_declines_without_prompting() {
-    if !tmux_available("gate_6_no_terminal_on_stdin_declines_without_prompting") {
-        return;
-    }
+    require_tmux("gate_6_no_terminal_on_stdin_declines_without_prompting");
     // stderr is the tmux terminal, stdin is not: nobody can answer, so nobody is asked.
     let pane = start("nostdin", "", "</dev/null");
     assert_decision(&pane, "decline");
@@ -158,7 +150,7 @@ fn gate_6_no_terminal_on_stdin_declines_without_prompting() {
 
 /// The example CLI on a real terminal: `cli run` against the fake Messages API, wrapping the fake `mcp-app`, whose
 /// gated `purge` leaves a line in a `ran` file when it runs.
-#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 mod cli {
     use super::*;
     use crate::fake_anthropic::{FakeAnthropic, Reply, streamed};
@@ -229,13 +221,12 @@ mod cli {
 
 /// The approval prompt's command line for a value with a flag inside it, a right-to-left override, zero-width
 /// characters, a newline, a colour escape and a single quote.
-#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tmux; .ci/run provides it"]
 async fn gate_7_8_the_cli_prompt_shows_one_quoted_value_with_every_hidden_character_visible() {
     let test = "gate_7_8_the_cli_prompt_shows_one_quoted_value_with_every_hidden_character_visible";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let target = "ORDERS\u{202e} --dry-run\u{200b}\u{feff}\n\u{1b}[31mred's";
     let run = cli::Run::new("purge", serde_json::json!({"target": target})).await;
     let pane = run.start("hostile", "purge");
@@ -256,13 +247,12 @@ async fn gate_7_8_the_cli_prompt_shows_one_quoted_value_with_every_hidden_charac
 
 /// SIGTERM while the approval prompt waits: the prompt ends as Ctrl-C there would, nothing runs, the checkpointed
 /// run ends suspended, and the resume asks the same call again.
-#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tmux; .ci/run provides it"]
 async fn gate_12_sigterm_at_the_prompt_aborts_nothing_runs_and_the_checkpointed_run_stays_resumable() {
     let test = "gate_12_sigterm_at_the_prompt_aborts_nothing_runs_and_the_checkpointed_run_stays_resumable";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let run = cli::Run::new("purge", serde_json::json!({"target": "ORDERS"})).await;
     let pane = run.start("sigterm", "--checkpoint --name at-prompt purge");
     wait_prompt(&pane);
@@ -271,7 +261,7 @@ async fn gate_12_sigterm_at_the_prompt_aborts_nothing_runs_and_the_checkpointed_
     let screen = pane.screen(false);
     assert_eq!(code, "0", "CLI-16: a suspended run exits 0 (not killed by the signal); screen:\n{screen}");
     assert_eq!(out, "", "no answer");
-    assert!(screen.contains("suspended; resume with: fisk run --resume at-prompt"), "{screen}");
+    assert!(screen.contains("suspended; resume with: cli run --resume at-prompt"), "{screen}");
     assert_eq!(run.ran(), "", "nothing ran");
     assert_eq!(run.server.requests().len(), 1, "the run stopped at the prompt");
     let j = run.journal("at-prompt").await;
@@ -291,13 +281,12 @@ async fn gate_12_sigterm_at_the_prompt_aborts_nothing_runs_and_the_checkpointed_
 }
 
 /// Without a checkpoint, SIGTERM at the prompt still runs nothing and ends the run (GATE-12: reason `error`).
-#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tmux; .ci/run provides it"]
 async fn gate_12_sigterm_at_the_prompt_without_a_checkpoint_ends_the_run_and_runs_nothing() {
     let test = "gate_12_sigterm_at_the_prompt_without_a_checkpoint_ends_the_run_and_runs_nothing";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let run = cli::Run::new("purge", serde_json::json!({"target": "ORDERS"})).await;
     let pane = run.start("sigterm-plain", "purge");
     wait_prompt(&pane);
@@ -310,13 +299,12 @@ async fn gate_12_sigterm_at_the_prompt_without_a_checkpoint_ends_the_run_and_run
 }
 
 /// CLI-7 on a terminal too narrow for the line: a quoted value is shortened as one value, inside its quotes.
-#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tmux; .ci/run provides it"]
 async fn cli_7_gate_8_a_long_quoted_value_is_shortened_whole_on_a_narrow_terminal() {
     let test = "cli_7_gate_8_a_long_quoted_value_is_shortened_whole_on_a_narrow_terminal";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let long = format!("first part {} end-it", "z".repeat(110));
     let run = cli::Run::new("echo", serde_json::json!({"words": ["a b", long]})).await;
     let pane = run.start("narrow", "go");

@@ -10,7 +10,7 @@ mod common;
 mod tmux;
 
 use std::time::{Duration, Instant};
-use tmux::{PATIENCE, Pane, quote, tmux_available};
+use tmux::{PATIENCE, Pane, quote, require_tmux};
 
 /// Run `hitl_prompt TOOL INPUT`; `input` is a sh word (already quoted).
 fn start(test: &str, tool: &str, input: &str) -> Pane {
@@ -32,11 +32,10 @@ fn result(pane: &Pane) -> String {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn hitl_7_10_confirm_enter_alone_answers_no_and_the_prompt_follows_a_blank_line_on_stderr() {
     let test = "hitl_7_10_confirm_enter_alone_answers_no_and_the_prompt_follows_a_blank_line_on_stderr";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let pane = start("confirm-enter", "ask_human_confirm", &quote(r#"{"question": "Delete the ORDERS stream?"}"#));
     let screen = pane.wait_screen("the confirm prompt", |s| s.contains("[y/N]"));
     let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
@@ -47,11 +46,10 @@ fn hitl_7_10_confirm_enter_alone_answers_no_and_the_prompt_follows_a_blank_line_
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn hitl_6_9_confirm_y_is_the_explicit_yes_and_model_escapes_never_reach_the_terminal() {
     let test = "hitl_6_9_confirm_y_is_the_explicit_yes_and_model_escapes_never_reach_the_terminal";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     // A title-setting OSC, a colour and a screen clear inside the model's question.
     let input = quote(r#"{"question": "\u001b]0;pwned\u0007Drop \u001b[31mORDERS\u001b[0m?\u001b[2J"}"#);
     let pane = start("confirm-yes", "ask_human_confirm", &input);
@@ -64,11 +62,10 @@ fn hitl_6_9_confirm_y_is_the_explicit_yes_and_model_escapes_never_reach_the_term
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn hitl_7_select_has_no_default_choice_and_returns_the_option_chosen() {
     let test = "hitl_7_select_has_no_default_choice_and_returns_the_option_chosen";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let input = quote(r#"{"question": "Which stream?", "options": ["ORDERS", "EVENTS", "AUDIT"]}"#);
     let pane = start("select", "ask_human_select", &input);
     let screen = pane.wait_screen("the select prompt", |s| s.contains("AUDIT"));
@@ -87,11 +84,10 @@ fn hitl_7_select_has_no_default_choice_and_returns_the_option_chosen() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn hitl_6_input_takes_typed_text_or_the_default_on_enter() {
     let test = "hitl_6_input_takes_typed_text_or_the_default_on_enter";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let input = quote(r#"{"question": "Stream name?", "default": "ORDERS"}"#);
     let pane = start("input-typed", "ask_human_input", &input);
     pane.wait_screen("the input prompt", |s| s.contains("Stream name? [ORDERS]:"));
@@ -107,11 +103,10 @@ fn hitl_6_input_takes_typed_text_or_the_default_on_enter() {
 }
 
 #[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn hitl_7_ctrl_c_at_a_prompt_is_a_negative_outcome_without_killing_the_process() {
     let test = "hitl_7_ctrl_c_at_a_prompt_is_a_negative_outcome_without_killing_the_process";
-    if !tmux_available(test) {
-        return;
-    }
+    require_tmux(test);
     let cases = [
         ("ask_human_confirm", r#"{"question": "Proceed?"}"#, "Proceed?", "confirmed", "false"),
         ("ask_human_select", r#"{"question": "Which?", "options": ["a", "b"]}"#, "Which?:", "selected", "null"),

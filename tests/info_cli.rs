@@ -1,5 +1,5 @@
 //! The example CLI's `info` command (INFO-1..13), run as a real process.
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 
 mod common;
 
@@ -45,7 +45,7 @@ fn info_3_5_10_cowsay_demo_lists_tools_gating_and_globals() {
     assert!(pos("Model:") < pos("Sessions:") && pos("Sessions:") < pos("TOOL") && pos("TOOL") < pos("Global flags:"));
     assert!(pos("Global flags:") < pos("Prompt:"));
     assert!(
-        stdout.trim_end().ends_with("Serve these tools over MCP: fisk mcp --config examples/cowsay/agent.yaml"),
+        stdout.trim_end().ends_with("Serve these tools over MCP: cli mcp --config examples/cowsay/agent.yaml"),
         "INFO-2 closing line: {stdout}"
     );
 }

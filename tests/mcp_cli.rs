@@ -1,6 +1,6 @@
 //! `cli mcp` end to end (CLI-17, MCP-2, MCP-19, MCP-21..23): the real example binary serving the real cowsay demo,
 //! rmcp's client calling it over loopback HTTP, and SIGTERM stopping it gracefully.
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
 
 mod common;
 #[path = "mcp_support/mod.rs"]

@@ -2,8 +2,9 @@
 //! answering its elicitation, in the client's default mode (the 2026-07-28 lifecycle, approval through
 //! `InputRequiredResult`) and in its legacy mode (`initialize`, `elicitation/create`).
 //!
-//! The interpreter comes from `FISK_AI_PYTHON` (a venv with `mcp` installed; `.ci/run` creates it). Under CI
-//! (`CI` set) a missing or unusable interpreter fails the test; elsewhere the test prints a loud skip line.
+//! The interpreter comes from `FISK_AI_PYTHON` (a venv with `mcp` installed; `.ci/run` creates it). The test is
+//! `#[ignore]`d, so a plain `cargo test` reports it as ignored; run with `--ignored`, a missing or unusable
+//! interpreter fails it.
 #![cfg(feature = "mcp")]
 
 mod common;
@@ -14,21 +15,18 @@ use mcp_support::*;
 use serde_json::Value;
 use std::path::PathBuf;
 
-fn python() -> Option<PathBuf> {
-    let under_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
-    let unavailable = |why: String| {
-        if under_ci {
-            panic!("CI is set but the Python MCP client is unavailable: {why}; .ci/run must create the venv");
-        }
-        eprintln!("\n!!!!! SKIPPED mcp_python: {why} (set FISK_AI_PYTHON to a python with `mcp` installed) !!!!!\n");
-        None
+fn python() -> PathBuf {
+    let unavailable = |why: String| -> ! {
+        panic!(
+            "the Python MCP client is unavailable: {why}; set FISK_AI_PYTHON to a python with `mcp` installed (.ci/run creates one)"
+        )
     };
     let Some(python) = std::env::var_os("FISK_AI_PYTHON").filter(|v| !v.is_empty()) else {
-        return unavailable("FISK_AI_PYTHON is not set".to_owned());
+        unavailable("FISK_AI_PYTHON is not set".to_owned())
     };
     let python = PathBuf::from(python);
     match std::process::Command::new(&python).args(["-c", "import mcp"]).output() {
-        Ok(out) if out.status.success() => Some(python),
+        Ok(out) if out.status.success() => python,
         Ok(out) => unavailable(format!(
             "{} cannot import mcp: {}",
             python.display(),
@@ -51,8 +49,9 @@ async fn run_client(python: &PathBuf, url: &str, mode: &str) -> Value {
 }
 
 #[tokio::test]
+#[ignore = "needs the Python MCP client (FISK_AI_PYTHON); .ci/run provides it"]
 async fn python_sdk_client_lists_tools_and_approves_a_gated_call_in_default_and_legacy_modes() {
-    let Some(python) = python() else { return };
+    let python = python();
     let served = serve(&["instructions: from python"]).await;
     for (mode, protocol) in [("default", "2026-07-28"), ("legacy", "2025-11-25")] {
         let out = run_client(&python, &served.url, mode).await;

@@ -31,7 +31,7 @@ async fn suspends_on(sig: Signal, name: &str) {
     assert_eq!(f.code, Some(0), "CLI-16: a suspended run exits 0\n{}", f.stderr);
     assert!(f.stdout.is_empty(), "no answer yet: {}", f.stdout);
     assert!(f.stderr.contains(&format!("notice: checkpointing to session {name}")), "CLI-12: {}", f.stderr);
-    assert!(f.stderr.contains(&format!("suspended; resume with: fisk run --resume {name}")), "CLI-14: {}", f.stderr);
+    assert!(f.stderr.contains(&format!("suspended; resume with: cli run --resume {name}")), "CLI-14: {}", f.stderr);
     assert!(
         f.stderr.contains(&format!("Run suspended: session={name} model=test-model llm_calls=1 tool_calls=2")),
         "{}",
@@ -219,8 +219,10 @@ async fn cli_20_21_22_23_24_session_ls_show_and_rm() {
         "{transcript}"
     );
     assert!(transcript.contains("<- stepped slow-1"), "CLI-22: tool output: {transcript}");
-    let quiet = String::from_utf8(s.session(&["show", "first", "--transcript", "--no-tui"]).stdout).unwrap();
-    assert!(!quiet.contains("<- stepped"), "--no-tui leaves tool output out: {quiet}");
+    let quiet = String::from_utf8(s.session(&["show", "first", "--transcript", "--no-tool-output"]).stdout).unwrap();
+    assert!(!quiet.contains("<- stepped"), "--no-tool-output leaves tool output out: {quiet}");
+    let tui = String::from_utf8(s.session(&["show", "first", "--transcript", "--no-tui"]).stdout).unwrap();
+    assert_eq!(tui, transcript.replace("view", "show"), "--no-tui changes nothing here either (CLI-4)");
 
     // CLI-23: held answers, from a journal with recorded confirmations.
     let held = r#"{"seq":1,"protocol":"io.choria.fisk-ai.v1.session.meta","meta":{"version":4,"run_id":"held","created":"2026-11-30T00:00:00Z","fingerprint":{"provider":"anthropic","model":"m","system_hash":"","tools_hash":"","thinking_mode":"off","max_tokens":1,"max_iterations":1},"prompt":"p"}}

@@ -192,7 +192,7 @@ async fn invariant_9_sess_14_15_a_resumed_session_never_repeats_a_recorded_model
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the long crash suite (100 kill points); .ci/run runs it"]
+#[ignore = "long variant: the crash suite at 100 kill points; .ci/run runs it"]
 async fn crash_suite_long() {
     crash_suite(100).await;
 }

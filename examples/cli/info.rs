@@ -43,6 +43,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     // INFO-1: lenient validation, so MCP-only configurations work.
     let mut warnings = config.validate(Mode::Lenient)?;
     config.check_supported()?;
+    config.check_application()?;
     let identity = config.identity()?;
     let (tools, globals) = match FiskApp::from_config(&config) {
         Some(app) => {
@@ -87,6 +88,9 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
 }
 
 const DESCRIPTION_WIDTH: usize = 50;
+
+/// The version of the `info --json` document's shape, so scripts can tell what they read.
+const INFO_SCHEMA_VERSION: u32 = 1;
 const XDG_DEFAULT: &str = "(XDG default)";
 
 /// Rounded box drawing, as in the product brief.
@@ -269,7 +273,11 @@ impl Report {
             None => out.push_str("Prompt:\n\n  No system prompt is defined.\n"),
         }
         // INFO-2: the closing line.
-        out.push_str(&format!("\nServe these tools over MCP: fisk mcp --config {}\n", self.path.display()));
+        out.push_str(&format!(
+            "\nServe these tools over MCP: {} mcp --config {}\n",
+            crate::program(),
+            self.path.display()
+        ));
         out
     }
 
@@ -340,6 +348,8 @@ impl Report {
             })
             .collect();
         json!({
+            // Bumped whenever a field changes meaning or goes away; adding a field keeps it.
+            "schema_version": INFO_SCHEMA_VERSION,
             "config": self.path,
             "identity": self.identity,
             "application": self.config.application_path,

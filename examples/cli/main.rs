@@ -1,4 +1,6 @@
-//! `fisk`: the example command-line program, built only on fisk-ai's public API.
+//! The example command-line program, built only on fisk-ai's public API. It calls itself by the name it was
+//! started as (`cli` under `cargo run --example cli`, `fisk` once installed under that name): usage, `--version`
+//! and every hint it prints use that one name.
 //!
 //! ```text
 //! cargo run --example cli -- info --config examples/cowsay/agent.yaml
@@ -10,15 +12,37 @@ mod run;
 mod session;
 mod trace;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 /// Turn a fisk-built command-line application into a safe set of LLM tools.
 #[derive(Parser)]
-#[command(name = "fisk", version, about)]
+#[command(version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Accepted everywhere for compatibility with the reference CLI; this CLI only has line output, so it changes
+    /// nothing (CLI-4).
+    #[arg(long, global = true, env = "FISK_AI_NO_TUI", value_parser = clap::builder::FalseyValueParser::new())]
+    no_tui: bool,
+}
+
+/// The name this program was started as: the base name of argv[0], `fisk` when there is none. Usage, `--version`
+/// and every hint that tells the operator what to type next use it, so they work however the binary is named.
+pub(crate) fn program() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::args_os()
+            .next()
+            .as_deref()
+            .map(Path::new)
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "fisk".to_owned())
+    })
 }
 
 #[derive(Subcommand)]
@@ -35,7 +59,9 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().name(program()).bin_name(program()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let _ = cli.no_tui; // CLI-4: accepted, no effect on line output.
     let result = match cli.command {
         Command::Info(args) => info::run(args).await.map(|()| true),
         Command::Run(args) => run::run(args).await.map(|reason| reason.is_success()),
@@ -47,7 +73,8 @@ async fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("error: {e}");
+            // `{:#}`: the message and its causes, each once (fisk-ai errors keep the cause out of `{}`).
+            eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -70,6 +70,7 @@ fn name_list(names: &[&str]) -> String {
 
 pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::load(&args.config)?;
+    config.check_application()?;
     let no_application = config.application_path.is_none();
     let server = McpServer::builder()
         .config(config)

@@ -3,6 +3,7 @@
 use clap::Args;
 use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunStats, TerminalReason};
+use fisk_ai::config::Mode;
 use fisk_ai::gate::{PROMPT_LIMIT, TerminalGate, escape_invisible, quote_arg, sanitize};
 use fisk_ai::llm::{Block, Message, ProviderRegistry, ProviderSettings, Role};
 use fisk_ai::operator::TerminalPrompter;
@@ -30,20 +31,17 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     base_url: Option<String>,
     /// Write every API request and response to http-debug.log (it holds the whole conversation).
-    #[arg(long, env = "HTTP_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
+    #[arg(long, env = "FISK_AI_HTTP_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
     http_debug: bool,
     /// Never render markdown or colour (also when NO_COLOR is set and non-empty).
     #[arg(long)]
     no_color: bool,
     /// Show each model request, the tool count and the confirmation triggers.
-    #[arg(long, env = "VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
+    #[arg(long, env = "FISK_AI_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
     verbose: bool,
     /// Show each tool's output after its call.
-    #[arg(long, env = "TOOL_OUTPUT", value_parser = clap::builder::FalseyValueParser::new())]
+    #[arg(long, env = "FISK_AI_TOOL_OUTPUT", value_parser = clap::builder::FalseyValueParser::new())]
     tool_output: bool,
-    /// Accepted for compatibility; this CLI has line output only.
-    #[arg(long, env = "NO_TUI", value_parser = clap::builder::FalseyValueParser::new())]
-    no_tui: bool,
     /// Interactive chat (needs the full-screen UI, which this CLI does not provide).
     #[arg(long)]
     chat: bool,
@@ -229,7 +227,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
     match run_agent(args, &mut model).await {
         Ok(reason) => Ok(reason),
         Err(e) => {
-            eprintln!("error: {}", sanitize(&e.to_string(), PROMPT_LIMIT));
+            eprintln!("error: {}", sanitize(&format!("{e:#}"), PROMPT_LIMIT));
             let mut stats = RunStats::new(model.as_deref().unwrap_or_default());
             stats.latency = started.elapsed();
             eprintln!();
@@ -243,7 +241,6 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     if args.chat {
         return Err("--chat needs the full-screen terminal UI, which this CLI does not provide".into());
     }
-    let _ = args.no_tui; // CLI-4: accepted, no effect on line output.
     let (checkpoint, resume) = session_flags(&args)?;
     let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     // CLI-3 / PROV-7: the base URL is checked before anything else happens (before the config is read and before
@@ -263,6 +260,11 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         )
         .into());
     }
+    // Configuration errors come before a missing API key, which building the provider (below) reports. The agent
+    // validates again when it is built and reports the warnings then.
+    config.validate(Mode::Agent)?;
+    config.check_supported()?;
+    config.check_application()?;
     let err = Arc::new(Stderr { spinner: Mutex::new(None), animate: std::io::stderr().is_terminal() });
     // PROV-3: the provider is resolved by name from the registry; it reads its own key and base URL variables.
     let mut settings = ProviderSettings::new(&config);
@@ -404,7 +406,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     }
     let suspended = outcome.reason == TerminalReason::Suspended;
     if let Some(id) = outcome.session_id.as_ref().filter(|_| suspended) {
-        err.line(&format!("suspended; resume with: fisk run --resume {id}"));
+        err.line(&format!("suspended; resume with: {} run --resume {id}", crate::program()));
     }
     // CLI-13: the summary closes every run, but not a crashed one.
     if !outcome.internal_error {

@@ -33,9 +33,10 @@ enum SessionCommand {
         /// Also print the whole exchange.
         #[arg(long)]
         transcript: bool,
-        /// With --transcript: leave tool output out.
-        #[arg(long, env = "NO_TUI", value_parser = clap::builder::FalseyValueParser::new())]
-        no_tui: bool,
+        /// With --transcript: leave each tool's output out. (The reference CLI spelled this `--no-tui`; here
+        /// `--no-tui` means one thing everywhere: no full-screen UI, which this CLI never has.)
+        #[arg(long)]
+        no_tool_output: bool,
     },
     /// Remove a session's journal and lock (a missing session is not an error).
     #[command(alias = "delete")]
@@ -113,7 +114,7 @@ pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Err
                 writeln!(out, "{}", line.join("  ").trim_end())?;
             }
         }
-        SessionCommand::Show { id, transcript, no_tui } => {
+        SessionCommand::Show { id, transcript, no_tool_output } => {
             let id = SessionId::new(id.as_str())?;
             let j = Journal::fold(store.read(&id).await?)?;
             writeln!(out, "Session:        {id}")?;
@@ -156,7 +157,7 @@ pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Err
             }
             if *transcript {
                 writeln!(out, "{}", "-".repeat(40))?;
-                print_transcript(&mut out, &j, !no_tui)?;
+                print_transcript(&mut out, &j, !no_tool_output)?;
             }
         }
         SessionCommand::Rm { id } => {
@@ -168,7 +169,7 @@ pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Err
     Ok(())
 }
 
-/// CLI-22: the prompt, reasoning, assistant text, each tool call and (unless `--no-tui`) each tool's output.
+/// CLI-22: the prompt, reasoning, assistant text, each tool call and (unless `--no-tool-output`) each tool's output.
 fn print_transcript(out: &mut impl Write, j: &Journal, outputs: bool) -> std::io::Result<()> {
     let clean = |t: &str| strip_ansi_escapes::strip_str(t);
     let pending = j.pending.iter().flat_map(|p| p.calls.iter().filter_map(|c| p.results.get(&c.id)));

@@ -184,16 +184,17 @@ impl BuiltinRegistry {
     /// listing the known ones; `confirm: true` gates the tool.
     pub fn build_enabled(&self, config: &Config, env: &BuiltinEnv) -> Result<Vec<Arc<dyn Tool>>> {
         let mut out = Vec::with_capacity(config.harness.tools.len());
-        for entry in &config.harness.tools {
+        for (i, entry) in config.harness.tools.iter().enumerate() {
             let factory = self.get(&entry.name).ok_or_else(|| {
-                Error::config_key(
-                    "harness.tools",
+                // Located like a parse error: file, line and column of the entry's name.
+                config.locate(Error::config_key(
+                    format!("harness.tools[{i}].name"),
                     format!(
-                        "harness.tools: unknown built-in tool \"{}\"; known: {}",
+                        "harness.tools[{i}].name: unknown built-in tool \"{}\"; known: {}",
                         entry.name,
                         self.names().collect::<Vec<_>>().join(", ")
                     ),
-                )
+                ))
             })?;
             let tool = factory.build(&entry.options, env)?;
             out.push(if entry.confirm { Arc::new(Confirmed::new(tool)) } else { tool });

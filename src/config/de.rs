@@ -350,7 +350,7 @@ struct ShadowBlock<O> {
 }
 
 #[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys")]
 #[allow(dead_code)]
 struct FileOptions {
     #[serde(default)]
@@ -358,7 +358,7 @@ struct FileOptions {
 }
 
 #[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys")]
 #[allow(dead_code)]
 struct JetStreamMemoryOptions {
     #[serde(default)]
@@ -370,7 +370,7 @@ struct JetStreamMemoryOptions {
 }
 
 #[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys")]
 #[allow(dead_code)]
 struct JetStreamSessionOptions {
     #[serde(default)]
@@ -399,7 +399,7 @@ pub(crate) fn check_backend_options(yaml: &str, memory: &str, sessions: &str) ->
             Some(k) if k.starts_with("harness.sessions.") => format!("sessions backend \"{sessions}\""),
             _ => format!("memory backend \"{memory}\""),
         };
-        build(format!("{msg} (for the {which})"), key, loc, e)
+        build(format!("{msg} (for the {which})"), key, loc)
     })
 }
 
@@ -428,9 +428,15 @@ fn field_after<'a>(msg: &'a str, prefix: &str) -> Option<&'a str> {
 /// Converts a YAML decoding error into a configuration [`Error`]: the message keeps the key path the deserializer
 /// reported, the line and column move into the [`Location`], and the key path (the unknown or missing key itself
 /// when that is what the error is about) becomes [`Error::key`]. CFG-13 keys get their own message.
-pub(crate) fn yaml_error(err: serde_yaml::Error) -> Error {
-    let (msg, key, loc) = parts(&err);
-    build(msg, key, loc, err)
+pub(crate) fn yaml_error(yaml: &str, err: serde_yaml::Error) -> Error {
+    let (msg, key, mut loc) = parts(&err);
+    // serde reports a duplicate field at the start of its mapping; the operator needs the second occurrence.
+    if let Some(k) = key.as_deref()
+        && msg.contains("duplicate field `")
+    {
+        loc = super::locate::locate_duplicate(yaml, k).or(loc);
+    }
+    build(msg, key, loc)
 }
 
 type Parts = (String, Option<String>, Option<(usize, usize)>);
@@ -438,10 +444,10 @@ type Parts = (String, Option<String>, Option<(usize, usize)>);
 fn parts(err: &serde_yaml::Error) -> Parts {
     let loc = err.location().map(|l| (l.line(), l.column()));
     let mut msg = err.to_string();
-    if let Some((line, column)) = loc
-        && let Some(stripped) = msg.strip_suffix(&format!(" at line {line} column {column}"))
-    {
-        msg = stripped.to_owned();
+    // The position is the location's job: take the library's rendering of that same position out of the text
+    // (a suffix, or before a parser's ", while parsing ... at line L column C" context, which stays).
+    if let Some((line, column)) = loc {
+        msg = msg.replacen(&format!(" at line {line} column {column}"), "", 1);
     }
     let (path, rest) = split_path(&msg);
     let join = |p: Option<&str>, f: &str| match p {
@@ -468,7 +474,9 @@ fn parts(err: &serde_yaml::Error) -> Parts {
     (msg, key, loc)
 }
 
-fn build(msg: String, key: Option<String>, loc: Option<(usize, usize)>, source: serde_yaml::Error) -> Error {
+// The YAML error is not kept as the source: the message, key and location already say all it says, and a chain
+// reporter would print it a second time.
+fn build(msg: String, key: Option<String>, loc: Option<(usize, usize)>) -> Error {
     let mut out = match key {
         Some(k) => Error::config_key(k, msg),
         None => Error::config(msg),
@@ -476,5 +484,5 @@ fn build(msg: String, key: Option<String>, loc: Option<(usize, usize)>, source: 
     if let Some((line, column)) = loc {
         out = out.with_location(Location { file: None, line, column });
     }
-    out.with_source(source)
+    out
 }

@@ -392,7 +392,8 @@ pub(crate) struct DurationVisitor {
     pub(crate) check: fn(GoDuration) -> Result<(), String>,
 }
 
-const HINT: &str = "durations are strings with a unit such as \"30s\" or \"1m30s\"; a bare number is not accepted";
+/// The units a duration accepts, for every parse error.
+const UNITS: &str = "valid units are ns, us (or µs), ms, s, m and h, as in \"300ms\", \"1m30s\" or \"2h\"";
 
 impl serde::de::Visitor<'_> for DurationVisitor {
     type Value = GoDuration;
@@ -402,21 +403,22 @@ impl serde::de::Visitor<'_> for DurationVisitor {
     }
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<GoDuration, E> {
-        let d = GoDuration::parse(v).map_err(E::custom)?;
+        // The parser keeps Go's exact wording; the operator also needs to know what would have been accepted.
+        let d = GoDuration::parse(v).map_err(|e| E::custom(format!("{e}; {UNITS}")))?;
         (self.check)(d).map_err(E::custom)?;
         Ok(d)
     }
 
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<GoDuration, E> {
-        Err(E::custom(format!("invalid duration {v}: {HINT}")))
+        Err(E::custom(format!("invalid duration {v}: a bare number is not accepted, write it with a unit; {UNITS}")))
     }
 
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<GoDuration, E> {
-        Err(E::custom(format!("invalid duration {v}: {HINT}")))
+        Err(E::custom(format!("invalid duration {v}: a bare number is not accepted, write it with a unit; {UNITS}")))
     }
 
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<GoDuration, E> {
-        Err(E::custom(format!("invalid duration {v}: {HINT}")))
+        Err(E::custom(format!("invalid duration {v}: a bare number is not accepted, write it with a unit; {UNITS}")))
     }
 }
 

@@ -25,7 +25,7 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `expose`: what this agent serves to other programs.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Expose {
     /// `expose.agent`.
@@ -35,7 +35,7 @@ pub struct Expose {
 
 /// `expose.agent`: serving settings.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct ExposeAgent {
     /// `expose.agent.agent_to_agent` (A2A-1): serve the tools to other agents over NATS.
@@ -106,7 +106,7 @@ impl<'de> Deserialize<'de> for ConfirmOverMcp {
 ///
 /// Zero values mean "unset"; the accessors apply the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct McpExpose {
     /// `port` as written; 0 means unset. Use [`McpExpose::port()`] for the effective value.
@@ -175,7 +175,7 @@ impl McpExpose {
 
 /// `expose.agent.a2a`: agent-to-agent serving limits (A2A-11), separate from the MCP ones.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct A2aExpose {
     /// `max_concurrent_tools` as written (0..=1024); 0 means unset. Use [`A2aExpose::max_concurrent_tools()`].

@@ -8,7 +8,7 @@ use super::de;
 
 /// `harness`: how the agent runs around the model.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Harness {
     /// `harness.human_in_the_loop` (section 11).
@@ -45,7 +45,7 @@ impl Harness {
 
 /// `harness.human_in_the_loop`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct HumanInTheLoop {
     /// `enabled`: offer the `ask_human_*` tools.
@@ -55,7 +55,7 @@ pub struct HumanInTheLoop {
 
 /// One `harness.tools` entry (BUILTIN-1).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct HarnessTool {
     /// `name`: the built-in tool, such as `read_file` or `base64_encode` (required).
@@ -80,7 +80,7 @@ impl HarnessTool {
 /// `backend` is always one of [`Memory::KNOWN_BACKENDS`] after parsing, and `options` holds only keys of that
 /// backend (CFG-4); `jetstream` has a non-empty `bucket`. These hold whether or not memory is enabled.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Memory {
     /// `enabled`: offer the `memory_*` tools.
@@ -110,7 +110,7 @@ impl Default for Memory {
 
 /// `harness.memory.options`: the union of both backends' keys; only the selected backend's keys may be set.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct MemoryOptions {
     /// `directory` (file backend, MEM-19); unset means `memory/<identity>`.
@@ -131,7 +131,7 @@ pub struct MemoryOptions {
 /// `backend` is always one of [`Sessions::KNOWN_BACKENDS`] after parsing, and `options` holds only keys of that
 /// backend (CFG-4); `jetstream` has a non-empty `stream`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Sessions {
     /// `backend` (SESS-25): `file` (the default; empty means `file`) or `jetstream`.
@@ -155,7 +155,7 @@ impl Default for Sessions {
 
 /// `harness.sessions.options`: the union of both backends' keys; only the selected backend's keys may be set.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct SessionOptions {
     /// `directory` (file backend, SESS-26).

@@ -17,7 +17,7 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// `llm`: the model and its budgets. An absent block is the same as an empty one (CFG-14).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Llm {
     /// `model`; required in agent mode (CFG-2). Empty is unset.
@@ -66,7 +66,7 @@ impl Default for Llm {
 
 /// `llm.thinking`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Thinking {
     /// `enabled` (PROV-10).
@@ -77,7 +77,7 @@ pub struct Thinking {
 /// `llm.budget` (section 9.3). Fields hold the values as written (0 or `None` meaning unset; negative values are
 /// rejected at parse, CFG-8/CFG-9); the accessors apply the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Budget {
     /// `max_tokens`, 0 meaning unset. Use [`Budget::max_tokens()`].

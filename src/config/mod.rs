@@ -43,6 +43,7 @@ mod expose;
 mod harness;
 mod llm;
 mod locate;
+mod origin;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -115,7 +116,7 @@ pub enum Mode {
 /// # Ok::<(), fisk_ai::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Config {
     /// `identity` as written (empty is unset). Use [`Config::identity()`] for the effective name.
@@ -159,25 +160,14 @@ pub struct Config {
     /// `llm`; an absent block is the same as an empty one.
     #[serde(deserialize_with = "de::nullable")]
     pub llm: Llm,
-    /// Where the first key whose behaviour is not built was written, for [`Config::validate`]'s refusal.
+    /// The text and file this configuration was parsed from, so later errors can point into it.
     #[serde(skip)]
-    unbuilt_at: UnbuiltAt,
-}
-
-/// Where a key is written is not part of the configuration's value: two configurations that differ only in it are
-/// equal.
-#[derive(Debug, Clone, Default)]
-struct UnbuiltAt(Option<crate::error::Location>);
-
-impl PartialEq for UnbuiltAt {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
+    origin: origin::Origin,
 }
 
 /// An `include` or `exclude` rule (section 4).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Filter {
     /// `tools`: regular expressions searched (unanchored) in tool names (SEL-6); each compiles, checked at parse.
@@ -205,7 +195,7 @@ impl Filter {
 
 /// An `include`/`exclude` pair (`expose.agent.tools`, SEL-11).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct FilterPair {
     /// `include`.
@@ -216,7 +206,7 @@ pub struct FilterPair {
 
 /// One `remote_tools` host (IMPORT-1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct RemoteToolsHost {
     /// `name`: the remote agent's identity (required, `^[a-zA-Z0-9_-]+$`).
@@ -250,7 +240,7 @@ impl RemoteToolsHost {
 /// After parsing, exactly one of `url` and `command` is set, `url` passes [`check_http_url`], `command` is a
 /// non-empty list, `bearer_token_env` is only set with `url`, and `timeout` is positive (MCPI-1..5, MCPI-12).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct McpServerEntry {
     /// `name` (required, `^[a-zA-Z0-9_-]+$`, unique among entries).
@@ -301,7 +291,7 @@ impl McpServerEntry {
 
 /// One `remote_agents` entry (CFG-7): accepted for forward compatibility, no effect.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct RemoteAgent {
     /// `name`.
@@ -318,13 +308,20 @@ fn locate_error(yaml: &str, err: Error) -> Error {
         return err;
     }
     let Some(key) = err.key() else { return err };
-    // A derived identity comes from application_path.
-    let found = locate::locate(yaml, key)
-        .or_else(|| (key == "identity").then(|| locate::locate(yaml, "application_path")).flatten());
-    match found {
+    match origin::locate_key(yaml, key) {
         Some((line, column)) => err.with_location(crate::error::Location { file: None, line, column }),
         None => err,
     }
+}
+
+/// A YAML error as it is, or, for the few the YAML library reports without a position (a second document, an
+/// unexpected end), with the position [`locate::fallback`] finds, so every parse error says where to look.
+fn with_some_location(yaml: &str, err: Error) -> Error {
+    if err.location().is_some() {
+        return err;
+    }
+    let (line, column) = locate::fallback(yaml);
+    err.with_location(crate::error::Location { file: None, line, column })
 }
 
 /// Keys this version parses and checks but whose behaviour is not built yet: [`Config::check_supported`] (which the
@@ -351,14 +348,17 @@ impl Config {
     /// Parses a configuration from YAML text and applies the every-mode checks of CFG-2.
     ///
     /// An empty document (or one holding only comments) is a valid empty configuration. Errors are
-    /// [`ErrorKind::Config`] and name the culprit; decoding errors also carry [`Error::location`] (line and
-    /// column) and [`Error::key`] (the key path, for an unknown key the path of the key itself); errors found
-    /// after decoding also get the position of their key, or of the nearest enclosing block present. Warnings
-    /// (IMPORT-3, MCPI-5) are not returned here: [`Config::validate`] returns them in every mode.
+    /// [`ErrorKind::Config`] and name the culprit; every one carries [`Error::location`] (line and column: of the
+    /// offending value, of the second occurrence of a duplicate key, of the key an error found after decoding is
+    /// about or its nearest enclosing block) and, when it is about a key, [`Error::key`] (for an unknown key the
+    /// path of the key itself). Warnings (IMPORT-3, MCPI-5) are not returned here: [`Config::validate`] returns
+    /// them in every mode.
     pub fn from_yaml_str(yaml: &str) -> Result<Config> {
-        let cfg: Option<Config> = serde_yaml::from_str(yaml).map_err(de::yaml_error)?;
+        let cfg: Option<Config> =
+            serde_yaml::from_str(yaml).map_err(|e| with_some_location(yaml, de::yaml_error(yaml, e)))?;
         let mut cfg = cfg.unwrap_or_default();
-        de::check_backend_options(yaml, &cfg.harness.memory.backend, &cfg.harness.sessions.backend)?;
+        de::check_backend_options(yaml, &cfg.harness.memory.backend, &cfg.harness.sessions.backend)
+            .map_err(|e| with_some_location(yaml, e))?;
         if let Some(root) = &cfg.root_directory {
             let abs = std::path::absolute(root).map_err(|e| {
                 Error::config_key(
@@ -366,13 +366,30 @@ impl Config {
                     format!("root_directory: cannot resolve {} against the working directory: {e}", root.display()),
                 )
                 .with_source(e)
-            })?;
-            cfg.root_directory = Some(abs);
+            });
+            cfg.root_directory = Some(abs.map_err(|e| locate_error(yaml, e))?);
         }
         validate::common(&cfg).map_err(|e| locate_error(yaml, e))?;
-        // Kept for `validate`, which refuses it: every consumer validates before anything starts.
-        cfg.unbuilt_at = UnbuiltAt(refuse_unbuilt(&cfg).err().and_then(|e| locate_error(yaml, e).location().cloned()));
+        cfg.origin = origin::Origin::from_text(yaml);
+        // Kept for `check_supported`, which refuses it: every consumer checks before anything starts.
+        cfg.origin.unbuilt_at = refuse_unbuilt(&cfg).err().and_then(|e| locate_error(yaml, e).location().cloned());
         Ok(cfg)
+    }
+
+    /// Parses a configuration from YAML bytes, like [`Config::from_yaml_str`]. Bytes that are not UTF-8 are a
+    /// configuration error located at the first invalid byte.
+    pub fn from_yaml_bytes(bytes: &[u8]) -> Result<Config> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Config::from_yaml_str(text),
+            Err(e) => {
+                let valid = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
+                let line = valid.matches('\n').count() + 1;
+                let column = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                let byte = bytes.get(e.valid_up_to()).copied().unwrap_or_default();
+                Err(Error::config(format!("the configuration is not UTF-8 text (byte 0x{byte:02x} is invalid here)"))
+                    .with_location(crate::error::Location { file: None, line, column }))
+            }
+        }
     }
 
     /// Reads and parses the configuration file at `path` (which must exist), like [`Config::from_yaml_str`].
@@ -380,22 +397,61 @@ impl Config {
     /// [`Error::location`], any other has it prefixed to the message.
     pub fn load(path: impl AsRef<Path>) -> Result<Config> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let bytes = std::fs::read(path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot read configuration file {}: {e}", path.display())).with_source(e)
         })?;
-        let mut cfg = Config::from_yaml_str(&text).map_err(|e| e.in_file(path))?;
-        if let Some(at) = &mut cfg.unbuilt_at.0 {
+        let mut cfg = Config::from_yaml_bytes(&bytes).map_err(|e| e.in_file(path))?;
+        if let Some(at) = &mut cfg.origin.unbuilt_at {
             at.file = Some(path.to_path_buf());
         }
+        cfg.origin.file = Some(path.to_path_buf());
         Ok(cfg)
     }
 
+    /// The file this configuration was read from by [`Config::load`], if it was.
+    pub fn file(&self) -> Option<&Path> {
+        self.origin.file.as_deref()
+    }
+
+    /// Gives `err`, an error about one of this configuration's keys ([`Error::key`], such as
+    /// `harness.tools[1].name`), the file, line and column where that key (or its nearest enclosing block) is
+    /// written, so an error found by the part that consumes the key reads like a parse error. An error that already
+    /// has a location keeps it (and gets the file); one without a key only gets the file, in its message.
+    ///
+    /// ```
+    /// use fisk_ai::{Config, Error};
+    ///
+    /// let cfg = Config::from_yaml_str("harness:\n  tools:\n    - name: nope\n")?;
+    /// let err = cfg.locate(Error::config_key("harness.tools[0].name", "unknown built-in tool \"nope\""));
+    /// assert_eq!(err.location().map(|l| (l.line, l.column)), Some((3, 13)));
+    /// # Ok::<(), fisk_ai::Error>(())
+    /// ```
+    pub fn locate(&self, err: Error) -> Error {
+        self.origin.locate(err)
+    }
+
+    /// Checks that `application_path`, when set, names an executable file (a bare name: one on `PATH`), so a
+    /// typo is reported as a configuration error with the key's file, line and column rather than as a failed
+    /// introspection. Not part of [`validate`](Config::validate), which never touches the file system.
+    pub fn check_application(&self) -> Result<()> {
+        let Some(app) = self.application_path.as_deref() else { return Ok(()) };
+        match origin::application_problem(app) {
+            None => Ok(()),
+            Some(problem) => Err(self.locate(Error::config_key(
+                "application_path",
+                format!("application_path: {} {problem}", app.display()),
+            ))),
+        }
+    }
+
     /// Checks the configuration for `mode` (CFG-2): the every-mode checks (again, so a configuration built or
-    /// changed in code is covered too), then the checks of `mode`. Returns the configuration-level warnings
-    /// (IMPORT-3 / MCPI-5 `include.tags` ignored), which do not depend on the mode.
+    /// changed in code is covered too), then the checks of `mode`. An error gets the position of its key (or of
+    /// the nearest enclosing block written) and the file, as [`Config::locate`] gives them. Returns the
+    /// configuration-level warnings (IMPORT-3 / MCPI-5 `include.tags` ignored), which do not depend on the mode.
     pub fn validate(&self, mode: Mode) -> Result<Vec<Warning>> {
-        validate::common(self)?;
-        validate::mode(self, mode)?;
+        // Located like parse errors when the configuration came from text (and a file).
+        validate::common(self).map_err(|e| self.locate(e))?;
+        validate::mode(self, mode).map_err(|e| self.locate(e))?;
         Ok(validate::warnings(self))
     }
 
@@ -404,7 +460,7 @@ impl Config {
     /// never silently ignored. The agent and the MCP server call this when they are built, before any process
     /// starts; [`validate`](Config::validate) does not, so a configuration for a later version still checks.
     pub fn check_supported(&self) -> Result<()> {
-        refuse_unbuilt(self).map_err(|e| match &self.unbuilt_at.0 {
+        refuse_unbuilt(self).map_err(|e| match &self.origin.unbuilt_at {
             Some(at) => e.with_location(at.clone()),
             None => e,
         })

@@ -17,4 +17,6 @@ mod env;
 mod process;
 
 pub use env::{ChildEnv, PROVIDER_CREDENTIALS};
+#[doc(hidden)]
+pub use process::captured_output;
 pub(crate) use process::{Capture, RunError, into_text, run};

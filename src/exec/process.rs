@@ -271,6 +271,19 @@ async fn reap(child: &mut tokio::process::Child) {
 }
 
 /// Bytes to text, replacing invalid UTF-8 with U+FFFD without copying valid output.
+/// The `output` text and `truncated` flag a command tool's result (and so an MCP `tools/call` result) carries when
+/// the command's merged output arrives in `chunks` (EXEC-12). Not API: a hook for the property tests, which cannot
+/// push a million outputs through real processes.
+#[doc(hidden)]
+pub fn captured_output<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (String, bool) {
+    let mut capture = HeadTail::new();
+    for chunk in chunks {
+        capture.push(chunk);
+    }
+    let (bytes, truncated) = capture.finish();
+    (into_text(bytes), truncated)
+}
+
 pub(crate) fn into_text(bytes: Vec<u8>) -> String {
     match String::from_utf8(bytes) {
         Ok(s) => s,

@@ -1,6 +1,7 @@
 //! A failed model call.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What went wrong talking to a model.
@@ -24,18 +25,23 @@ pub enum ProviderErrorKind {
 }
 
 /// A failed model call, after any retries the provider made.
+///
+/// `Display` is the message; the underlying cause (a transport or decode error), when the provider attached one,
+/// is [`source`](std::error::Error::source), never repeated in the message.
 #[derive(Debug, Clone)]
 pub struct ProviderError {
     kind: ProviderErrorKind,
     status: Option<u16>,
     message: String,
     retry_after: Option<Duration>,
+    // Shared so the error stays `Clone` (retries and observers keep copies).
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl ProviderError {
     /// An error of `kind`.
     pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
-        ProviderError { kind, status: None, message: message.into(), retry_after: None }
+        ProviderError { kind, status: None, message: message.into(), retry_after: None, source: None }
     }
 
     /// An error status from the API.
@@ -47,6 +53,18 @@ impl ProviderError {
     #[must_use]
     pub fn with_retry_after(mut self, wait: Option<Duration>) -> Self {
         self.retry_after = wait;
+        self
+    }
+
+    /// Attach the underlying cause. A message ending with the cause's own text (`"connect failed: {e}"`) has that
+    /// suffix dropped, so an error-chain reporter prints the cause once.
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let cause = format!(": {source}");
+        if let Some(kept) = self.message.strip_suffix(&cause).filter(|kept| !kept.is_empty()) {
+            self.message.truncate(kept.len());
+        }
+        self.source = Some(Arc::new(source));
         self
     }
 
@@ -84,4 +102,8 @@ impl fmt::Display for ProviderError {
     }
 }
 
-impl std::error::Error for ProviderError {}
+impl std::error::Error for ProviderError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

@@ -31,6 +31,8 @@ mod time;
 pub use backend::{FileSessionBackend, SessionBackend, SessionBackends, SessionSettings};
 pub use file::FileSessionStore;
 #[cfg(feature = "mcp")]
+// Only the MCP confirmation keys hash canonical JSON outside this module.
+#[cfg(feature = "mcp")]
 pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Journal, Pending, PendingCall, RecordedAnswer};

@@ -79,7 +79,6 @@ pub fn example(name: &str) -> PathBuf {
         (cfg!(feature = "anthropic"), "anthropic"),
         (cfg!(feature = "openai"), "openai"),
         (cfg!(feature = "mcp"), "mcp"),
-        (cfg!(feature = "nats"), "nats"),
         (cfg!(feature = "terminal"), "terminal"),
     ]
     .into_iter()

@@ -18,6 +18,8 @@ mod model;
 
 mod walk;
 
+#[doc(hidden)]
+pub use crate::exec::captured_output;
 pub use argv::{ArgvError, CommandShape};
 pub use model::{AppModel, ArgModel, CmdModel, FlagModel};
 
