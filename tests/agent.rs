@@ -406,8 +406,14 @@ async fn search_1_to_6_deferral_follows_the_count_the_provider_and_no_tool_searc
             .await;
     assert!(agent.warnings().contains(&Warning::ToolSearchDisabled { count: 221 }));
     assert!(!agent.tool_plan().search());
+    // A provider without server-side search gets the agent's own (issue 15): no warning, and the request carries
+    // the direct tools (natscli has none) plus search_tools and call_tool.
     let agent = agent_with(Arc::new(ScriptedProvider::new([])), cfg("")).await;
-    assert!(agent.warnings().contains(&Warning::ToolSearchUnavailable { provider: "scripted".into(), count: 221 }));
+    assert!(agent.client_tool_search());
+    assert!(!agent.warnings().iter().any(|w| matches!(w, Warning::ToolSearchUnavailable { .. })));
+    let sent: Vec<&str> = agent.tool_plan().iter().map(|(t, _)| t.spec().name()).collect();
+    assert_eq!(sent, [fisk_ai::agent::SEARCH_TOOLS, fisk_ai::agent::CALL_TOOL]);
+    assert_eq!(agent.toolset().len(), 221);
 
     // Under the threshold nothing is deferred, even with search available (SEARCH-5).
     let agent = agent_with(Arc::new(ScriptedProvider::new([]).with_caps(searching.clone())), config("")).await;

@@ -107,7 +107,7 @@ async fn prov_7_a_bad_openai_base_url_variable_fails_before_any_file_exists() {
 }
 
 #[test]
-fn info_shows_the_openai_provider_and_no_tool_search() {
+fn info_shows_the_openai_provider_and_client_side_tool_search() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "");
     let info = |extra: &[&str]| {
@@ -117,10 +117,12 @@ fn info_shows_the_openai_provider_and_no_tool_search() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(stdout.contains("Provider     openai"), "{stdout}");
-    assert!(stdout.contains("Tool search  unavailable (provider openai does not support it)"), "{stdout}");
+    // No server-side search: the agent's own applies (issue 15 part 3).
+    let want = "Tool search  enabled, client-side (used at 10 or more tools: search_tools and call_tool)";
+    assert!(stdout.contains(want), "{stdout}");
     let doc: Value = serde_json::from_slice(&info(&["--json"]).stdout).unwrap();
     assert_eq!(doc["model"]["provider"], "openai");
-    assert_eq!(doc["model"]["tool_search_enabled"], false);
+    assert_eq!(doc["model"]["tool_search_enabled"], true);
     // The Anthropic provider's server-side search, for contrast.
     std::fs::write(
         &config,

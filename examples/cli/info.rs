@@ -118,11 +118,15 @@ fn tool_search(config: &Config) -> (String, bool) {
     let Some(factory) = registry.get(provider) else {
         return (format!("unknown (provider {provider} is not available)"), false);
     };
+    // INFO-6 wording for server-side search (Anthropic); a provider without it gets the agent's own
+    // (search_tools + call_tool), at the same threshold.
     match factory.capabilities().tool_search {
-        true if config.llm.no_tool_search => ("disabled (no_tool_search)".to_owned(), false),
-        // INFO-6 wording: server-side search (Anthropic), or none, and then every tool is sent directly.
+        _ if config.llm.no_tool_search => ("disabled (no_tool_search)".to_owned(), false),
         true => (format!("enabled (used at {TOOL_SEARCH_THRESHOLD} or more tools)"), true),
-        false => (format!("unavailable (provider {provider} does not support it)"), false),
+        false => (
+            format!("enabled, client-side (used at {TOOL_SEARCH_THRESHOLD} or more tools: search_tools and call_tool)"),
+            true,
+        ),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::gate::{ConfirmGate, DenyAll};
 use crate::llm::{ModelProvider, ProviderFactory, ProviderRegistry, ProviderSettings, ToolPlan};
 use crate::memory::{MemoryBackend, MemoryBackends, MemorySettings, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
-use crate::select::Toolset;
+use crate::select::{SelectedTool, Toolset};
 use crate::session::{Fingerprint, FingerprintInput, SessionBackend, SessionBackends, SessionSettings, SessionStore};
 use crate::source::{ToolSource, checked_dir};
 use crate::tool::{Tool, ToolKind};
@@ -310,32 +310,27 @@ fn finish(
     }
     let memory_index = memory.is_some() && !harness.memory.no_index;
     let caps = provider.capabilities();
-    let search_allowed = caps.tool_search && !config.llm.no_tool_search;
-    if toolset.len() >= crate::llm::TOOL_SEARCH_THRESHOLD && !search_allowed {
-        warnings.push(if caps.tool_search {
-            Warning::ToolSearchDisabled { count: toolset.len() }
-        } else {
-            Warning::ToolSearchUnavailable { provider: caps.provider.clone(), count: toolset.len() }
-        });
-    }
+    let plans = plan_tools(toolset, caps, config.llm.no_tool_search, &mut warnings);
     let gate: Arc<dyn ConfirmGate> = gate.unwrap_or_else(|| Arc::new(DenyAll));
-    let gated = toolset.gated_count();
+    let gated = plans.tools.gated_count();
     if gated > 0 && !gate.can_ask() {
         warnings.push(Warning::GatedWithoutOperator { count: gated });
     }
     let mut triggers: Vec<String> = Vec::new();
-    for t in toolset.iter().filter_map(|t| t.gate_trigger()) {
+    for t in plans.tools.iter().filter_map(|t| t.gate_trigger()) {
         if !triggers.iter().any(|x| x == t) {
             triggers.push(t.to_owned());
         }
     }
-    let plan = ToolPlan::new(toolset, search_allowed);
     let budget = &config.llm.budget;
+    // SESS-16: under client-side search the fingerprint covers every selected tool, not only what is sent.
+    let fingerprinted =
+        if plans.client_search { ToolPlan::new(plans.tools.clone(), false) } else { plans.plan.clone() };
     let fingerprint = Fingerprint::compute(FingerprintInput {
         provider: &caps.provider,
         model: &model,
         system: &system,
-        tools: &plan,
+        tools: &fingerprinted,
         thinking: config.llm.thinking.enabled,
         max_tokens: budget.max_tokens(),
         max_iterations: budget.max_iterations(),
@@ -345,7 +340,10 @@ fn finish(
         model,
         provider,
         gate,
-        plan,
+        plan: plans.plan,
+        tools: plans.tools,
+        callable: plans.callable,
+        client_search: plans.client_search,
         system,
         warnings,
         triggers,
@@ -355,4 +353,46 @@ fn finish(
         fingerprint,
     };
     Agent { inner: Arc::new(inner) }
+}
+
+/// What a run sends and what it may call.
+struct Plans {
+    plan: ToolPlan,
+    tools: Toolset,
+    callable: Toolset,
+    client_search: bool,
+}
+
+/// SEARCH-1..6: server-side deferral when the provider has it; otherwise, at the threshold, client-side search
+/// (the request carries the direct tools plus `search_tools` and `call_tool`); otherwise every tool, with a warning.
+fn plan_tools(toolset: Toolset, caps: &crate::llm::Caps, no_tool_search: bool, warnings: &mut Vec<Warning>) -> Plans {
+    let at_threshold = toolset.len() >= crate::llm::TOOL_SEARCH_THRESHOLD;
+    if at_threshold
+        && !caps.tool_search
+        && !no_tool_search
+        && let Some((request, search)) = super::search::request_tools(&toolset)
+    {
+        let callable: Vec<SelectedTool> = toolset.iter().cloned().chain([SelectedTool::new(search, None)]).collect();
+        return Plans {
+            plan: ToolPlan::new(request, false),
+            callable: Toolset::new(callable, Vec::new()),
+            tools: toolset,
+            client_search: true,
+        };
+    }
+    let search_allowed = caps.tool_search && !no_tool_search;
+    if at_threshold && !search_allowed {
+        // The remedy is named: client-side search would have applied but for `llm.no_tool_search`.
+        warnings.push(if no_tool_search {
+            Warning::ToolSearchDisabled { count: toolset.len() }
+        } else {
+            Warning::ToolSearchUnavailable { provider: caps.provider.clone(), count: toolset.len() }
+        });
+    }
+    Plans {
+        plan: ToolPlan::new(toolset.clone(), search_allowed),
+        callable: toolset.clone(),
+        tools: toolset,
+        client_search: false,
+    }
 }

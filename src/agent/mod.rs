@@ -24,10 +24,12 @@ mod events;
 mod outcome;
 mod resume;
 mod run;
+mod search;
 
 pub use builder::AgentBuilder;
 pub use events::{EventSink, NoEvents, RunEvent};
 pub use outcome::{RunOutcome, RunStats, TerminalReason};
+pub use search::{CALL_TOOL, SEARCH_TOOLS};
 
 use crate::config::Config;
 use crate::error::Result;
@@ -52,7 +54,14 @@ struct Inner {
     model: String,
     provider: Arc<dyn ModelProvider>,
     gate: Arc<dyn ConfirmGate>,
+    /// What every request carries.
     plan: ToolPlan,
+    /// The selected tools.
+    tools: Toolset,
+    /// What a call may name: the selected tools, plus `search_tools` under client-side search.
+    callable: Toolset,
+    /// Whether deferred tools are reached through `search_tools` and `call_tool` (the provider has no search).
+    client_search: bool,
     system: Vec<String>,
     warnings: Vec<Warning>,
     triggers: Vec<String>,
@@ -72,7 +81,7 @@ impl std::fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("model", &self.inner.model)
             .field("provider", &self.inner.provider.capabilities().provider)
-            .field("tools", self.inner.plan.toolset())
+            .field("tools", &self.inner.tools)
             .finish_non_exhaustive()
     }
 }
@@ -85,12 +94,19 @@ impl Agent {
 
     /// The tools a run may use, in request order.
     pub fn toolset(&self) -> &Toolset {
-        self.inner.plan.toolset()
+        &self.inner.tools
     }
 
-    /// The tools with their tool-search deferral decisions.
+    /// What each request carries, with the server-side deferral decisions. Under client-side search (the provider
+    /// has none) that is the direct tools plus `search_tools` and `call_tool`, the same on every turn.
     pub fn tool_plan(&self) -> &ToolPlan {
         &self.inner.plan
+    }
+
+    /// Whether deferred tools are reached through the agent's own `search_tools` and `call_tool`
+    /// ([`SEARCH_TOOLS`], [`CALL_TOOL`]) because the provider has no server-side tool search.
+    pub fn client_tool_search(&self) -> bool {
+        self.inner.client_search
     }
 
     /// Warnings found while building (configuration, tags, selection, tool search, gating).

@@ -94,7 +94,10 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
         .flat_map(|p| p.unanswered())
         .filter_map(|call| {
             let a = journal.answers.get(&call.id)?;
-            (a.tool.as_deref().is_none_or(|t| t == call.name)).then(|| (call.id.clone(), a.choice))
+            // A `call_tool` call was answered under the name of the tool it routes to.
+            let routed = inner.client_search.then(|| super::search::routed_name(&call.name, &call.input)).flatten();
+            let name = routed.as_deref().unwrap_or(&call.name);
+            (a.tool.as_deref().is_none_or(|t| t == name)).then(|| (call.id.clone(), a.choice))
         })
         .collect();
     if !drift.is_empty() && !options.force {

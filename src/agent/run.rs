@@ -310,11 +310,11 @@ impl Run<'_> {
         }
         self.emit(RunEvent::Started {
             model: &inner.model,
-            tools: inner.plan.len(),
-            gated: inner.plan.toolset().gated_count(),
+            tools: inner.tools.len(),
+            gated: inner.tools.gated_count(),
             triggers: &inner.triggers,
             thinking: inner.config.llm.thinking.enabled,
-            deferred: inner.plan.search(),
+            deferred: inner.plan.search() || inner.client_search,
         });
     }
 

@@ -3,6 +3,7 @@
 
 use super::{Dispatch, Ended, Run};
 use crate::agent::events::RunEvent;
+use crate::agent::search::{self, Route, SEARCH_TOOLS};
 use crate::dispatch::{self, Approval, Gated, Outcome, Ready, Refusal, Surface};
 use crate::gate::{ConfirmRequest, Decision, DeclineReason, declined};
 use crate::llm::Block;
@@ -104,14 +105,27 @@ impl Run<'_> {
             return Dispatch::Cancelled;
         }
         self.stats.tool_calls += 1;
-        let kind = self.inner.plan.toolset().get(name).map(|t| t.spec().kind());
+        // Client-side search: a `call_tool` is the named tool's call from here on (validation, gate, journal,
+        // trace and statistics are the real tool's).
+        let routed = if self.inner.client_search { search::route(name, input) } else { Route::Direct };
+        let (name, input) = match &routed {
+            Route::Direct => (name, input),
+            Route::To { name, input } => (name.as_str(), input),
+            Route::Bad(text) => return self.finish_call(Block::tool_result(id, text.clone(), true), false).await,
+        };
+        let kind = self.inner.callable.get(name).map(|t| t.spec().kind());
         let remote = kind == Some(ToolKind::Imported);
         if remote {
             self.stats.remote_tool_calls += 1;
         }
-        let toolset = self.inner.plan.toolset();
+        let toolset = &self.inner.callable;
         let outcome = dispatch::dispatch(&mut AgentSurface { run: self, id }, toolset, name, input).await;
         let block = match outcome {
+            Outcome::Refused(Refusal::UnknownTool { name }) if matches!(routed, Route::To { .. }) => {
+                self.refused(&Refusal::UnknownTool { name: name.clone() });
+                let text = format!("unknown tool \"{name}\": call_tool runs only tools that {SEARCH_TOOLS} finds");
+                Block::tool_result(id, text, true)
+            }
             Outcome::Refused(refusal) => {
                 self.refused(&refusal);
                 Block::tool_result(id, refusal.to_string(), true)
@@ -132,6 +146,11 @@ impl Run<'_> {
                 Block::tool_result(id, output.into_content(), is_error)
             }
         };
+        self.finish_call(block, remote).await
+    }
+
+    /// SESS-8: the call's result is journaled before the next call starts.
+    async fn finish_call(&mut self, block: Block, remote: bool) -> Dispatch {
         match self.record_result(block, remote).await {
             Ok(block) => Dispatch::Result(block),
             Err(end) => Dispatch::Failed(end),

@@ -1,0 +1,222 @@
+//! Client-side tool search, for providers without server-side search (SEARCH-1..3 applied by the agent).
+//!
+//! When the active provider declares no tool search, `llm.no_tool_search` is off and the run has at least
+//! [`TOOL_SEARCH_THRESHOLD`](crate::llm::TOOL_SEARCH_THRESHOLD) tools, the tools SEARCH-3 would defer are left out
+//! of the request. In their place the request carries two tools of the agent's own:
+//!
+//! - `search_tools {query, limit?}`: BM25 over each deferred tool's name, description and tags, returning the best
+//!   matches with their input schemas;
+//! - `call_tool {name, input}`: runs a found tool. The agent routes it to the real tool before anything else
+//!   happens, so the real tool's validation, gate, journal record, trace line and statistics apply exactly as if
+//!   the model had called it directly.
+//!
+//! **Why a `call_tool` route, not revealing found tools in the request:** the request prefix (system prompt and
+//! tools) stays byte-identical on every turn of a run, so the provider's prompt cache keeps working; a reveal that
+//! changed the tools array would throw the cached prefix away on every search. The cost is one indirection the
+//! model must follow (it reads the schema from the search result, not from a tool definition), and providers that
+//! constrain arguments to a tool's schema cannot do so for the routed input; the dispatch path still validates it
+//! against the real schema before the gate.
+
+use crate::select::{SelectedTool, Toolset};
+use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use async_trait::async_trait;
+use bm25::{Document, SearchEngine, SearchEngineBuilder, Tokenizer};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The search tool's name.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// The routing tool's name.
+pub const CALL_TOOL: &str = "call_tool";
+/// Matches returned when the model gives no limit.
+const DEFAULT_LIMIT: usize = 5;
+/// The most matches one search returns.
+const MAX_LIMIT: usize = 20;
+
+/// Whether SEARCH-3 would defer `tool`.
+pub(crate) fn deferrable(tool: &SelectedTool) -> bool {
+    match tool.spec().kind() {
+        ToolKind::Builtin => false,
+        ToolKind::Imported => true,
+        _ => !tool.spec().no_defer(),
+    }
+}
+
+/// The request's tools under client-side search: every direct tool, then `search_tools` and `call_tool`. `None`
+/// when nothing would be deferred, or when a selected tool already holds one of the two names.
+pub(crate) fn request_tools(full: &Toolset) -> Option<(Toolset, Arc<dyn Tool>)> {
+    let deferred: Vec<&SelectedTool> = full.iter().filter(|t| deferrable(t)).collect();
+    if deferred.is_empty() || full.get(SEARCH_TOOLS).is_some() || full.get(CALL_TOOL).is_some() {
+        return None;
+    }
+    let search: Arc<dyn Tool> = Arc::new(SearchTools::new(&deferred));
+    let call: Arc<dyn Tool> = Arc::new(CallTool(call_spec()));
+    let mut direct: Vec<SelectedTool> = full.iter().filter(|t| !deferrable(t)).cloned().collect();
+    direct.push(SelectedTool::new(search.clone(), None));
+    direct.push(SelectedTool::new(call, None));
+    Some((Toolset::new(direct, Vec::new()), search))
+}
+
+/// Where a call goes: itself, or (for `call_tool`) the named tool with its input.
+pub(crate) enum Route {
+    /// Not a routed call.
+    Direct,
+    /// `call_tool` naming `name` with `input` (the model's JSON text, kept as written).
+    To { name: String, input: ToolInput },
+    /// A `call_tool` the model got wrong: this is its error result.
+    Bad(String),
+}
+
+/// Resolve a `call_tool` call.
+pub(crate) fn route(name: &str, input: &ToolInput) -> Route {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Args<'a> {
+        name: String,
+        #[serde(borrow)]
+        input: Option<&'a RawValue>,
+    }
+    if name != CALL_TOOL {
+        return Route::Direct;
+    }
+    let text = if input.is_null() { "{}" } else { input.as_str() };
+    match serde_json::from_str::<Args<'_>>(text) {
+        Ok(args) if args.name == CALL_TOOL => Route::Bad("call_tool cannot call call_tool".to_owned()),
+        Ok(args) => {
+            let inner = args.input.map_or("{}", RawValue::get);
+            match ToolInput::from_json(inner) {
+                Ok(input) => Route::To { name: args.name, input },
+                Err(e) => Route::Bad(format!("call_tool: invalid input: {e}")),
+            }
+        }
+        Err(e) => Route::Bad(format!(
+            "call_tool needs {{\"name\": <a tool name from search_tools>, \"input\": {{...}}}}: {e}; nothing was run"
+        )),
+    }
+}
+
+/// The tool name a `call_tool` call routes to, for matching a recorded answer on resume (GATE-14).
+pub(crate) fn routed_name(name: &str, input: &ToolInput) -> Option<String> {
+    match route(name, input) {
+        Route::To { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
+fn call_spec() -> ToolSpec {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The tool's name, exactly as search_tools returned it."},
+            "input": {"type": "object", "description": "The tool's input, matching the input_schema search_tools returned."}
+        },
+        "required": ["name"],
+        "additionalProperties": false
+    });
+    ToolSpec::new(CALL_TOOL, ToolKind::Builtin, schema).with_no_defer(true).with_description(
+        "Run a tool found with search_tools: give its name and its input. The tool is validated, gated and run \
+         exactly as if it were called directly.",
+    )
+}
+
+/// `call_tool` as a tool: the agent routes its calls, so this is only reached when something else calls it.
+struct CallTool(ToolSpec);
+
+#[async_trait]
+impl Tool for CallTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    async fn call(&self, _input: &ToolInput, _ctx: &CallContext) -> ToolOutput {
+        ToolOutput::error("call_tool is routed by the agent loop; it cannot be called on its own")
+    }
+}
+
+/// Lower-cased words, split at anything but letters and digits (`cow_say` is `cow` and `say`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Words;
+
+impl Tokenizer for Words {
+    fn tokenize(&self, text: &str) -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    }
+}
+
+/// `search_tools`: BM25 over the deferred tools, built once per agent.
+struct SearchTools {
+    spec: ToolSpec,
+    engine: SearchEngine<usize, u32, Words>,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl SearchTools {
+    fn new(deferred: &[&SelectedTool]) -> Self {
+        let documents = deferred.iter().enumerate().map(|(i, t)| {
+            let spec = t.spec();
+            let tag_words: Vec<&str> = spec.tags().iter().collect();
+            Document::new(i, format!("{} {} {}", spec.name(), spec.description(), tag_words.join(" ")))
+        });
+        let engine = SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(Words, documents).build();
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words describing what the tool should do."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                          "description": "How many matches to return (default 5)."}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        });
+        let description = format!(
+            "Search {} more tools that are not listed here, by what they do (words from their names, descriptions \
+             and tags). Returns the best matches with their input schemas; run one with call_tool.",
+            deferred.len()
+        );
+        let spec =
+            ToolSpec::new(SEARCH_TOOLS, ToolKind::Builtin, schema).with_no_defer(true).with_description(description);
+        SearchTools { spec, engine, tools: deferred.iter().map(|t| t.tool().clone()).collect() }
+    }
+
+    /// The best matches for `query`, best first.
+    fn matches(&self, query: &str, limit: usize) -> Vec<&Arc<dyn Tool>> {
+        self.engine.search(query, limit).into_iter().filter_map(|r| self.tools.get(r.document.id)).collect()
+    }
+}
+
+#[async_trait]
+impl Tool for SearchTools {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, input: &ToolInput, _ctx: &CallContext) -> ToolOutput {
+        #[derive(Deserialize)]
+        struct Args {
+            query: String,
+            limit: Option<usize>,
+        }
+        let args: Args = match input.parse() {
+            Ok(a) => a,
+            Err(e) => return ToolOutput::error(format!("search_tools: {e}")),
+        };
+        let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+        let found: Vec<Value> = self
+            .matches(&args.query, limit)
+            .into_iter()
+            .map(|t| {
+                let s = t.spec();
+                json!({"name": s.name(), "description": s.description(), "input_schema": s.input_schema()})
+            })
+            .collect();
+        if found.is_empty() {
+            return ToolOutput::json(&json!({
+                "tools": [],
+                "note": format!("no tool matches {:?}; try other words", args.query),
+            }));
+        }
+        ToolOutput::json(&json!({"tools": found}))
+    }
+}
