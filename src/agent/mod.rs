@@ -24,7 +24,7 @@ mod events;
 mod outcome;
 mod resume;
 mod run;
-mod search;
+pub mod search;
 
 pub use builder::AgentBuilder;
 pub use events::{EventSink, NoEvents, RunEvent};
