@@ -9,30 +9,21 @@
 
 mod fake_anthropic;
 
+mod common;
+
 use fake_anthropic::{FakeAnthropic, Reply, fixture_bytes, fixture_json};
-use fisk_ai::async_trait;
 use fisk_ai::llm::anthropic::AnthropicProvider;
 use fisk_ai::llm::{Block, CacheMode, Message, ModelProvider, Request, Role, StopReason, ToolPlan};
 use fisk_ai::select::Selection;
 use fisk_ai::source::fisk::{AppModel, FiskApp};
-use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use fisk_ai::tool::{Tool, ToolKind, ToolSpec};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-struct FakeTool(ToolSpec);
-
-#[async_trait]
-impl Tool for FakeTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
-        ToolOutput::success("ok")
-    }
-}
+use common::tools::FakeTool;
 
 /// The fixture's 12 tools: 10 deferred behind tool search, 2 sent directly.
 fn deferred_plan() -> ToolPlan {

@@ -3,6 +3,7 @@
 
 pub mod dispatch;
 pub mod gate;
+pub mod tools;
 pub mod turns;
 
 use fisk_ai::source::fisk::AppModel;
