@@ -178,6 +178,7 @@ fn prov_7_llm_base_url_follows_the_same_table_and_the_error_names_the_key() {
 }
 
 /// A base URL set in code (not parsed) is checked by every factory again, naming `llm.base_url`.
+#[cfg(any(feature = "anthropic", feature = "openai"))]
 fn factories_refuse_bad_llm_base_url(factory: &dyn fisk_ai::llm::ProviderFactory) {
     for (url, why) in BAD {
         let mut config = fisk_ai::Config::from_yaml_str("llm:\n  model: m\n").unwrap();
