@@ -205,3 +205,27 @@ impl ProviderRegistry {
         })
     }
 }
+
+/// A variable's value, unless it is unset or blank.
+#[cfg(any(feature = "anthropic", feature = "openai"))]
+pub(crate) fn non_empty_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The base URL an HTTP provider's settings name, checked (PROV-7) and trimmed: `--base-url`, then the provider's
+/// own variable `var`, then `llm.base_url` (whose error names that key). One copy, so the providers cannot drift:
+/// the two copies this replaces already disagreed on trimming.
+#[cfg(any(feature = "anthropic", feature = "openai"))]
+pub(crate) fn checked_base_url(settings: &ProviderSettings<'_>, var: &str) -> Result<Option<String>> {
+    let (url, source) = match (&settings.base_url, non_empty_env(var), &settings.config.llm.base_url) {
+        (Some(url), _, _) => (url.clone(), format!("--base-url / {var}")),
+        (None, Some(url), _) => (url, format!("--base-url / {var}")),
+        (None, None, Some(url)) => (url.clone(), "llm.base_url".to_owned()),
+        (None, None, None) => return Ok(None),
+    };
+    crate::config::check_http_url(url.trim()).map_err(|e| {
+        let msg = format!("invalid base URL {url:?} ({source}): {e}");
+        if source == "llm.base_url" { Error::config_key(source, msg) } else { Error::config(msg) }
+    })?;
+    Ok(Some(url.trim().to_owned()))
+}

@@ -520,20 +520,10 @@ impl crate::llm::ProviderFactory for OpenAiFactory {
 }
 
 fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    crate::llm::registry::non_empty_env(name)
 }
 
 /// The base URL the settings name, checked (PROV-7): `--base-url`, then `OPENAI_BASE_URL`, then `llm.base_url`.
 fn base_url(settings: &crate::llm::ProviderSettings<'_>) -> crate::error::Result<Option<String>> {
-    let (url, source) = match (&settings.base_url, env("OPENAI_BASE_URL"), &settings.config.llm.base_url) {
-        (Some(url), _, _) => (url.clone(), "--base-url / OPENAI_BASE_URL"),
-        (None, Some(url), _) => (url, "--base-url / OPENAI_BASE_URL"),
-        (None, None, Some(url)) => (url.clone(), "llm.base_url"),
-        (None, None, None) => return Ok(None),
-    };
-    check_http_url(url.trim()).map_err(|e| {
-        let msg = format!("invalid base URL {url:?} ({source}): {e}");
-        if source == "llm.base_url" { Error::config_key(source, msg) } else { Error::config(msg) }
-    })?;
-    Ok(Some(url.trim().to_owned()))
+    crate::llm::registry::checked_base_url(settings, "OPENAI_BASE_URL")
 }
