@@ -1,7 +1,7 @@
 //! The one assembly pipeline (DESIGN §4.1) the agent, the MCP server and a2a share:
 //!
-//! 1. sources: the configured application first (TOOL-7), then every other source, each declaring the credential
-//!    variables it owns;
+//! 1. sources: the configured application first (TOOL-7), then each `mcp_servers` entry (when the surface
+//!    imports), then every other source, each declaring the credential variables it owns;
 //! 2. the child environment: the scrub set is the union of every attached provider's and source's credentials,
 //!    fixed before the first child (introspection included) starts (EXEC-8);
 //! 3. built-ins, which each surface adds ([`Candidates::extend`]);
@@ -26,6 +26,9 @@ pub(crate) struct Inputs<'a> {
     pub(crate) credentials: Vec<String>,
     /// The tool working directory (OVR-6).
     pub(crate) working_dir: Option<&'a Path>,
+    /// Whether the configured imports (`mcp_servers`) join: an agent imports, a server never re-serves imported
+    /// tools (MCPI-9), so it does not connect to them.
+    pub(crate) imports: bool,
 }
 
 /// The loaded candidates.
@@ -35,10 +38,8 @@ pub(crate) struct Candidates {
 
 /// Steps 1 and 2: fix the child environment, then load every source once, in order. Warnings are appended.
 pub(crate) async fn load(config: &Config, inputs: Inputs<'_>, warnings: &mut Vec<Warning>) -> Result<Candidates> {
-    let mut sources = inputs.sources;
-    if let Some(app) = FiskApp::from_config(config) {
-        sources.insert(0, Arc::new(app));
-    }
+    let mut sources = configured(config, inputs.imports)?;
+    sources.extend(inputs.sources);
     let mut env = ChildEnv::new().with_scrubbed_all(inputs.credentials);
     for source in &sources {
         env = env.with_scrubbed_all(source.credentials());
@@ -54,6 +55,24 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>, warnings: &mut Vec
         warnings.extend(loaded.warnings);
     }
     Ok(Candidates { tools })
+}
+
+/// The sources the configuration names: the application (TOOL-7), then the MCP imports in entry order.
+fn configured(config: &Config, imports: bool) -> Result<Vec<Arc<dyn ToolSource>>> {
+    let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
+    if let Some(app) = FiskApp::from_config(config) {
+        sources.push(Arc::new(app));
+    }
+    if !imports {
+        return Ok(sources);
+    }
+    #[cfg(feature = "mcp")]
+    for (i, entry) in config.mcp_servers.iter().enumerate() {
+        let import = crate::source::mcp::McpImport::from_entry(i, entry, config.llm.budget.call_timeout())
+            .map_err(|e| config.locate(e))?;
+        sources.push(Arc::new(import));
+    }
+    Ok(sources)
 }
 
 impl Candidates {

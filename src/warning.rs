@@ -103,6 +103,22 @@ pub enum Warning {
         /// The host or server entry name.
         name: String,
     },
+    /// IMPORT-4 / MCPI-6: an imported tool is skipped (an empty description, a non-object input schema).
+    ImportSkipped {
+        /// The `mcp_servers` entry or `remote_tools` host.
+        source: String,
+        /// The tool's name as the source gave it (sanitized).
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// IMPORT-8: an import contributes no tools after its filters.
+    ImportEmpty {
+        /// `remote_tools` or `mcp_servers`.
+        section: &'static str,
+        /// The host or server entry name.
+        name: String,
+    },
     /// SESS-22: the resumed session's last turn paused on the server (`pause_turn`); that server-side state may
     /// have expired.
     PausedTurnMayHaveExpired {
@@ -143,6 +159,8 @@ impl Warning {
             Warning::DerivedSchemas { .. } => "derived_schemas",
             Warning::InvalidToolName { .. } => "invalid_tool_name",
             Warning::ImportIncludeTagsIgnored { .. } => "import_include_tags_ignored",
+            Warning::ImportSkipped { .. } => "import_skipped",
+            Warning::ImportEmpty { .. } => "import_empty",
             Warning::MissingRequired { .. } => "missing_required",
             Warning::InvalidArguments { .. } => "invalid_arguments",
             Warning::UnknownTool { .. } => "unknown_tool",
@@ -184,6 +202,12 @@ impl fmt::Display for Warning {
                 "tool \"{display}\" is skipped: its name \"{name}\" is not made of ASCII letters, digits, '_' and '-' \
                  (at most 128), so no model or client can call it"
             ),
+            Warning::ImportSkipped { source, tool, reason } => {
+                write!(f, "tool \"{tool}\" from {source} is skipped: {reason}")
+            }
+            Warning::ImportEmpty { section, name } => {
+                write!(f, "{section} entry {name} contributes no tools after its include/exclude filters")
+            }
             Warning::MissingRequired { tool, missing } => write!(
                 f,
                 "the model called {tool} without required parameter(s) {}; it was not run",

@@ -216,6 +216,7 @@ impl AgentBuilder {
             sources: std::mem::take(&mut self.sources),
             credentials,
             working_dir: self.working_dir.as_deref(),
+            imports: true,
         };
         let mut candidates = assemble::load(&config, inputs, &mut warnings).await?;
         candidates.extend(std::mem::take(&mut self.tools));

@@ -61,7 +61,7 @@ pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };
 pub use validate::check_http_url;
-pub(crate) use validate::check_pattern;
+pub(crate) use validate::{check_name as check_identity_name, check_pattern};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::warning::Warning;
@@ -329,17 +329,33 @@ fn with_some_location(yaml: &str, err: Error) -> Error {
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
 fn refuse_unbuilt(cfg: &Config) -> Result<()> {
     let unbuilt: [(&str, bool, &str); 5] = [
-        ("mcp_servers", !cfg.mcp_servers.is_empty(), "importing tools from MCP servers"),
-        ("remote_tools", !cfg.remote_tools.is_empty(), "importing tools from remote agents over NATS"),
-        ("expose.agent.agent_to_agent", cfg.expose.agent.agent_to_agent, "serving to other agents over NATS"),
-        ("harness.memory.backend", cfg.harness.memory.backend == "jetstream", "the jetstream memory backend"),
-        ("harness.sessions.backend", cfg.harness.sessions.backend == "jetstream", "the jetstream session backend"),
+        // Built with the `mcp` feature (source::mcp).
+        (
+            "mcp_servers",
+            !cfg!(feature = "mcp") && !cfg.mcp_servers.is_empty(),
+            "this build has no `mcp` feature, which imports tools from MCP servers",
+        ),
+        ("remote_tools", !cfg.remote_tools.is_empty(), "importing tools from remote agents over NATS is not built yet"),
+        (
+            "expose.agent.agent_to_agent",
+            cfg.expose.agent.agent_to_agent,
+            "serving to other agents over NATS is not built yet",
+        ),
+        (
+            "harness.memory.backend",
+            cfg.harness.memory.backend == "jetstream",
+            "the jetstream memory backend is not built yet",
+        ),
+        (
+            "harness.sessions.backend",
+            cfg.harness.sessions.backend == "jetstream",
+            "the jetstream session backend is not built yet",
+        ),
     ];
     match unbuilt.into_iter().find(|(_, used, _)| *used) {
-        Some((key, _, what)) => Err(Error::config_key(
-            key,
-            format!("{key}: not supported by this version ({what} is not built yet); remove it"),
-        )),
+        Some((key, _, why)) => {
+            Err(Error::config_key(key, format!("{key}: not supported by this version ({why}); remove it")))
+        }
         None => Ok(()),
     }
 }

@@ -19,4 +19,4 @@ mod process;
 pub use env::{ChildEnv, PROVIDER_CREDENTIALS};
 #[doc(hidden)]
 pub use process::captured_output;
-pub(crate) use process::{Capture, RunError, into_text, run};
+pub(crate) use process::{Capture, GroupGuard, HeadTail, OUTPUT_CAP, RunError, TRUNCATION_MARKER, into_text, run};

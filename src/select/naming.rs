@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// The alias an imported tool's source gave it, if it has one.
 fn alias(spec: &ToolSpec) -> Option<&str> {
     match spec.origin() {
-        Origin::Remote { alias } | Origin::Mcp { alias } => Some(alias),
+        Origin::Remote { alias } | Origin::Mcp { alias, .. } => Some(alias),
         Origin::Local => None,
     }
 }
@@ -92,6 +92,18 @@ struct Renamed {
     inner: Arc<dyn Tool>,
 }
 
+impl Renamed {
+    /// A display line that starts with the source's name for the tool shows the final name instead (MCPI-10: the
+    /// operator approves what the model called).
+    fn final_named(&self, display: String) -> String {
+        let bare = self.inner.spec().name();
+        match display.strip_prefix(bare) {
+            Some(rest) if rest.is_empty() || rest.starts_with(' ') => format!("{}{rest}", self.spec.name()),
+            _ => display,
+        }
+    }
+}
+
 #[async_trait]
 impl Tool for Renamed {
     fn spec(&self) -> &ToolSpec {
@@ -99,11 +111,13 @@ impl Tool for Renamed {
     }
 
     fn display(&self, input: &ToolInput) -> String {
-        self.inner.display(input)
+        self.final_named(self.inner.display(input))
     }
 
     fn prepare(&self, input: &ToolInput) -> Prepared {
-        self.inner.prepare(input)
+        let prepared = self.inner.prepare(input);
+        let display = self.final_named(prepared.display().to_owned());
+        prepared.with_display(display)
     }
 
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {

@@ -81,6 +81,12 @@ impl Rule {
         self.tools.is_empty() && self.tags.is_empty()
     }
 
+    /// Whether a tool named `name` matches the rule's name patterns; tags play no part. Used for imported tools,
+    /// which carry no tags (MCPI-6, IMPORT-2).
+    pub fn matches_name(&self, name: &str) -> bool {
+        self.tools.iter().any(|r| r.is_match(name))
+    }
+
     /// Whether `spec` matches.
     pub fn matches(&self, spec: &ToolSpec) -> bool {
         let tags = spec.tags();

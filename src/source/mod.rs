@@ -1,9 +1,12 @@
 //! Where tools come from.
 //!
 //! A [`ToolSource`] loads a list of tools once, at agent build time. The crate ships [`fisk::FiskApp`] (the wrapped
-//! application's leaf commands); hosts can add their own sources.
+//! application's leaf commands) and, with the `mcp` feature, `mcp::McpImport` (an MCP server's tools); hosts can
+//! add their own sources.
 
 pub mod fisk;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 
 use crate::error::Result;
 use crate::exec::ChildEnv;

@@ -121,6 +121,13 @@ impl Prepared {
         self
     }
 
+    /// The same state shown as `display`.
+    #[must_use]
+    pub fn with_display(mut self, display: impl Into<String>) -> Self {
+        self.display = display.into();
+        self
+    }
+
     /// The operator's line.
     pub fn display(&self) -> &str {
         &self.display

@@ -36,6 +36,8 @@ pub enum Origin {
     Mcp {
         /// The effective alias of the server.
         alias: String,
+        /// The server's `mcp_servers` name (the alias when built with [`Origin::mcp`]).
+        server: String,
     },
 }
 
@@ -45,9 +47,25 @@ impl Origin {
         Origin::Remote { alias: alias.into() }
     }
 
-    /// A tool imported from an MCP server under `alias`.
+    /// A tool imported from an MCP server under `alias` (the server's name too).
     pub fn mcp(alias: impl Into<String>) -> Self {
-        Origin::Mcp { alias: alias.into() }
+        let alias = alias.into();
+        Origin::Mcp { server: alias.clone(), alias }
+    }
+
+    /// A tool imported from the MCP server `server` under `alias`.
+    pub fn mcp_server(server: impl Into<String>, alias: impl Into<String>) -> Self {
+        Origin::Mcp { alias: alias.into(), server: server.into() }
+    }
+
+    /// How a trace or `info` names the source of an imported tool: `mcp <server>` or `remote <alias>`; `None`
+    /// for local tools (MCPI-9, IMPORT-10).
+    pub fn imported_from(&self) -> Option<String> {
+        match self {
+            Origin::Local => None,
+            Origin::Remote { alias } => Some(format!("remote {alias}")),
+            Origin::Mcp { server, .. } => Some(format!("mcp {server}")),
+        }
     }
 }
 
@@ -56,7 +74,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Local => f.write_str("local"),
-            Origin::Remote { alias } | Origin::Mcp { alias } => f.write_str(alias),
+            Origin::Remote { alias } | Origin::Mcp { alias, .. } => f.write_str(alias),
         }
     }
 }

@@ -39,7 +39,12 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
         None => {
             // PROV-16: no provider runs here, but every registered one's credentials stay out of every child.
             let credentials = inputs.credentials;
-            let pipeline = assemble::Inputs { sources: inputs.sources, credentials, working_dir: inputs.working_dir };
+            let pipeline = assemble::Inputs {
+                sources: inputs.sources,
+                credentials,
+                working_dir: inputs.working_dir,
+                imports: false,
+            };
             let mut candidates = assemble::load(config, pipeline, &mut warnings).await?;
             // MCP-20: built-ins served over MCP can reach no operator.
             let env = BuiltinEnv::new(config, Arc::new(NoOperator))?;
@@ -53,6 +58,10 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     }
     if config.harness.memory.enabled {
         warnings.push(Warning::NoEffectOverMcp { setting: "harness.memory" });
+    }
+    // MCPI-9: imported tools are never re-served, so the server does not even connect to them.
+    if !config.mcp_servers.is_empty() {
+        warnings.push(Warning::NoEffectOverMcp { setting: "mcp_servers" });
     }
     let servable: HashSet<&str> = config
         .harness

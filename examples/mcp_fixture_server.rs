@@ -1,0 +1,199 @@
+//! A small, deliberately configurable MCP server built on rmcp, over stdio or streamable HTTP. The MCP import
+//! tests start it as a real child process (and the benches as a peer to call); it is also a template for writing
+//! a stdio server.
+//!
+//! ```text
+//! cargo run --example mcp_fixture_server --features mcp -- [--http ADDR] [--many N --page N] [--hostile]
+//!     [--flood-stderr] [--exit-after-list]
+//! ```
+//!
+//! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
+//! {bytes}` (a text of that many bytes, starting `HEAD` and ending `TAIL`), `slow {ms}`, `die` (exits while
+//! answering), `mixed` (a text, an image and a text item), `structured` (structured content only), `fails`
+//! (`isError`), and `pwd`. `--many N` adds `t00000`.. tools, listed `--page` at a time; `--hostile` adds tools whose
+//! names or descriptions are unusable or carry control and bidi characters.
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The server; [`Fixture::from_args`] reads the flags above.
+#[derive(Clone)]
+pub struct Fixture {
+    tools: Arc<Vec<Tool>>,
+    page: usize,
+}
+
+impl Fixture {
+    /// The server the flags describe (`--many`, `--page`, `--hostile`).
+    pub fn from_args(args: &[String]) -> Fixture {
+        let many = flag(args, "--many").and_then(|n| n.parse().ok()).unwrap_or(0);
+        let page = flag(args, "--page").and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
+        Fixture { tools: Arc::new(tools(many, args.iter().any(|a| a == "--hostile"))), page: page.max(1) }
+    }
+}
+
+fn tool(name: &str, description: &str, schema: Value) -> Tool {
+    let Value::Object(schema) = schema else { unreachable!("schemas here are objects") };
+    Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema))
+}
+
+fn object(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+fn tools(many: usize, hostile: bool) -> Vec<Tool> {
+    let mut tools = vec![
+        tool("echo", "Echo the text back", object(json!({"text": {"type": "string"}}), &["text"])),
+        tool(
+            "add",
+            "Add two integers",
+            object(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), &["a", "b"]),
+        ),
+        tool("env", "Print this server's environment", object(json!({}), &[])),
+        tool("big", "Answer a text of the given size", object(json!({"bytes": {"type": "integer"}}), &["bytes"])),
+        tool("slow", "Answer after a delay", object(json!({"ms": {"type": "integer"}}), &["ms"])),
+        tool("die", "Exit while answering", object(json!({}), &[])),
+        tool("mixed", "Answer text, image and text items", object(json!({}), &[])),
+        tool("structured", "Answer structured content only", object(json!({}), &[])),
+        tool("fails", "Answer with isError", object(json!({}), &[])),
+        tool("pwd", "Print the working directory", object(json!({}), &[])),
+        tool("pid", "Print this server's process id", object(json!({}), &[])),
+        tool("auth", "Print the Authorization header this request carried (HTTP only)", object(json!({}), &[])),
+    ];
+    tools.extend((0..many).map(|i| tool(&format!("t{i:05}"), &format!("Synthetic tool {i}"), object(json!({}), &[]))));
+    if hostile {
+        tools.push(tool("has space", "A name no model can call", object(json!({}), &[])));
+        tools.push(tool("grüße", "A name with unicode", object(json!({}), &[])));
+        tools.push(tool("blank", "   ", object(json!({}), &[])));
+        tools.push(tool("notobject", "A schema that is not an object", json!({"type": "string"})));
+        tools.push(tool("sneaky", "Looks fine\u{1b}[2J\u{202e}txt.exe\u{200b} then\rrewrites", object(json!({}), &[])));
+    }
+    tools
+}
+
+fn text(s: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(s.into())])
+}
+
+fn arg(args: &Option<JsonObject>, key: &str) -> i64 {
+    args.as_ref().and_then(|a| a.get(key)).and_then(Value::as_i64).unwrap_or_default()
+}
+
+async fn answer(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> CallToolResult {
+    let args = &request.arguments;
+    match request.name.as_ref() {
+        "auth" => {
+            let parts = context.extensions.get::<axum::http::request::Parts>();
+            let header = parts.and_then(|p| p.headers.get("authorization")).and_then(|v| v.to_str().ok());
+            text(header.unwrap_or("none"))
+        }
+        "echo" => text(args.as_ref().and_then(|a| a.get("text")).and_then(Value::as_str).unwrap_or_default()),
+        "add" => text((arg(args, "a") + arg(args, "b")).to_string()),
+        "env" => text(std::env::vars().map(|(k, v)| format!("{k}={v}\n")).collect::<String>()),
+        "big" => {
+            let n = usize::try_from(arg(args, "bytes")).unwrap_or_default().max(8);
+            text(format!("HEAD{}TAIL", "x".repeat(n - 8)))
+        }
+        "slow" => {
+            tokio::time::sleep(Duration::from_millis(u64::try_from(arg(args, "ms")).unwrap_or_default())).await;
+            text("done")
+        }
+        "die" => std::process::exit(3),
+        "mixed" => CallToolResult::success(vec![
+            ContentBlock::text("first"),
+            ContentBlock::image("aGk=", "image/png"),
+            ContentBlock::text("last"),
+        ]),
+        "structured" => {
+            let mut r = CallToolResult::success(Vec::new());
+            r.structured_content = Some(json!({"ok": true, "n": 2}));
+            r
+        }
+        "fails" => CallToolResult::error(vec![ContentBlock::text("it broke")]),
+        "pid" => text(std::process::id().to_string()),
+        "pwd" => text(std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()),
+        other => text(format!("called {other}")),
+    }
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("fixture", "1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let start: usize = request.and_then(|r| r.cursor).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let end = (start + self.page).min(self.tools.len());
+        let mut result = ListToolsResult::with_all_items(self.tools[start.min(end)..end].to_vec());
+        result.next_cursor = (end < self.tools.len()).then(|| end.to_string());
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        Ok(answer(&request, &context).await.into())
+    }
+}
+
+fn flag(args: &[String], name: &str) -> Option<String> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let fixture = Fixture::from_args(&args);
+    if args.iter().any(|a| a == "--flood-stderr") {
+        std::thread::spawn(|| {
+            use std::io::Write;
+            let line = "e".repeat(1000);
+            loop {
+                if writeln!(std::io::stderr(), "{line}").is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    match flag(&args, "--http") {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            println!("http://{}/mcp", listener.local_addr()?);
+            serve_http(fixture, listener).await
+        }
+        None => {
+            let running = fixture.serve(rmcp::transport::stdio()).await?;
+            running.waiting().await?;
+            Ok(())
+        }
+    }
+}
+
+/// Serve streamable HTTP at `/mcp` on `listener`.
+pub async fn serve_http(fixture: Fixture, listener: tokio::net::TcpListener) -> Result<(), Box<dyn std::error::Error>> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(fixture.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    axum::serve(listener, router).await?;
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! One live connection to an MCP server: the rmcp client over our stdio child or over streamable HTTP.
+
+use super::stdio::{self, StdioChild};
+use super::{McpImport, Transport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::ChildEnv;
+use crate::tool::{CancellationToken, ToolOutput};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Whether `info` could reach a server (MCPI-11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reachability {
+    /// Connected and listed.
+    Reachable {
+        /// How many tools the server lists, before the entry's filters.
+        tools: usize,
+    },
+    /// Could not connect or list.
+    Unreachable {
+        /// Why, naming the server.
+        reason: String,
+    },
+}
+
+/// Our client: no capabilities beyond the protocol's basics (servers' elicitations are declined, rmcp's default).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ImportClient;
+
+impl rmcp::ClientHandler for ImportClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("fisk-ai", env!("CARGO_PKG_VERSION")))
+    }
+}
+
+/// A connected server. Dropping it ends the session and kills a stdio server's process group.
+pub(crate) struct Connection {
+    server: String,
+    session: Mutex<Arc<RunningService<RoleClient, ImportClient>>>,
+    /// Why the session is gone, once it is. A stdio server is gone for good: later calls fail fast with this
+    /// reason. An HTTP session is dialled again by the next call (a restarted server, a reply over the limit).
+    dead: Mutex<Option<String>>,
+    http: Option<HttpDial>,
+    redial: tokio::sync::Mutex<()>,
+    /// Declared after `session` so the session ends before the group is killed.
+    child: Option<StdioChild>,
+}
+
+/// What it takes to open an HTTP session again.
+struct HttpDial {
+    client: reqwest::Client,
+    config: StreamableHttpClientTransportConfig,
+    timeout: Duration,
+}
+
+impl HttpDial {
+    async fn dial(&self) -> std::result::Result<RunningService<RoleClient, ImportClient>, String> {
+        let transport = StreamableHttpClientTransport::with_client(self.client.clone(), self.config.clone());
+        bounded(self.timeout, connect(transport)).await
+    }
+}
+
+impl Connection {
+    /// Start or connect, initialize and list every page, all bounded by the import's timeout.
+    pub(crate) async fn open(import: &McpImport, env: &ChildEnv) -> Result<(Connection, Vec<rmcp::model::Tool>)> {
+        let server = import.name.clone();
+        let fail = |what: &str, e: &dyn std::fmt::Display| source_error(&import.name, format!("{what}: {e}"));
+        let (service, child, http) = match &import.transport {
+            Transport::Stdio(command) => {
+                let (child, read, write) = stdio::spawn(&server, command, env)?;
+                let service = bounded(import.timeout, connect((read, write)))
+                    .await
+                    .map_err(|e| fail("cannot initialize", &child.explain(&e)))?;
+                (service, Some(child), None)
+            }
+            Transport::Http { url, bearer_token_env } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(var) = bearer_token_env {
+                    config = config.auth_header(bearer_token(&server, var)?);
+                }
+                let client = reqwest::Client::builder()
+                    .connect_timeout(import.timeout)
+                    .build()
+                    .map_err(|e| fail("cannot build the HTTP client", &e))?;
+                let dial = HttpDial { client, config, timeout: import.timeout };
+                let service = dial.dial().await.map_err(|e| fail(&format!("cannot initialize {url}"), &e))?;
+                (service, None, Some(dial))
+            }
+        };
+        let conn = Connection {
+            server,
+            session: Mutex::new(Arc::new(service)),
+            dead: Mutex::new(None),
+            http,
+            redial: tokio::sync::Mutex::new(()),
+            child,
+        };
+        let session = conn.current();
+        let listed = bounded(import.timeout, async { session.list_all_tools().await.map_err(|e| e.to_string()) });
+        match listed.await {
+            Ok(tools) => Ok((conn, tools)),
+            Err(e) => Err(fail("cannot list tools", &conn.explain(&e))),
+        }
+    }
+
+    fn current(&self) -> Arc<RunningService<RoleClient, ImportClient>> {
+        match self.session.lock() {
+            Ok(s) => Arc::clone(&s),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    fn dead_reason(&self) -> Option<String> {
+        self.dead.lock().map(|d| d.clone()).unwrap_or_default()
+    }
+
+    /// The live session: the current one, or for HTTP a new one when it was lost.
+    async fn live(&self) -> std::result::Result<Arc<RunningService<RoleClient, ImportClient>>, String> {
+        let Some(reason) = self.dead_reason() else { return Ok(self.current()) };
+        let Some(http) = &self.http else { return Err(reason) };
+        let _one_at_a_time = self.redial.lock().await;
+        if self.dead_reason().is_none() {
+            return Ok(self.current());
+        }
+        let service = http.dial().await.map_err(|e| format!("{reason}; reconnecting failed: {e}"))?;
+        let service = Arc::new(service);
+        if let Ok(mut s) = self.session.lock() {
+            *s = Arc::clone(&service);
+        }
+        if let Ok(mut d) = self.dead.lock() {
+            *d = None;
+        }
+        Ok(service)
+    }
+
+    /// One `tools/call` (MCPI-8), bounded by `timeout` and `cancel`. Every failure is an error output naming the
+    /// server.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Some(args) = arguments {
+            params = params.with_arguments(args);
+        }
+        let work = async {
+            let session = self.live().await.map_err(ToolOutput::error)?;
+            Ok::<_, ToolOutput>((session.call_tool(params).await, session))
+        };
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                return ToolOutput::error(format!("mcp server {}: the call to {tool} was cancelled", self.server));
+            }
+            r = tokio::time::timeout(timeout, work) => r,
+        };
+        match outcome {
+            Err(_) => ToolOutput::error(format!(
+                "mcp server {}: {tool} did not answer within {}",
+                self.server,
+                crate::config::format_duration(timeout)
+            )),
+            Ok(Err(refused)) => refused,
+            Ok(Ok((Ok(result), _))) => super::content::output(&self.server, &result),
+            Ok(Ok((Err(e), session))) => self.failed(tool, &e, &session),
+        }
+    }
+
+    /// A protocol or transport failure; a closed transport marks the session dead.
+    fn failed(&self, tool: &str, e: &ServiceError, session: &RunningService<RoleClient, ImportClient>) -> ToolOutput {
+        let closed = matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_))
+            || session.peer().is_transport_closed();
+        if !closed {
+            return ToolOutput::error(format!("mcp server {}: {tool} failed: {e}", self.server));
+        }
+        let reason = match &self.http {
+            None => format!("mcp server {} is gone: {}", self.server, self.explain(&e.to_string())),
+            Some(_) => format!(
+                "mcp server {}: the connection was lost during {tool} ({e}; a reply over the 16 MiB limit ends it \
+                 too); the next call reconnects",
+                self.server
+            ),
+        };
+        if let Ok(mut dead) = self.dead.lock() {
+            dead.get_or_insert_with(|| reason.clone());
+        }
+        ToolOutput::error(reason)
+    }
+
+    /// `what` went wrong, with a stdio child's exit status and the end of its stderr when there are any.
+    fn explain(&self, what: &str) -> String {
+        match &self.child {
+            Some(child) => child.explain(what),
+            None => what.to_owned(),
+        }
+    }
+
+    /// End the session and stop the server.
+    pub(crate) async fn close(self) {
+        let Connection { session, child, .. } = self;
+        let session = session.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Ok(mut service) = Arc::try_unwrap(session) {
+            let _ = service.close_with_timeout(Duration::from_secs(2)).await;
+        }
+        drop(child);
+    }
+}
+
+/// Connect in the 2026-07-28 era, falling back to the 2025-11-25 handshake when the server is legacy.
+async fn connect<T, E, A>(transport: T) -> std::result::Result<RunningService<RoleClient, ImportClient>, String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle =
+        ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::V_2026_07_28], legacy_version: None };
+    ImportClient.serve_with_lifecycle(transport, lifecycle).await.map_err(|e| e.to_string())
+}
+
+async fn bounded<T>(
+    limit: Duration,
+    work: impl Future<Output = std::result::Result<T, String>>,
+) -> std::result::Result<T, String> {
+    match tokio::time::timeout(limit, work).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("no answer within {}", crate::config::format_duration(limit))),
+    }
+}
+
+/// MCPI-4: the token is read at load time; unset or empty fails, naming the variable (never the value).
+fn bearer_token(server: &str, var: &str) -> Result<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        Ok(_) => Err(source_error(server, format!("bearer_token_env {var} is empty"))),
+        Err(_) => Err(source_error(server, format!("bearer_token_env {var} is not set"))),
+    }
+}
+
+pub(crate) fn source_error(server: &str, message: String) -> Error {
+    Error::new(ErrorKind::Source, format!("mcp server {server}: {message}"))
+}

@@ -1,0 +1,153 @@
+//! The stdio server child (MCPI-3): no shell, its own process group, the scrubbed environment without
+//! `LLMFORMAT`, the process working directory; stderr drained into a bounded tail; stdout read in bounded memory.
+
+use super::connection::source_error;
+use super::oversize::Oversize;
+use crate::error::Result;
+use crate::exec::{ChildEnv, GroupGuard};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// A message longer than this is not handed to the protocol layer whole: a `tools/call` result is reduced to its
+/// EXEC-12 head and tail while it streams in ([`Oversize`]), anything else is answered with an error.
+pub(crate) const LINE_LIMIT: usize = 8 << 20;
+/// How much of the server's stderr is kept for error messages.
+const STDERR_TAIL: usize = 4096;
+
+/// What the child left behind: its exit status and the end of its stderr.
+#[derive(Default)]
+struct Leftovers {
+    exit: Option<String>,
+    stderr: Vec<u8>,
+}
+
+/// A running stdio server. Dropping it kills the whole process group.
+pub(crate) struct StdioChild {
+    guard: GroupGuard,
+    leftovers: Arc<Mutex<Leftovers>>,
+}
+
+/// Start `command` for `server`: the child, and the protocol's read and write halves.
+pub(crate) fn spawn(
+    server: &str,
+    command: &[String],
+    env: &ChildEnv,
+) -> Result<(StdioChild, DuplexStream, ChildStdin)> {
+    let (program, args) = command.split_first().ok_or_else(|| source_error(server, "no command".into()))?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    // MCPI-3: the scrubbed environment, in the process working directory (not the tools' one), no LLMFORMAT.
+    env.apply(cmd.as_std_mut(), false);
+    cmd.env_remove("LLMFORMAT");
+    let mut child =
+        cmd.spawn().map_err(|e| source_error(server, format!("cannot start {program}: {e}")).with_source(e))?;
+    drop(cmd);
+    let guard = GroupGuard::new(child.id());
+    let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+        (Some(i), Some(o), Some(e)) => (i, o, e),
+        _ => return Err(source_error(server, "the child's pipes are missing".into())),
+    };
+    let leftovers = Arc::new(Mutex::new(Leftovers::default()));
+    let (ours, theirs) = tokio::io::duplex(256 * 1024);
+    tokio::spawn(pump(stdout, ours));
+    tokio::spawn(drain(server.to_owned(), stderr, Arc::clone(&leftovers)));
+    let exit = Arc::clone(&leftovers);
+    tokio::spawn(async move {
+        let status = child.wait().await.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+        if let Ok(mut l) = exit.lock() {
+            l.exit = Some(status);
+        }
+    });
+    Ok((StdioChild { guard, leftovers }, theirs, stdin))
+}
+
+impl StdioChild {
+    /// `what`, with the exit status and the (sanitized) end of stderr when the child left them.
+    pub(crate) fn explain(&self, what: &str) -> String {
+        let Ok(l) = self.leftovers.lock() else { return what.to_owned() };
+        let mut out = what.to_owned();
+        if let Some(exit) = &l.exit {
+            out.push_str(&format!(" (the server exited: {exit})"));
+        }
+        let tail = String::from_utf8_lossy(&l.stderr);
+        let tail = tail.trim();
+        if !tail.is_empty() {
+            out.push_str("; its stderr ended with: ");
+            out.push_str(&crate::gate::sanitize(tail, 600));
+        }
+        out
+    }
+}
+
+impl Drop for StdioChild {
+    fn drop(&mut self) {
+        self.guard.kill();
+    }
+}
+
+/// Copy the child's stdout to the protocol, line by line, holding at most [`LINE_LIMIT`] bytes of one message.
+async fn pump(stdout: ChildStdout, mut to_protocol: DuplexStream) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line: Vec<u8> = Vec::new();
+    let mut big: Option<Oversize> = None;
+    while let Ok(buf) = reader.fill_buf().await {
+        if buf.is_empty() {
+            break;
+        }
+        let (chunk, complete) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (&buf[..i], true),
+            None => (buf, false),
+        };
+        let used = chunk.len() + usize::from(complete);
+        match &mut big {
+            Some(o) => o.feed(chunk),
+            None if line.len() + chunk.len() > LINE_LIMIT => {
+                let mut o = Oversize::new();
+                o.feed(&line);
+                o.feed(chunk);
+                line = Vec::new();
+                big = Some(o);
+            }
+            None => line.extend_from_slice(chunk),
+        }
+        reader.consume(used);
+        if complete {
+            let out = match big.take() {
+                Some(o) => o.finish().into_bytes(),
+                None => std::mem::take(&mut line),
+            };
+            if to_protocol.write_all(&out).await.is_err() || to_protocol.write_all(b"\n").await.is_err() {
+                break;
+            }
+        }
+    }
+    let _ = to_protocol.shutdown().await;
+}
+
+/// Keep the last [`STDERR_TAIL`] bytes of the child's stderr and log each line (bounded) at debug level, so a
+/// flooding server neither blocks on a full pipe nor grows memory.
+async fn drain(server: String, mut stderr: tokio::process::ChildStderr, leftovers: Arc<Mutex<Leftovers>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let data = &buf[..n];
+        for line in data.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let shown = String::from_utf8_lossy(&line[..line.len().min(512)]);
+            tracing::debug!(target: "fisk_ai::source::mcp", server = %server, stderr = %crate::gate::sanitize(&shown, 512));
+        }
+        if let Ok(mut l) = leftovers.lock() {
+            l.stderr.extend_from_slice(&data[data.len().saturating_sub(STDERR_TAIL)..]);
+            let excess = l.stderr.len().saturating_sub(STDERR_TAIL);
+            l.stderr.drain(..excess);
+        }
+    }
+}
