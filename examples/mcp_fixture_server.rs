@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --example mcp_fixture_server --features mcp -- [--http ADDR] [--many N --page N] [--hostile]
-//!     [--flood-stderr] [--exit-after-list]
+//!     [--flood-stderr] [--extra NAME]...
 //! ```
 //!
 //! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
@@ -35,7 +35,16 @@ impl Fixture {
     pub fn from_args(args: &[String]) -> Fixture {
         let many = flag(args, "--many").and_then(|n| n.parse().ok()).unwrap_or(0);
         let page = flag(args, "--page").and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
-        Fixture { tools: Arc::new(tools(many, args.iter().any(|a| a == "--hostile"))), page: page.max(1) }
+        let mut tools = tools(many, args.iter().any(|a| a == "--hostile"));
+        // `--extra NAME` (repeatable): one more tool, answering `called NAME`.
+        for (i, a) in args.iter().enumerate() {
+            if a == "--extra"
+                && let Some(name) = args.get(i + 1)
+            {
+                tools.push(tool(name, &format!("An extra tool named {name}"), object(json!({}), &[])));
+            }
+        }
+        Fixture { tools: Arc::new(tools), page: page.max(1) }
     }
 }
 

@@ -363,8 +363,13 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
                 err.line(strip(text).trim_end());
             }
             // CLI-7: HITL calls render their own interaction and are traced only with --verbose.
-            RunEvent::ToolCall { name, kind, display, .. } if verbose || !is_hitl(*kind, name) => {
-                err.line(&format!("-> {}", fit(&sanitize(display, PROMPT_LIMIT), width)));
+            RunEvent::ToolCall { name, kind, origin, display, .. } if verbose || !is_hitl(*kind, name) => {
+                // MCPI-9, IMPORT-10: an imported tool is traced by name and source, `-> <name> (mcp <server>)`.
+                let line = match origin.imported_from() {
+                    Some(from) => format!("{name} ({from})"),
+                    None => (*display).to_owned(),
+                };
+                err.line(&format!("-> {}", fit(&sanitize(&line, PROMPT_LIMIT), width)));
             }
             // CLI-8: built-in results (memory, read_file, base64_encode) are not echoed; HITL only with --verbose.
             RunEvent::ToolResult { name, kind, output, .. } if tool_output && !quiet_result(*kind, name, verbose) => {

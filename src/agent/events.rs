@@ -1,5 +1,5 @@
 use crate::llm::{Message, StopReason, Usage};
-use crate::tool::{ToolKind, ToolOutput};
+use crate::tool::{Origin, ToolKind, ToolOutput};
 use crate::warning::Warning;
 
 /// Something that happened during a run (OVR-4). Borrowed: a sink that keeps an event clones what it needs, so the
@@ -64,6 +64,9 @@ pub enum RunEvent<'a> {
         name: &'a str,
         /// What kind of tool it is (a renderer may trace built-ins differently, CLI-7).
         kind: ToolKind,
+        /// Where it comes from: an imported tool is traced with its source, `-> <name> (mcp <server>)`
+        /// (MCPI-9, IMPORT-10; [`Origin::imported_from`]).
+        origin: &'a Origin,
         /// The resolved command line or summary (EXEC-6).
         display: &'a str,
     },
@@ -105,14 +108,15 @@ pub enum RunEvent<'a> {
 ///
 /// ```
 /// use fisk_ai::agent::{EventSink, RunEvent};
-/// use fisk_ai::tool::ToolKind;
+/// use fisk_ai::tool::{Origin, ToolKind};
 ///
 /// let sink = |e: &RunEvent<'_>| {
 ///     if let RunEvent::ToolCall { display, .. } = e {
 ///         eprintln!("-> {display}");
 ///     }
 /// };
-/// sink.emit(&RunEvent::ToolCall { id: "1", name: "say", kind: ToolKind::Command, display: "say -- hi" });
+/// let origin = Origin::Local;
+/// sink.emit(&RunEvent::ToolCall { id: "1", name: "say", kind: ToolKind::Command, origin: &origin, display: "say -- hi" });
 /// ```
 pub trait EventSink: Send + Sync {
     /// Handle one event. Called on the run's task: keep it quick.

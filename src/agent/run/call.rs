@@ -90,8 +90,9 @@ impl Surface for AgentSurface<'_, '_> {
     }
 
     async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
-        let kind = call.tool().spec().kind();
-        self.run.emit(RunEvent::ToolCall { id: self.id, name: call.name(), kind, display: call.display() });
+        let spec = call.tool().spec();
+        let (kind, origin) = (spec.kind(), spec.origin());
+        self.run.emit(RunEvent::ToolCall { id: self.id, name: call.name(), kind, origin, display: call.display() });
         call.run(CallContext::new().with_cancel(self.run.options.cancel.child_token())).await
     }
 }
