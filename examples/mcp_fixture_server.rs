@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --example mcp_fixture_server --features mcp -- [--http ADDR] [--many N --page N] [--hostile]
-//!     [--flood-stderr] [--extra NAME]...
+//!     [--flood-stderr] [--extra NAME]... [--legacy]
 //! ```
 //!
 //! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
@@ -28,6 +28,8 @@ use std::time::Duration;
 pub struct Fixture {
     tools: Arc<Vec<Tool>>,
     page: usize,
+    /// `--legacy`: refuse the 2026-07-28 `server/discover`, as a server of the 2025-11-25 era does.
+    legacy: bool,
 }
 
 impl Fixture {
@@ -44,7 +46,7 @@ impl Fixture {
                 tools.push(tool(name, &format!("An extra tool named {name}"), object(json!({}), &[])));
             }
         }
-        Fixture { tools: Arc::new(tools), page: page.max(1) }
+        Fixture { tools: Arc::new(tools), page: page.max(1), legacy: args.iter().any(|a| a == "--legacy") }
     }
 }
 
@@ -73,6 +75,7 @@ fn tools(many: usize, hostile: bool) -> Vec<Tool> {
         tool("structured", "Answer structured content only", object(json!({}), &[])),
         tool("fails", "Answer with isError", object(json!({}), &[])),
         tool("pwd", "Print the working directory", object(json!({}), &[])),
+        tool("era", "Print the protocol version of this request", object(json!({}), &[])),
         tool("pid", "Print this server's process id", object(json!({}), &[])),
         tool("auth", "Print the Authorization header this request carried (HTTP only)", object(json!({}), &[])),
     ];
@@ -98,6 +101,7 @@ fn arg(args: &Option<JsonObject>, key: &str) -> i64 {
 async fn answer(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> CallToolResult {
     let args = &request.arguments;
     match request.name.as_ref() {
+        "era" => text(context.protocol_version().map(|v| v.as_str().to_owned()).unwrap_or_default()),
         "auth" => {
             let parts = context.extensions.get::<axum::http::request::Parts>();
             let header = parts.and_then(|p| p.headers.get("authorization")).and_then(|v| v.to_str().ok());
@@ -136,6 +140,15 @@ impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("fixture", "1.0"))
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        if self.legacy {
+            return Err(ErrorData::method_not_found::<rmcp::model::DiscoverRequestMethod>());
+        }
+        let versions = self.supported_protocol_versions().into_owned();
+        let _ = context;
+        Ok(rmcp::model::DiscoverResult::from_server_info(versions, self.get_info()))
     }
 
     async fn list_tools(

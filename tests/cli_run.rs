@@ -6,7 +6,7 @@ mod common;
 mod fake_anthropic;
 
 use common::*;
-use fake_anthropic::{FakeAnthropic, Reply};
+use fake_anthropic::{FakeAnthropic, Reply, streamed_usage as streamed};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -14,51 +14,6 @@ use std::process::Output;
 
 fn cli() -> PathBuf {
     example("cli")
-}
-
-/// A streamed Messages API reply carrying `content` blocks, event by event as the API sends them.
-fn streamed(content: &[Value], stop: &str, input_tokens: u64, output_tokens: u64) -> Reply {
-    let mut sse = String::new();
-    let mut event = |name: &str, data: Value| sse.push_str(&format!("event: {name}\ndata: {data}\n\n"));
-    event(
-        "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
-            "model": "claude-haiku-4-5", "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1, "cache_read_input_tokens": 0,
-            "cache_creation_input_tokens": 0}}}),
-    );
-    for (i, block) in content.iter().enumerate() {
-        match block["type"].as_str().unwrap() {
-            "text" => {
-                event(
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
-                );
-                event(
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}}),
-                );
-            }
-            "tool_use" => {
-                event(
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
-                );
-                event(
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}}),
-                );
-            }
-            other => panic!("unsupported block {other}"),
-        }
-        event("content_block_stop", json!({"type": "content_block_stop", "index": i}));
-    }
-    event(
-        "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
-    );
-    event("message_stop", json!({"type": "message_stop"}));
-    Reply::sse(&sse)
 }
 
 async fn run_cli(server: &FakeAnthropic, dir: &Path, args: &[&str], config_extra: &str) -> Output {

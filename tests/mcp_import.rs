@@ -67,6 +67,18 @@ async fn mcpi_6_8_tools_are_listed_and_called_over_stdio_and_http() {
     }
 }
 
+/// Both protocol eras: the 2026-07-28 discovery where the server has it, else the 2025-11-25 handshake.
+#[tokio::test]
+async fn both_protocol_eras_are_spoken() {
+    let modern = stdio("modern", &[]).load().await.unwrap();
+    assert_eq!(call(&find(&modern.tools, "era"), "{}").await.content(), "2026-07-28");
+    let legacy = stdio("legacy", &["--legacy"]).load().await.unwrap();
+    assert_eq!(call(&find(&legacy.tools, "era"), "{}").await.content(), "2025-11-25");
+    let url = http_fixture(&["--legacy"]).await;
+    let legacy = McpImport::http("web", url).unwrap().load().await.unwrap();
+    assert_eq!(call(&find(&legacy.tools, "era"), "{}").await.content(), "2025-11-25");
+}
+
 /// MCPI-8: text items joined with `\n`, other items as placeholders, structured content when there is no text,
 /// `isError` as an error result naming the server.
 #[tokio::test]
@@ -102,7 +114,7 @@ async fn mcpi_8_results_are_capped_exactly_as_exec_12() {
 #[tokio::test]
 async fn mcpi_6_ten_thousand_tools_across_pages() {
     let loaded = stdio("many", &["--many", "10000", "--page", "100"]).load().await.unwrap();
-    assert_eq!(loaded.tools.len(), 10_012);
+    assert_eq!(loaded.tools.len(), 10_013);
     assert_eq!(find(&loaded.tools, "t09999").spec().description(), "Synthetic tool 9999");
 }
 

@@ -90,7 +90,10 @@ async fn mcpi_10_confirm_gates_every_tool_with_its_final_name_and_compact_json()
     let servers = [server("guarded", &[], "    confirm: true\n")];
     let (gate, log) = RecordingGate::new(&[Decision::Once, Decision::Decline]);
     let provider = Arc::new(ScriptedProvider::new([
-        turn(vec![call_with("1", "echo", "{ \"text\" :  \"a\u{202e}b\" }"), call_with("2", "add", r#"{"a": 1, "b": 2}"#)]),
+        turn(vec![
+            call_with("1", "echo", "{ \"text\" :  \"a\u{202e}b\" }"),
+            call_with("2", "add", r#"{"a": 1, "b": 2}"#),
+        ]),
         done(),
     ]));
     let agent = Agent::builder()

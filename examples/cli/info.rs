@@ -4,11 +4,14 @@ use clap::Args;
 use comfy_table::{ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle};
 use fisk_ai::builtin::{BuiltinEnv, BuiltinRegistry};
 use fisk_ai::config::Mode;
+use fisk_ai::exec::ChildEnv;
 use fisk_ai::llm::{ProviderRegistry, TOOL_SEARCH_THRESHOLD};
 use fisk_ai::memory::FileMemoryStore;
 use fisk_ai::operator::NoOperator;
 use fisk_ai::select::Toolset;
 use fisk_ai::source::fisk::{FiskApp, GlobalFlag};
+use fisk_ai::source::mcp::{McpImport, Reachability};
+use fisk_ai::source::{LoadContext, ToolSource};
 use fisk_ai::{Config, Selection, Warning};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
@@ -36,6 +39,8 @@ struct Report {
     toolset: Toolset,
     globals: Vec<GlobalFlag>,
     warnings: Vec<Warning>,
+    /// Each `mcp_servers` entry and whether it could be reached (INFO-9, MCPI-11).
+    servers: Vec<(String, String, Reachability)>,
 }
 
 pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -56,6 +61,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
         None => (Vec::new(), Vec::new()),
     };
     let mut tools = tools;
+    let servers = imports(&config, &mut tools, &mut warnings).await;
     // Built-ins are listed as a run would have them; nobody is asked anything by `info`.
     let env = BuiltinEnv::new(&config, Arc::new(NoOperator))?;
     let harness = &config.harness;
@@ -76,7 +82,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     if let Err(e) = toolset.ensure_not_empty(config.application_path.is_some()) {
         eprintln!("warning: {e}");
     }
-    let report = Report { config, path: args.config, identity, toolset, globals, warnings };
+    let report = Report { config, path: args.config, identity, toolset, globals, warnings, servers };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -101,9 +107,42 @@ const ROUNDED: TableStyle = TableStyle::new()
     .content_lines(ContentLineStyle::new('│', '│', '│'))
     .bottom_border(LineStyle::new('╰', '─', '┴', '╯'));
 
-/// INFO-4: newlines as spaces, at most 50 characters then `...`.
+/// MCPI-11: lenient. Each `mcp_servers` entry is connected and listed like a run would (the same scrubbed child
+/// environment); an unreachable one is reported, not fatal.
+async fn imports(
+    config: &Config,
+    tools: &mut Vec<Arc<dyn fisk_ai::tool::Tool>>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<(String, String, Reachability)> {
+    let imports: Vec<Result<McpImport, String>> = (config.mcp_servers.iter().enumerate())
+        .map(|(i, e)| McpImport::from_entry(i, e, config.llm.budget.call_timeout()).map_err(|e| e.to_string()))
+        .collect();
+    let bearer = imports.iter().flatten().flat_map(|i| i.credentials());
+    let ctx = LoadContext::new(ChildEnv::new().with_scrubbed_all(bearer));
+    let mut servers = Vec::new();
+    for (entry, import) in config.mcp_servers.iter().zip(imports) {
+        let reach = match import {
+            Err(reason) => Reachability::Unreachable { reason },
+            Ok(import) => match import.load_with(&ctx).await {
+                Ok(loaded) => {
+                    let count = loaded.tools.len();
+                    tools.extend(loaded.tools);
+                    warnings.extend(loaded.warnings);
+                    Reachability::Reachable { tools: count }
+                }
+                Err(e) => Reachability::Unreachable { reason: e.to_string() },
+            },
+        };
+        servers.push((entry.name.clone(), entry.alias().to_owned(), reach));
+    }
+    servers
+}
+
+/// INFO-4: newlines as spaces, at most 50 characters then `...`; control and invisible characters escaped
+/// (GATE-8), since an imported description is whatever its server sent.
 fn short(text: &str) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = fisk_ai::gate::sanitize(&flat, usize::MAX);
     if flat.chars().count() <= DESCRIPTION_WIDTH {
         flat
     } else {
@@ -234,16 +273,13 @@ impl Report {
         if !hosts.is_empty() {
             out.push_str(&format!("Remote tool hosts:\n\n{}\n\n", hosts.join("\n")));
         }
-        let servers: Vec<String> = self
-            .config
-            .mcp_servers
-            .iter()
-            .map(|s| {
-                format!(
-                    "  {} (alias {}): not contacted; importing MCP tools is not supported in this build",
-                    s.name,
-                    s.alias()
-                )
+        let servers: Vec<String> = (self.servers.iter())
+            .map(|(name, alias, reach)| match reach {
+                Reachability::Reachable { tools } => format!("  {name} (alias {alias}): reachable, {tools} tool(s)"),
+                Reachability::Unreachable { reason } => {
+                    format!("  {name} (alias {alias}): unreachable: {}", fisk_ai::gate::sanitize(reason, 400))
+                }
+                _ => format!("  {name} (alias {alias})"),
             })
             .collect();
         if !servers.is_empty() {
@@ -297,7 +333,8 @@ impl Report {
         table.set_header(header);
         for t in &self.toolset {
             let spec = t.spec();
-            let mut row = vec![spec.name().to_owned(), spec.origin().to_string()];
+            let source = spec.origin().imported_from().unwrap_or_else(|| spec.origin().to_string());
+            let mut row = vec![spec.name().to_owned(), source];
             if gating {
                 row.push(if t.is_gated() { "Yes".into() } else { String::new() });
             }
@@ -339,7 +376,7 @@ impl Report {
                 let spec = t.spec();
                 json!({
                     "name": spec.name(),
-                    "source": spec.origin().to_string(),
+                    "source": spec.origin().imported_from().unwrap_or_else(|| spec.origin().to_string()),
                     "command": (!spec.command_path().is_empty()).then(|| spec.display_path()),
                     "description": spec.plain_description(),
                     "model_description": spec.description(),
@@ -369,10 +406,11 @@ impl Report {
                 "name": h.name, "alias": h.alias(), "imported": false,
                 "error": "importing remote tools is not supported in this build",
             })).collect::<Vec<_>>(),
-            "mcp_servers": self.config.mcp_servers.iter().map(|s| json!({
-                "name": s.name, "alias": s.alias(), "imported": false,
-                "error": "importing MCP tools is not supported in this build",
-            })).collect::<Vec<_>>(),
+            "mcp_servers": self.servers.iter().map(|(name, alias, reach)| match reach {
+                Reachability::Reachable { tools } => json!({"name": name, "alias": alias, "reachable": true, "tools": tools}),
+                Reachability::Unreachable { reason } => json!({"name": name, "alias": alias, "reachable": false, "error": reason}),
+                _ => json!({"name": name, "alias": alias}),
+            }).collect::<Vec<_>>(),
             "warnings": self.warnings.iter().map(|w| json!({"kind": w.kind(), "message": w.to_string()})).collect::<Vec<_>>(),
         })
     }

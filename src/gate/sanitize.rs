@@ -17,10 +17,12 @@ pub const PROMPT_LIMIT: usize = 2000;
 /// assert_eq!(sanitize("abcdef", 3), "abc…");
 /// // A right-to-left override would make `txt.exe` read `exe.txt`.
 /// assert_eq!(sanitize("cat \u{202e}txt.exe", 100), r"cat \u{202e}txt.exe");
+/// // No limit at all is fine too.
+/// assert_eq!(sanitize("a\tb", usize::MAX), "a b");
 /// ```
 pub fn sanitize(text: &str, max_chars: usize) -> String {
     let stripped = strip_ansi_escapes::strip_str(separate_controls(text));
-    let mut out = String::with_capacity(stripped.len().min(max_chars * 4));
+    let mut out = String::with_capacity(stripped.len().min(max_chars.saturating_mul(4)));
     let mut count = 0;
     let mut pending_space = false;
     for c in stripped.chars() {

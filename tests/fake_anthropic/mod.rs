@@ -233,13 +233,23 @@ pub fn split_events(text: &str) -> Vec<String> {
 /// A streamed (SSE) Messages reply carrying `content` blocks (`{"type":"text","text":..}` or
 /// `{"type":"tool_use","id":..,"name":..,"input":{..}}`) and `stop_reason`, as the real API streams them.
 pub fn streamed(content: &[Value], stop_reason: &str) -> Reply {
+    streamed_as("fake", content, stop_reason, (20, 10))
+}
+
+/// [`streamed`] from `claude-haiku-4-5`, with the given input and output token counts.
+pub fn streamed_usage(content: &[Value], stop_reason: &str, input_tokens: u64, output_tokens: u64) -> Reply {
+    streamed_as("claude-haiku-4-5", content, stop_reason, (input_tokens, output_tokens))
+}
+
+fn streamed_as(model: &str, content: &[Value], stop_reason: &str, (input, output): (u64, u64)) -> Reply {
     let mut sse = String::new();
     let mut event = |name: &str, data: Value| sse.push_str(&format!("event: {name}\ndata: {data}\n\n"));
     event(
         "message_start",
         json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
-            "model": "fake", "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0}}}),
     );
     for (i, block) in content.iter().enumerate() {
         match block["type"].as_str() {
@@ -273,7 +283,7 @@ pub fn streamed(content: &[Value], stop_reason: &str) -> Reply {
     event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-            "usage": {"output_tokens": 10}}),
+            "usage": {"output_tokens": output}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
     Reply::sse(&sse)

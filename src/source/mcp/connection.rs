@@ -14,6 +14,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// How long an HTTP server gets to answer the 2026-07-28 discovery before the 2025-11-25 handshake is tried.
+const DISCOVER_PROBE: Duration = Duration::from_secs(3);
+
 /// Whether `info` could reach a server (MCPI-11).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -61,9 +64,20 @@ struct HttpDial {
 }
 
 impl HttpDial {
+    /// The 2026-07-28 discovery first; when the server does not answer it (promptly) as a modern server, the
+    /// 2025-11-25 handshake on a fresh transport. rmcp's own fallback waits 10 s for a server that stays silent
+    /// on `server/discover`, which legacy HTTP servers can.
     async fn dial(&self) -> std::result::Result<RunningService<RoleClient, ImportClient>, String> {
-        let transport = StreamableHttpClientTransport::with_client(self.client.clone(), self.config.clone());
-        bounded(self.timeout, connect(transport)).await
+        let transport = || StreamableHttpClientTransport::with_client(self.client.clone(), self.config.clone());
+        let modern = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+        let probe = self.timeout.min(DISCOVER_PROBE);
+        if let Ok(Ok(service)) =
+            tokio::time::timeout(probe, ImportClient.serve_with_lifecycle(transport(), modern)).await
+        {
+            return Ok(service);
+        }
+        let legacy = ImportClient.serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize);
+        bounded(self.timeout, async { legacy.await.map_err(|e| e.to_string()) }).await
     }
 }
 
