@@ -23,7 +23,7 @@ struct Served {
 impl Served {
     fn start() -> Served {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(example("cli"))
+        let mut child = Command::new(example("cli"))
             .args(["mcp", "--config", "examples/cowsay/agent.yaml", "--port", &port.to_string()])
             .current_dir(root())
             .stdin(Stdio::null())
@@ -37,6 +37,8 @@ impl Served {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("cli mcp did not start listening");
     }
 }
