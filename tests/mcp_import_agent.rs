@@ -174,3 +174,16 @@ fn mcpi_5_12_configuration_errors_at_parse_time() {
     let warnings = config.validate(fisk_ai::config::Mode::Lenient).unwrap();
     assert!(warnings.iter().any(|w| w.kind() == "import_include_tags_ignored"));
 }
+
+/// MCPI-9: imported tools are never re-served, so `McpServer` does not connect to `mcp_servers` at all (a server
+/// that cannot start does not fail it) and says so.
+#[tokio::test]
+async fn mcpi_9_the_mcp_server_never_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), &["  - name: missing\n    command: [/nonexistent/server]\n".to_owned()], "");
+    config.expose.agent.mcp.get_or_insert_with(Default::default);
+    let server = fisk_ai::serve::mcp::McpServer::builder().config(config).build().await.unwrap();
+    assert!(server.tools().iter().all(|t| t.spec().kind() == fisk_ai::tool::ToolKind::Command));
+    let said = server.warnings().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    assert!(said.contains("mcp_servers") && said.contains("no effect over MCP"), "{said}");
+}

@@ -120,8 +120,13 @@ async fn mcpi_9_a_second_agent_imports_cli_mcp_and_calls_its_tool() {
 async fn mcpi_11_info_lists_imported_tools_and_each_servers_reachability() {
     let served = Served::start();
     let dir = tempfile::tempdir().unwrap();
-    let unreachable = "  - name: gone\n    command: [/nonexistent/mcp-server]\n";
-    let config = write_config(dir.path(), &served.url, unreachable);
+    // The README's example, pointed at this test's server, plus a server that cannot start.
+    let example = std::fs::read_to_string(root().join("examples/cowsay/import.yaml")).unwrap();
+    assert!(example.contains("http://127.0.0.1:8080/"));
+    let yaml = example.replace("http://127.0.0.1:8080/", &served.url)
+        + "  - name: gone\n    command: [/nonexistent/mcp-server]\n";
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(&config, yaml).unwrap();
     let out = tokio::task::spawn_blocking({
         let (config, dir) = (config.clone(), dir.path().to_owned());
         move || cli(&["info", "--config", config.to_str().unwrap()], &dir)
@@ -132,7 +137,7 @@ async fn mcpi_11_info_lists_imported_tools_and_each_servers_reachability() {
     assert_eq!(out.status.code(), Some(0), "info is lenient: {stderr}");
     let say = stdout.lines().find(|l| l.contains(" say ")).unwrap_or_else(|| panic!("{stdout}"));
     assert!(say.contains("mcp cow"), "SOURCE column: {say}");
-    assert!(stdout.contains("cow (alias cow): reachable, 5 tool(s)"), "{stdout}");
+    assert!(stdout.contains("cow (alias cow): reachable, 3 tool(s)"), "the example's include keeps 3: {stdout}");
     assert!(stdout.contains("gone (alias gone): unreachable: mcp server gone"), "{stdout}");
 
     let json = tokio::task::spawn_blocking({

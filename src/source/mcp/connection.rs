@@ -17,13 +17,13 @@ use std::time::Duration;
 /// How long an HTTP server gets to answer the 2026-07-28 discovery before the 2025-11-25 handshake is tried.
 const DISCOVER_PROBE: Duration = Duration::from_secs(3);
 
-/// Whether `info` could reach a server (MCPI-11).
+/// Whether a server could be reached, as `info` reports it (MCPI-11: lenient, where a run is strict).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reachability {
     /// Connected and listed.
     Reachable {
-        /// How many tools the server lists, before the entry's filters.
+        /// How many tools it contributes, after the entry's filters.
         tools: usize,
     },
     /// Could not connect or list.
@@ -217,16 +217,6 @@ impl Connection {
             Some(child) => child.explain(what),
             None => what.to_owned(),
         }
-    }
-
-    /// End the session and stop the server.
-    pub(crate) async fn close(self) {
-        let Connection { session, child, .. } = self;
-        let session = session.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Ok(mut service) = Arc::try_unwrap(session) {
-            let _ = service.close_with_timeout(Duration::from_secs(2)).await;
-        }
-        drop(child);
     }
 }
 

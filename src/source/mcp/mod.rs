@@ -210,18 +210,6 @@ impl McpImport {
         self.alias.as_deref().unwrap_or(&self.name)
     }
 
-    /// Connects and lists without building tools, for `info` (MCPI-11: lenient): the number of tools the server
-    /// offers, or why it cannot be reached. Never fails; the connection is closed before returning.
-    pub async fn probe(&self, ctx: &LoadContext) -> Reachability {
-        match connection::Connection::open(self, ctx.env()).await {
-            Ok((conn, listed)) => {
-                conn.close().await;
-                Reachability::Reachable { tools: listed.len() }
-            }
-            Err(e) => Reachability::Unreachable { reason: e.to_string() },
-        }
-    }
-
     fn keeps(&self, name: &str) -> bool {
         let matches = |r: &Option<Rule>| r.as_ref().filter(|r| !r.is_empty()).map(|r| r.matches_name(name));
         matches(&self.include).unwrap_or(true) && !matches(&self.exclude).unwrap_or(false)
