@@ -61,7 +61,9 @@ pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };
 pub use validate::check_http_url;
-pub(crate) use validate::{check_name as check_identity_name, check_pattern};
+#[cfg(feature = "mcp")]
+pub(crate) use validate::check_name as check_identity_name;
+pub(crate) use validate::check_pattern;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::warning::Warning;

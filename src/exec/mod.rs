@@ -19,4 +19,7 @@ mod process;
 pub use env::{ChildEnv, PROVIDER_CREDENTIALS};
 #[doc(hidden)]
 pub use process::captured_output;
-pub(crate) use process::{Capture, GroupGuard, HeadTail, OUTPUT_CAP, RunError, TRUNCATION_MARKER, into_text, run};
+pub(crate) use process::{Capture, RunError, into_text, run};
+// The MCP import's stdio child and its result capping share them.
+#[cfg(feature = "mcp")]
+pub(crate) use process::{GroupGuard, HeadTail, OUTPUT_CAP, TRUNCATION_MARKER};
