@@ -28,6 +28,7 @@ pub mod select;
 pub mod serve;
 pub mod session;
 pub mod source;
+pub mod telemetry;
 pub mod tool;
 pub mod warning;
 

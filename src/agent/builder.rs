@@ -33,6 +33,7 @@ pub struct AgentBuilder {
     working_dir: Option<PathBuf>,
     store_base: Option<PathBuf>,
     sessions: Option<Arc<dyn SessionStore>>,
+    trace_content: bool,
 }
 
 impl Default for AgentBuilder {
@@ -52,6 +53,7 @@ impl Default for AgentBuilder {
             working_dir: None,
             store_base: None,
             sessions: None,
+            trace_content: false,
         }
     }
 }
@@ -197,6 +199,16 @@ impl AgentBuilder {
         self
     }
 
+    /// Add prompts, model replies, tool arguments and tool results to the run's [tracing](crate::telemetry) as
+    /// events with target [`CONTENT_TARGET`](crate::telemetry::CONTENT_TARGET). Off by default: spans then carry
+    /// names, ids, counts and outcomes only. The content may hold secrets a tool printed or a user typed; turn it
+    /// on only where the trace is kept as carefully as the conversation.
+    #[must_use]
+    pub fn trace_content(mut self, on: bool) -> Self {
+        self.trace_content = on;
+        self
+    }
+
     /// Validate the configuration for a run, run the assembly pipeline once (sources, built-ins, selection), and
     /// plan tool search. Fails on configuration errors, source failures, name collisions and an empty tool set
     /// (SEL-13).
@@ -234,7 +246,7 @@ impl AgentBuilder {
         toolset.ensure_not_empty(config.application_path.is_some())?;
         let sessions = self.open_sessions(&config).await?;
         let tools = Tools { toolset, memory, prompter, sessions };
-        Ok(finish(config, model, provider, self.gate.take(), tools, warnings))
+        Ok(finish(config, model, provider, self.gate.take(), tools, warnings, self.trace_content))
     }
 
     /// MEM-18, OVR-7: the injected store, else the configured backend from the registry; `None` when memory is off.
@@ -290,6 +302,7 @@ fn finish(
     gate: Option<Arc<dyn ConfirmGate>>,
     tools: Tools,
     mut warnings: Vec<Warning>,
+    trace_content: bool,
 ) -> Agent {
     let Tools { toolset, memory, prompter, sessions } = tools;
     let harness = &config.harness;
@@ -335,7 +348,11 @@ fn finish(
         max_tokens: budget.max_tokens(),
         max_iterations: budget.max_iterations(),
     });
+    // Validated by `Config::validate` already; the fallback only keeps a span name non-empty.
+    let name = config.identity().unwrap_or_else(|_| "fisk".to_owned());
     let inner = Inner {
+        name,
+        trace_content,
         config,
         model,
         provider,

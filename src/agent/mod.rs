@@ -50,6 +50,10 @@ pub struct Agent {
 }
 
 struct Inner {
+    /// The agent's name in traces: the configuration's identity.
+    name: String,
+    /// Whether traces carry content (AgentBuilder::trace_content).
+    trace_content: bool,
     config: Config,
     model: String,
     provider: Arc<dyn ModelProvider>,

@@ -393,6 +393,9 @@ impl ModelProvider for AnthropicProvider {
                         ),
                     )),
                 };
+            if failure.error.kind() == ProviderErrorKind::Timeout {
+                crate::telemetry::model_timeout(call_timeout);
+            }
             let retry =
                 attempt < self.max_retries && failure.should_retry.unwrap_or_else(|| failure.error.is_retryable());
             let report = WireError { attempt, error: &failure.error, will_retry: retry };
@@ -405,6 +408,7 @@ impl ModelProvider for AnthropicProvider {
                 .filter(|w| *w <= retry::MAX_SERVER_WAIT)
                 .unwrap_or_else(|| retry::backoff(attempt, self.backoff_base, self.backoff_max));
             attempt += 1;
+            crate::telemetry::model_retry(attempt, wait, &failure.error);
             let report = WireRetry { attempt, wait, error: &failure.error };
             self.observers.iter().for_each(|o| o.on_retry(&report));
             tokio::time::sleep(wait).await;

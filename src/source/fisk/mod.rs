@@ -395,10 +395,13 @@ impl Tool for CommandTool {
                 ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.app.binary.display()))
             }
             Err(RunError::Io(e)) => ToolOutput::error(format!("reading the output of \"{command}\" failed: {e}")),
-            Err(RunError::TimedOut(d)) => ToolOutput::error(format!(
-                "\"{command}\" did not finish within {} and was killed",
-                crate::config::format_duration(d)
-            )),
+            Err(RunError::TimedOut(d)) => {
+                crate::telemetry::tool_timeout(d, "the command did not finish within its timeout and was killed");
+                ToolOutput::error(format!(
+                    "\"{command}\" did not finish within {} and was killed",
+                    crate::config::format_duration(d)
+                ))
+            }
             Err(RunError::Cancelled) => ToolOutput::error(format!("\"{command}\" was cancelled and killed")),
             Err(RunError::TooLarge(_)) => ToolOutput::error("output exceeded its limit"),
         }
