@@ -14,7 +14,8 @@
 //! ├── execute_tool
 //! └── chat
 //!
-//! mcp.request       one MCP request served                       otel.name = "{method} {tool}", kind server
+//! mcp.request       one MCP request served (initialize,          otel.name = "{method} {tool}", kind server
+//!                   server/discover, tools/list, tools/call)
 //! └── execute_tool  a tools/call's tool call
 //! ```
 //!

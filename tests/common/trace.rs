@@ -24,7 +24,7 @@ pub struct SpanRecord {
 impl SpanRecord {
     /// A field's value as text (`Display` values as displayed, strings unquoted).
     pub fn field(&self, name: &str) -> Option<&str> {
-        self.fields.get(name).map(String::as_str)
+        field(&self.fields, name)
     }
 }
 
@@ -40,8 +40,12 @@ pub struct EventRecord {
 impl EventRecord {
     /// A field's value as text.
     pub fn field(&self, name: &str) -> Option<&str> {
-        self.fields.get(name).map(String::as_str)
+        field(&self.fields, name)
     }
+}
+
+fn field<'a>(fields: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
+    fields.get(name).map(String::as_str)
 }
 
 /// Everything captured so far.
