@@ -212,6 +212,14 @@ impl AgentBuilder {
     /// Validate the configuration for a run, run the assembly pipeline once (sources, built-ins, selection), and
     /// plan tool search. Fails on configuration errors, source failures, name collisions and an empty tool set
     /// (SEL-13).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when there is no configuration, it fails [`Mode::Agent`]
+    /// validation, uses a key this version does not act on yet, or names no model or an unknown provider (or the
+    /// provider cannot be built: no key, a bad base URL); an introspection error when the application cannot be loaded;
+    /// a selection error on a tool-name collision or an empty tool set (SEL-13); a store error when the memory or
+    /// session backend cannot open, or is named alongside an injected store.
     pub async fn build(mut self) -> Result<Agent> {
         let config = self.config.take().ok_or_else(|| Error::config("an agent needs a configuration"))?;
         let mut warnings = config.validate(Mode::Agent)?;
