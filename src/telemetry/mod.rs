@@ -66,6 +66,9 @@
 //! names, ids, counts and outcomes. The two warnings whose text quotes a call's arguments (`invalid_arguments`,
 //! `ungated_over_mcp`) carry only their kind unless content is on.
 //!
+//! That promise covers this crate's spans and events. rmcp, which serves MCP, logs each whole message (arguments
+//! included) in its own `TRACE` events with target `rmcp`; a filter such as `rmcp=info` keeps them out.
+//!
 //! [`AgentBuilder::trace_content`](crate::agent::AgentBuilder::trace_content) turns content on for an agent's
 //! runs: events with target [`CONTENT_TARGET`] at level `INFO` then carry the system prompt
 //! ([`SYSTEM_INSTRUCTIONS`], on the first call), the messages each model call adds ([`INPUT_MESSAGES`]: the
