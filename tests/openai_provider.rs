@@ -193,4 +193,6 @@ fn decode_response_is_public_and_maps_a_completion() {
     assert_eq!(r.stop_reason, fisk_ai::llm::StopReason::ToolUse);
     assert_eq!(Message::assistant(r.content).tool_uses().count(), 1);
     assert_eq!(r.usage.cache_read_tokens, 40);
+    // What the `chat` span records as gen_ai.response.model and gen_ai.response.id.
+    assert_eq!((r.model.as_deref(), r.id.as_deref()), (Some("gpt-4.1-2025-04-14"), Some("chatcmpl-fake")));
 }

@@ -33,6 +33,7 @@ pub struct AgentBuilder {
     working_dir: Option<PathBuf>,
     store_base: Option<PathBuf>,
     sessions: Option<Arc<dyn SessionStore>>,
+    trace_content: bool,
 }
 
 impl Default for AgentBuilder {
@@ -52,6 +53,7 @@ impl Default for AgentBuilder {
             working_dir: None,
             store_base: None,
             sessions: None,
+            trace_content: false,
         }
     }
 }
@@ -197,9 +199,27 @@ impl AgentBuilder {
         self
     }
 
+    /// Add prompts, model replies, tool arguments and tool results to the run's [tracing](crate::telemetry) as
+    /// events with target [`CONTENT_TARGET`](crate::telemetry::CONTENT_TARGET). Off by default: spans then carry
+    /// names, ids, counts and outcomes only. The content may hold secrets a tool printed or a user typed; turn it
+    /// on only where the trace is kept as carefully as the conversation.
+    #[must_use]
+    pub fn trace_content(mut self, on: bool) -> Self {
+        self.trace_content = on;
+        self
+    }
+
     /// Validate the configuration for a run, run the assembly pipeline once (sources, built-ins, selection), and
     /// plan tool search. Fails on configuration errors, source failures, name collisions and an empty tool set
     /// (SEL-13).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when there is no configuration, it fails [`Mode::Agent`]
+    /// validation, uses a key this version does not act on yet, or names no model or an unknown provider (or the
+    /// provider cannot be built: no key, a bad base URL); an introspection error when the application cannot be loaded;
+    /// a selection error on a tool-name collision or an empty tool set (SEL-13); a store error when the memory or
+    /// session backend cannot open, or is named alongside an injected store.
     pub async fn build(mut self) -> Result<Agent> {
         let config = self.config.take().ok_or_else(|| Error::config("an agent needs a configuration"))?;
         let mut warnings = config.validate(Mode::Agent)?;
@@ -235,7 +255,7 @@ impl AgentBuilder {
         toolset.ensure_not_empty(config.application_path.is_some())?;
         let sessions = self.open_sessions(&config).await?;
         let tools = Tools { toolset, memory, prompter, sessions };
-        Ok(finish(config, model, provider, self.gate.take(), tools, warnings))
+        Ok(finish(config, model, provider, self.gate.take(), tools, warnings, self.trace_content))
     }
 
     /// MEM-18, OVR-7: the injected store, else the configured backend from the registry; `None` when memory is off.
@@ -291,6 +311,7 @@ fn finish(
     gate: Option<Arc<dyn ConfirmGate>>,
     tools: Tools,
     mut warnings: Vec<Warning>,
+    trace_content: bool,
 ) -> Agent {
     let Tools { toolset, memory, prompter, sessions } = tools;
     let harness = &config.harness;
@@ -336,7 +357,11 @@ fn finish(
         max_tokens: budget.max_tokens(),
         max_iterations: budget.max_iterations(),
     });
+    // Validated by `Config::validate` already; the fallback only keeps a span name non-empty.
+    let name = config.identity().unwrap_or_else(|_| "fisk".to_owned());
     let inner = Inner {
+        name,
+        trace_content,
         config,
         model,
         provider,

@@ -50,6 +50,10 @@ pub struct Agent {
 }
 
 struct Inner {
+    /// The agent's name in traces: the configuration's identity.
+    name: String,
+    /// Whether traces carry content (AgentBuilder::trace_content).
+    trace_content: bool,
     config: Config,
     model: String,
     provider: Arc<dyn ModelProvider>,
@@ -145,6 +149,13 @@ impl Agent {
     /// completed, was interactive, was started with another provider, or was started with another configuration
     /// (one line per changed field) unless [`RunOptions::with_force`] is set; a forced resume drops the recorded
     /// answers (GATE-15).
+    ///
+    /// # Errors
+    ///
+    /// A session error when the session cannot be opened, is locked by another run, is corrupt, has completed, was
+    /// interactive, was started with another provider, or (without [`RunOptions::with_force`]) with another
+    /// configuration; an I/O or session error when the reset of the recorded answers cannot be journaled. Nothing has
+    /// run when it fails.
     pub async fn resume(&self, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
         resume::resume(&self.inner, id, options).await
     }

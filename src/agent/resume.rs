@@ -124,11 +124,16 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
     stats.tool_calls = journal.tool_calls;
     stats.remote_tool_calls = journal.remote_tool_calls;
     stats.usage = journal.usage;
+    let paused = journal.pending.is_none() && journal.last_stop == Some(StopReason::PauseTurn);
+    let warning = paused.then(|| Warning::PausedTurnMayHaveExpired { session: id.to_string() });
+    if let Some(w) = &warning {
+        crate::telemetry::warning(w, inner.trace_content);
+    }
     if let Some(sink) = &options.events {
         sink.emit(&RunEvent::Session { id: id.as_str(), resumed: true });
         sink.emit(&RunEvent::Replay { messages: &journal.messages });
-        if journal.pending.is_none() && journal.last_stop == Some(StopReason::PauseTurn) {
-            sink.emit(&RunEvent::Warning(&Warning::PausedTurnMayHaveExpired { session: id.to_string() }));
+        if let Some(w) = &warning {
+            sink.emit(&RunEvent::Warning(w));
         }
     }
     let start = Start {

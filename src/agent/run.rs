@@ -7,11 +7,13 @@ use super::{Inner, RunOptions};
 mod call;
 use crate::error::Error;
 use crate::gate::Approvals;
-use crate::llm::{Block, CacheMode, Message, Request, Role, StopReason};
+use crate::llm::{Block, CacheMode, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StopReason};
 use crate::session::{
     AssistantRecord, ConfirmChoice, JournalRecord, JournalWriter, Payload, Pending, SessionId, TerminalRecord,
     ToolResultRecord,
 };
+use crate::telemetry;
+use crate::tool::CancellationToken;
 use crate::tool::{Tool, ToolInput};
 use crate::warning::Warning;
 use futures::FutureExt;
@@ -19,6 +21,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::{Instrument, Span};
 
 /// SESS-21: appended to the system prompt of a resumed run; never persisted or fingerprinted.
 pub(super) const RESUME_REMINDER: &str = "This session was suspended and has now been resumed. Time has passed \
@@ -91,6 +94,9 @@ struct Run<'a> {
     answers: HashMap<String, ConfirmChoice>,
     last_stop: Option<StopReason>,
     checkpoint: Option<Checkpoint>,
+    /// How many messages the conversation held after the last model turn of this run (the content trace shows
+    /// a call only the messages added since).
+    sent: usize,
 }
 
 /// The first user message of a new run (LOOP-1).
@@ -146,18 +152,23 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         answers: start.answers,
         last_stop: start.last_stop,
         checkpoint: start.checkpoint,
+        sent: 0,
     };
+    let session = run.checkpoint.as_ref().map(|c| c.id.as_str());
+    let provider = &inner.provider.capabilities().provider;
+    let span = telemetry::run_span(&inner.name, provider, &inner.model, session, start.resumed);
     // OVR-5: a panic anywhere in the run becomes an internal-error outcome, not a crash of the host.
     let mut crashed = false;
-    let end = match AssertUnwindSafe(run.drive(start.pending)).catch_unwind().await {
+    let end = match AssertUnwindSafe(run.drive(start.pending)).catch_unwind().instrument(span.clone()).await {
         Ok(end) => end,
         Err(_) => {
             crashed = true;
             ended(TerminalReason::Error, "internal error: the run crashed")
         }
     };
-    let session_id = run.finish(&end).await;
+    let session_id = run.finish(&end).instrument(span.clone()).await;
     run.stats.latency = started.elapsed();
+    telemetry::run_ended(&span, &run.stats, end.reason, end.error.as_ref());
     RunOutcome {
         reason: end.reason,
         answer: end.answer,
@@ -171,6 +182,9 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
 
 impl Run<'_> {
     fn emit(&self, event: RunEvent<'_>) {
+        if let RunEvent::Warning(w) = &event {
+            telemetry::warning(w, self.inner.trace_content);
+        }
         self.events.emit(&event);
     }
 
@@ -365,17 +379,14 @@ impl Run<'_> {
             .with_max_output_tokens(max_output)
             .with_cache(if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default })
             .with_timeout(Some(llm.budget.call_timeout()));
-        let cancel = &self.options.cancel;
-        let reply = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(ended(TerminalReason::Error, "the run was cancelled")),
-            reply = inner.provider.call(&request) => reply,
-        };
-        let response = reply.map_err(|e| Ended {
-            reason: TerminalReason::Error,
-            answer: None,
-            error: Some(Error::provider(format!("model call failed: {e}"))),
-        })?;
+        let provider = &inner.provider.capabilities().provider;
+        let span = telemetry::chat_span(provider, &inner.model, iteration, max_output);
+        if inner.trace_content {
+            let system = (self.sent == 0).then_some(self.system);
+            let added = self.messages.get(self.sent..).unwrap_or_default();
+            span.in_scope(|| telemetry::content_input(system, added));
+        }
+        let response = call_model(inner, &self.options.cancel, &request, &span).await?;
         self.stats.usage += response.usage;
         self.emit(RunEvent::LlmResponse { iteration, stop_reason: &response.stop_reason, usage: response.usage });
         for block in &response.content {
@@ -403,6 +414,7 @@ impl Run<'_> {
             message
         };
         self.messages.push(message);
+        self.sent = self.messages.len();
         Ok(stop)
     }
 
@@ -459,6 +471,39 @@ impl Run<'_> {
         }
         self.messages.push(Message { role: Role::User, content: results });
         None
+    }
+}
+
+/// The provider call of one turn in its `chat` span `span` (with the reply's content event when the host opted in).
+/// Borrows no `Run`: the run's future stays `Send` with a journal writer that is not `Sync`.
+async fn call_model(
+    inner: &Inner,
+    cancel: &CancellationToken,
+    request: &Request<'_>,
+    span: &Span,
+) -> Result<Response, Ended> {
+    let reply = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            let why = "the run was cancelled";
+            telemetry::chat_failed(span, &ProviderError::new(ProviderErrorKind::Cancelled, why));
+            return Err(ended(TerminalReason::Error, why));
+        }
+        reply = inner.provider.call(request).instrument(span.clone()) => reply,
+    };
+    match reply {
+        Ok(response) => {
+            telemetry::chat_answered(span, &response);
+            if inner.trace_content {
+                span.in_scope(|| telemetry::content_output(&response.content));
+            }
+            Ok(response)
+        }
+        Err(e) => {
+            telemetry::chat_failed(span, &e);
+            let error = Error::provider(format!("model call failed: {e}"));
+            Err(Ended { reason: TerminalReason::Error, answer: None, error: Some(error) })
+        }
     }
 }
 

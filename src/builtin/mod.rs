@@ -47,6 +47,11 @@ impl fmt::Debug for BuiltinEnv {
 
 impl BuiltinEnv {
     /// An environment for `config`, with the process working directory and `prompter`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) when the working directory cannot be read; a configuration error when
+    /// the configuration's identity is invalid.
     pub fn new(config: &Config, prompter: Arc<dyn Prompter>) -> Result<Self> {
         let working_dir = std::env::current_dir()
             .map_err(|e| Error::new(crate::error::ErrorKind::Io, format!("cannot read the working directory: {e}")))?;
@@ -113,10 +118,20 @@ pub trait BuiltinFactory: Send + Sync {
 
     /// Build the tool from the entry's `options`. An unknown option key must be an error naming it and the tool
     /// ([`reject_unknown_options`]).
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming the tool and the option for an unknown or invalid option; any error the tool's own
+    /// setup meets (a directory that cannot be read, say).
     fn build(&self, options: &Map<String, Value>, env: &BuiltinEnv) -> Result<Arc<dyn Tool>>;
 }
 
 /// Fail with a configuration error naming the first key of `options` not in `allowed` (BUILTIN-2).
+///
+/// # Errors
+///
+/// [`ErrorKind::Config`](crate::ErrorKind::Config), naming `tool`, the key, and the options it takes, for the first key
+/// of `options` not in `allowed`.
 pub fn reject_unknown_options(tool: &str, options: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
     match options.keys().find(|k| !allowed.contains(&k.as_str())) {
         None => Ok(()),
@@ -182,6 +197,11 @@ impl BuiltinRegistry {
 
     /// Build every `harness.tools` entry of `config` in list order (BUILTIN-1..3): an unknown name is an error
     /// listing the known ones; `confirm: true` gates the tool.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error for a name no registered factory has (listing the known ones), or whatever a factory's
+    /// [`build`](BuiltinFactory::build) returns for its entry's options.
     pub fn build_enabled(&self, config: &Config, env: &BuiltinEnv) -> Result<Vec<Arc<dyn Tool>>> {
         let mut out = Vec::with_capacity(config.harness.tools.len());
         for (i, entry) in config.harness.tools.iter().enumerate() {

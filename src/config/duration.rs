@@ -154,6 +154,11 @@ impl GoDuration {
     /// each followed by a unit `ns`, `us` (`µs`, `μs`), `ms`, `s`, `m` or `h`, such as `300ms`, `-1.5h` or
     /// `2h45m`. A lone `0` is accepted without a unit. This is an exact port of Go's `time.ParseDuration`:
     /// the same strings are accepted, with the same values and the same error messages.
+    ///
+    /// # Errors
+    ///
+    /// A [`ParseDurationError`] with Go's message for a string `time.ParseDuration` refuses: a missing or unknown unit,
+    /// a bad number, an overflow.
     pub fn parse(s: &str) -> Result<GoDuration, ParseDurationError> {
         let orig = s;
         let mut s = s;

@@ -67,6 +67,10 @@ pub enum ConfirmOverMcp {
 impl ConfirmOverMcp {
     /// Parses a `confirm_over_mcp` value: trimmed, case-insensitive, empty meaning [`ConfirmOverMcp::Always`];
     /// anything else is an error listing the three values.
+    ///
+    /// # Errors
+    ///
+    /// A message listing `always`, `auto` and `never` for any other value.
     pub fn parse(s: &str) -> Result<Self, String> {
         let t = s.trim();
         if t.is_empty() || t.eq_ignore_ascii_case("always") {

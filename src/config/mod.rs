@@ -371,6 +371,11 @@ impl Config {
     /// about or its nearest enclosing block) and, when it is about a key, [`Error::key`] (for an unknown key the
     /// path of the key itself). Warnings (IMPORT-3, MCPI-5) are not returned here: [`Config::validate`] returns
     /// them in every mode.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Config`] for YAML that does not parse, an unknown key, a duplicate key, a value of the wrong type,
+    /// a bad duration, filter or URL, or a rule of the every-mode checks; located as described above.
     pub fn from_yaml_str(yaml: &str) -> Result<Config> {
         let cfg: Option<Config> =
             serde_yaml::from_str(yaml).map_err(|e| with_some_location(yaml, de::yaml_error(yaml, e)))?;
@@ -396,6 +401,10 @@ impl Config {
 
     /// Parses a configuration from YAML bytes, like [`Config::from_yaml_str`]. Bytes that are not UTF-8 are a
     /// configuration error located at the first invalid byte.
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::from_yaml_str`], and a configuration error at the first byte that is not UTF-8.
     pub fn from_yaml_bytes(bytes: &[u8]) -> Result<Config> {
         match std::str::from_utf8(bytes) {
             Ok(text) => Config::from_yaml_str(text),
@@ -413,6 +422,11 @@ impl Config {
     /// Reads and parses the configuration file at `path` (which must exist), like [`Config::from_yaml_str`].
     /// Every error names the file: an unreadable file is [`ErrorKind::Io`]; a located error gets the file in its
     /// [`Error::location`], any other has it prefixed to the message.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`] when the file cannot be read; otherwise the errors of [`Config::from_yaml_bytes`], naming the
+    /// file.
     pub fn load(path: impl AsRef<Path>) -> Result<Config> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| {
@@ -451,6 +465,11 @@ impl Config {
     /// Checks that `application_path`, when set, names an executable file (a bare name: one on `PATH`), so a
     /// typo is reported as a configuration error with the key's file, line and column rather than as a failed
     /// introspection. Not part of [`validate`](Config::validate), which never touches the file system.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error on `application_path`, with the file, line and column, when it names nothing, a directory,
+    /// or a file that is not executable (a bare name: none on `PATH`).
     pub fn check_application(&self) -> Result<()> {
         let Some(app) = self.application_path.as_deref() else { return Ok(()) };
         match origin::application_problem(app) {
@@ -466,6 +485,10 @@ impl Config {
     /// changed in code is covered too), then the checks of `mode`. An error gets the position of its key (or of
     /// the nearest enclosing block written) and the file, as [`Config::locate`] gives them. Returns the
     /// configuration-level warnings (IMPORT-3 / MCPI-5 `include.tags` ignored), which do not depend on the mode.
+    ///
+    /// # Errors
+    ///
+    /// The first configuration error the checks find (every-mode, then `mode`'s), with its key and location.
     pub fn validate(&self, mode: Mode) -> Result<Vec<Warning>> {
         // Located like parse errors when the configuration came from text (and a file).
         validate::common(self).map_err(|e| self.locate(e))?;
@@ -477,6 +500,10 @@ impl Config {
     /// `expose.agent.agent_to_agent`, a `jetstream` memory or session backend), with the key's location, so it is
     /// never silently ignored. The agent and the MCP server call this when they are built, before any process
     /// starts; [`validate`](Config::validate) does not, so a configuration for a later version still checks.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error on the first key that is set but not supported yet, with its location.
     pub fn check_supported(&self) -> Result<()> {
         refuse_unbuilt(self).map_err(|e| match &self.origin.unbuilt_at {
             Some(at) => e.with_location(at.clone()),
@@ -488,6 +515,10 @@ impl Config {
     ///
     /// Fails when the name does not match `^[a-zA-Z0-9_-]+$`; for a derived name (a binary called `my.app`) the
     /// error tells the operator to set `identity` explicitly.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error on `identity` when the effective name is not `^[a-zA-Z0-9_-]+$`.
     pub fn identity(&self) -> Result<String> {
         if let Some(id) = self.identity.as_deref().filter(|s| !s.is_empty()) {
             validate::check_name(id).map_err(|e| Error::config_key("identity", format!("identity: {e}")))?;

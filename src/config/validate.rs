@@ -97,6 +97,11 @@ fn dedupe<'a>(it: impl Iterator<Item = &'a str>) -> Vec<String> {
 /// literal host (`localhost` in any case, `127.0.0.0/8`, `::1`); names are never resolved. This is the rule of
 /// PROV-7 (provider base URL) and MCPI-2 (`mcp_servers[].url`). The error is a reason without the URL itself.
 ///
+/// # Errors
+///
+/// The reason, as text, for a URL that does not parse, has another scheme, plain `http` to a host that is not loopback,
+/// or user information.
+///
 /// ```
 /// use fisk_ai::config::check_http_url;
 ///

@@ -95,12 +95,24 @@ pub struct Response {
     pub stop_reason: StopReason,
     /// Token counts.
     pub usage: Usage,
+    /// The model that answered, when the provider reports it (it may name a dated snapshot of the one asked for).
+    pub model: Option<String>,
+    /// The provider's id of this reply, when it reports one.
+    pub id: Option<String>,
 }
 
 impl Response {
-    /// A response.
+    /// A response, with no model or id.
     pub fn new(content: Vec<Block>, stop_reason: StopReason, usage: Usage) -> Self {
-        Response { content, stop_reason, usage }
+        Response { content, stop_reason, usage, model: None, id: None }
+    }
+
+    /// Name the model that answered and the reply's id (empty strings count as absent).
+    #[must_use]
+    pub fn with_origin(mut self, model: Option<String>, id: Option<String>) -> Self {
+        self.model = model.filter(|m| !m.is_empty());
+        self.id = id.filter(|i| !i.is_empty());
+        self
     }
 }
 

@@ -121,11 +121,19 @@ pub trait ProviderFactory: Send + Sync {
     /// Check the settings the way [`build`](Self::build) will (the base URL, PROV-7) without building anything or
     /// touching the file system, so a host can refuse a bad setting before any other run work. The default accepts
     /// everything; [`build`](Self::build) must check again either way.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming the setting (a base URL that fails PROV-7, say).
     fn check(&self, _settings: &ProviderSettings<'_>) -> Result<()> {
         Ok(())
     }
 
     /// Build the provider. Fails with a configuration error naming the setting (a missing key, a bad base URL).
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming the setting: a missing key, a bad base URL, a debug file that cannot be created.
     fn build(&self, settings: &ProviderSettings<'_>) -> Result<Arc<dyn ModelProvider>>;
 }
 
@@ -186,12 +194,22 @@ impl ProviderRegistry {
 
     /// Build the provider `llm.provider` names. An unknown name is a configuration error on `llm.provider` that
     /// lists the available ones (PROV-3).
+    ///
+    /// # Errors
+    ///
+    /// A configuration error on `llm.provider` for an unregistered name (listing the registered ones), or what the
+    /// factory's [`build`](ProviderFactory::build) returns.
     pub fn build(&self, settings: &ProviderSettings<'_>) -> Result<Arc<dyn ModelProvider>> {
         self.factory(settings)?.build(settings)
     }
 
     /// Check the settings for the provider `llm.provider` names without building it ([`ProviderFactory::check`]):
     /// an unknown name (PROV-3) or a bad base URL (PROV-7) fails here, before any file is created.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error on `llm.provider` for an unregistered name, or what the factory's
+    /// [`check`](ProviderFactory::check) returns.
     pub fn check(&self, settings: &ProviderSettings<'_>) -> Result<()> {
         self.factory(settings)?.check(settings)
     }

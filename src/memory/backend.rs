@@ -133,6 +133,11 @@ impl MemoryBackends {
 
     /// Open the store `harness.memory.backend` names. An unregistered name is a configuration error naming the
     /// key and the names this build has.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error on `harness.memory.backend` for an unregistered name; whatever the backend's own `open`
+    /// returns (a directory that cannot be created, say).
     pub async fn open(&self, settings: &MemorySettings<'_>) -> Result<Arc<dyn MemoryStore>> {
         let name = settings.config.harness.memory.backend.as_str();
         match self.get(name) {

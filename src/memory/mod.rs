@@ -125,6 +125,11 @@ pub struct MemoryRecord {
 impl MemoryRecord {
     /// Normalize `description` (MEM-9) and check both fields: an empty normalized description and content over
     /// [`MAX_CONTENT_BYTES`] are errors naming the rule.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError`] naming the rule: a description that is empty once normalized (MEM-9), or content over
+    /// [`MAX_CONTENT_BYTES`].
     pub fn new(description: &str, content: impl Into<String>) -> Result<Self, MemoryError> {
         let description = normalize_description(description)?;
         let content = content.into();

@@ -39,6 +39,10 @@ pub fn memory_note() -> &'static str {
 /// A failure to list is returned for the caller to report as a warning (MEM-16); the index is not part of the
 /// session fingerprint.
 ///
+/// # Errors
+///
+/// What the store reports when its entries cannot be listed.
+///
 /// ```
 /// use fisk_ai::memory::{InMemoryStore, MemoryStore, MemoryRecord, memory_index};
 ///

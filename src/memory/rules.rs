@@ -19,6 +19,10 @@ const KEY_RULE: &str =
 /// Check a key against MEM-8: 1 to [`MAX_KEY_CHARS`] characters from `A-Z a-z 0-9 . _ = -`, not starting or ending
 /// with `.`, without `..`. The error names the rule and what broke it.
 ///
+/// # Errors
+///
+/// [`MemoryError`] naming the rule and what broke it.
+///
 /// ```
 /// use fisk_ai::memory::validate_key;
 ///
@@ -61,6 +65,10 @@ pub(crate) fn shown_key(key: &str) -> String {
 /// Normalize a description per MEM-9: control characters become spaces, whitespace runs collapse to one space,
 /// the ends are trimmed, and the result is cut to [`MAX_DESCRIPTION_CHARS`] characters. An empty result is an
 /// error.
+///
+/// # Errors
+///
+/// [`MemoryError`] when nothing is left once whitespace and control characters are folded.
 ///
 /// ```
 /// use fisk_ai::memory::normalize_description;

@@ -82,6 +82,10 @@ impl MemorySession {
     }
 
     /// Every entry, sorted by key (MEM-2). Grants no overwrite authority.
+    ///
+    /// # Errors
+    ///
+    /// What the store reports when its entries cannot be listed.
     pub async fn list(&self) -> Result<Vec<Entry>, MemoryError> {
         let mut entries = self.store.list().await?;
         // The trait asks for sorted output; do not rely on every backend getting it right.
@@ -90,6 +94,10 @@ impl MemorySession {
     }
 
     /// The value under `key` (MEM-3); a hit remembers its revision for a later overwrite (MEM-25).
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError`] for an invalid key, or what the store reports.
     pub async fn read(&self, key: &str) -> Result<Option<Stored>, MemoryError> {
         validate_key(key)?;
         let stored = self.store.read(key).await?;
@@ -106,6 +114,11 @@ impl MemorySession {
     /// it and its description. With `overwrite` the value is replaced; on a store that requires read-before-update
     /// the key must have been read or written by this session at its current revision, or be missing. Creating a
     /// key in a full store is [`MemoryError::Full`].
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError`] for an invalid key, [`MemoryError::Full`] when a new key does not fit, or what the store
+    /// reports; a refused overwrite is an `Ok` [`WriteOutcome::Refused`], not an error.
     pub async fn write(&self, key: &str, record: &MemoryRecord, overwrite: bool) -> Result<WriteOutcome, MemoryError> {
         validate_key(key)?;
         let guarded = self.store.requires_read_before_update();
@@ -158,6 +171,10 @@ impl MemorySession {
     }
 
     /// Remove `key` (MEM-7): `true` if something was removed.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError`] for an invalid key, or what the store reports.
     pub async fn delete(&self, key: &str) -> Result<bool, MemoryError> {
         validate_key(key)?;
         let deleted = self.store.delete(key).await?;

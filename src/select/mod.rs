@@ -65,6 +65,10 @@ impl Selection {
 
     /// The top-level `include`, `exclude` and `harness.confirm_tags` of a configuration. An invalid pattern is an
     /// error naming it (SEL-6).
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming the key and the pattern when a name pattern does not compile (SEL-6).
     pub fn from_config(config: &Config) -> Result<Self> {
         let include = config.include.as_ref().map(|f| Rule::from_filter("include", f)).transpose()?;
         let exclude = config.exclude.as_ref().map(|f| Rule::from_filter("exclude", f)).transpose()?;
@@ -121,6 +125,10 @@ impl Selection {
     ///
     /// Fails on a name collision (SEL-14, OVR-8). Never fails for being empty: a run checks that with
     /// [`Toolset::ensure_not_empty`] (SEL-13), while `info` shows the empty set.
+    ///
+    /// # Errors
+    ///
+    /// A selection error naming both tools when two candidates end up with the same name.
     pub fn apply(&self, candidates: Vec<Arc<dyn Tool>>) -> Result<Toolset> {
         let mut warnings = Vec::new();
 

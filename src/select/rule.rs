@@ -23,6 +23,10 @@ pub struct Rule {
 
 impl Rule {
     /// A rule from name patterns and tags. An invalid pattern is an error naming it.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming the pattern when one does not compile.
     pub fn new<P, T>(patterns: P, tags: T) -> Result<Self>
     where
         P: IntoIterator,
@@ -35,11 +39,19 @@ impl Rule {
 
     /// A rule from a configuration filter (`include`, `exclude`, or one half of `expose.agent.tools`); `key` names
     /// it in errors.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming `key` and the pattern when one does not compile.
     pub fn from_filter(key: &str, filter: &Filter) -> Result<Self> {
         Self::build(key, &filter.tools, filter.tags.iter().cloned())
     }
 
     /// A rule matching tool names only.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming the pattern when one does not compile.
     pub fn tools<P>(patterns: P) -> Result<Self>
     where
         P: IntoIterator,

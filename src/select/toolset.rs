@@ -113,6 +113,11 @@ impl Toolset {
 
     /// SEL-13: fail when nothing is left, explaining how to get tools. `application` says whether an application
     /// is wrapped.
+    ///
+    /// # Errors
+    ///
+    /// A selection error when the set is empty, saying how to get tools (include rules, `ai:deny` tags, the
+    /// application).
     pub fn ensure_not_empty(&self, application: bool) -> Result<()> {
         if !self.is_empty() {
             return Ok(());

@@ -128,6 +128,11 @@ impl SessionBackends {
 
     /// Open the store `harness.sessions.backend` names. An unregistered name is a configuration error naming the
     /// key and the names this build has.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error on `harness.sessions.backend` for an unregistered name; whatever the backend's own `open`
+    /// returns (no session directory can be placed, say).
     pub async fn open(&self, settings: &SessionSettings<'_>) -> Result<Arc<dyn SessionStore>> {
         let name = settings.config.harness.sessions.backend.as_str();
         match self.get(name) {

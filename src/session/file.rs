@@ -36,6 +36,10 @@ impl FileSessionStore {
 
     /// `$XDG_STATE_HOME/fisk-ai/runs`, falling back to `~/.local/state/fisk-ai/runs` (SESS-26). Never the working
     /// directory.
+    ///
+    /// # Errors
+    ///
+    /// A session error when neither `XDG_STATE_HOME` nor `HOME` is an absolute path.
     pub fn default_dir() -> Result<PathBuf> {
         if let Some(state) = std::env::var_os("XDG_STATE_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
             return Ok(state.join("fisk-ai/runs"));
@@ -52,6 +56,10 @@ impl FileSessionStore {
     /// The directory SESS-26 picks from `harness.sessions.options` and the store base: `options.directory`
     /// (relative means under the store base when there is one), else `<store base>/runs`, else
     /// [`default_dir`](Self::default_dir).
+    ///
+    /// # Errors
+    ///
+    /// As [`default_dir`](Self::default_dir), when neither `options.directory` nor a store base is given.
     pub fn from_config(options: &SessionOptions, store_base: Option<&Path>) -> Result<Self> {
         let dir = match (options.directory.as_deref().filter(|d| !d.as_os_str().is_empty()), store_base) {
             (Some(d), Some(base)) if d.is_relative() => base.join(d),

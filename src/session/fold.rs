@@ -88,6 +88,12 @@ impl Journal {
     /// Fold `records` (SESS-13). Rejects, naming the record: a first record that is not meta, a version other than
     /// 4, a second meta, a sequence that does not increase by exactly 1, a tool result before any assistant turn or
     /// for a call the turn did not make.
+    ///
+    /// # Errors
+    ///
+    /// A session error naming the record: a first record that is not meta, a version other than 4, a second meta, a
+    /// sequence that does not increase by exactly 1, a tool result before any assistant turn or for a call the turn did
+    /// not make.
     pub fn fold(records: impl IntoIterator<Item = JournalRecord>) -> Result<Journal> {
         let mut records = records.into_iter();
         let first = records.next().ok_or_else(|| Error::session("the journal is empty"))?;

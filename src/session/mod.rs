@@ -65,6 +65,11 @@ pub struct SessionId(String);
 
 impl SessionId {
     /// Check `id` (SESS-3); the error names the id and the rule it breaks.
+    ///
+    /// # Errors
+    ///
+    /// A session error naming `id` when it is empty, does not start with a letter or digit, or holds anything but
+    /// letters, digits, `_` and `-`.
     pub fn new(id: impl Into<String>) -> Result<Self> {
         let id = id.into();
         let mut chars = id.chars();

@@ -358,6 +358,11 @@ impl JournalRecord {
 
     /// Parse one JSON line. The error says what is wrong: bad JSON, an unknown protocol (SESS-13: unsupported), or
     /// a payload missing for its protocol.
+    ///
+    /// # Errors
+    ///
+    /// A session error for bad JSON, an unknown or unsupported protocol (SESS-13), or a payload missing for its
+    /// protocol.
     pub fn from_json(line: &[u8]) -> Result<Self> {
         let w: WireIn =
             serde_json::from_slice(line).map_err(|e| Error::session(format!("not a journal record: {e}")))?;

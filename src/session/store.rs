@@ -90,6 +90,62 @@ pub trait SessionStore: Send + Sync {
 }
 
 /// Appends one session's records; dropping it releases the session's lock.
+///
+/// A writer of JSON lines that keeps the contract of [`append`](JournalWriter::append): each record synced before
+/// it returns, a repeated `seq` a no-op, a gap an error, and nothing more after a failure.
+///
+/// ```
+/// use fisk_ai::session::{JournalRecord, JournalWriter, Payload, TerminalReason, TerminalRecord};
+/// use fisk_ai::{Error, async_trait};
+/// use std::fs::File;
+/// use std::io::Write;
+///
+/// struct Lines {
+///     file: File,
+///     last: u64,
+///     failed: bool,
+/// }
+///
+/// #[async_trait]
+/// impl JournalWriter for Lines {
+///     async fn append(&mut self, record: &JournalRecord) -> fisk_ai::Result<()> {
+///         if self.failed {
+///             return Err(Error::session("an earlier append failed: the journal's tail is unknown"));
+///         }
+///         if record.seq <= self.last {
+///             return Ok(()); // an idempotent retry (SESS-5)
+///         }
+///         if record.seq != self.last + 1 {
+///             return Err(Error::session(format!("record {} does not follow record {}", record.seq, self.last)));
+///         }
+///         let mut line = record.to_json();
+///         line.push(b'\n');
+///         // Durable before returning (SESS-14); a blocking write keeps the example short.
+///         if let Err(e) = self.file.write_all(&line).and_then(|()| self.file.sync_data()) {
+///             self.failed = true;
+///             return Err(Error::session(format!("cannot append to the journal: {e}")));
+///         }
+///         self.last = record.seq;
+///         Ok(())
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("session.jsonl");
+/// let mut writer: Box<dyn JournalWriter> = Box::new(Lines { file: File::create(&path)?, last: 0, failed: false });
+/// let done = JournalRecord::new(1, Payload::Terminal(TerminalRecord::new(TerminalReason::Completed, None)));
+/// futures::executor::block_on(async {
+///     writer.append(&done).await?;
+///     writer.append(&done).await?; // the same record again: no-op
+///     let gap = JournalRecord::new(3, Payload::Terminal(TerminalRecord::new(TerminalReason::Error, None)));
+///     assert!(writer.append(&gap).await.is_err());
+///     writer.close().await
+/// })?;
+/// assert_eq!(std::fs::read_to_string(&path)?.lines().count(), 1);
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait JournalWriter: Send {
     /// Append `record` durably: it is stored (flushed and synced) when this returns (SESS-14). A record whose

@@ -27,6 +27,10 @@ pub struct ToolInput(Box<RawValue>);
 
 impl ToolInput {
     /// Input from JSON text. Empty (or all-whitespace) text is `{}` (TOOL-19); invalid JSON is an error.
+    ///
+    /// # Errors
+    ///
+    /// The JSON error for text that is not JSON.
     pub fn from_json(text: impl Into<String>) -> Result<Self, serde_json::Error> {
         let text = text.into();
         let text = if text.trim().is_empty() { "{}".to_owned() } else { text };
@@ -56,11 +60,19 @@ impl ToolInput {
     }
 
     /// The input as a `Value`.
+    ///
+    /// # Errors
+    ///
+    /// The JSON error if the text is not JSON (input from [`ToolInput::from_json`] always is).
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
         serde_json::from_str(self.0.get())
     }
 
     /// The input decoded into `T`.
+    ///
+    /// # Errors
+    ///
+    /// The JSON error when the input does not decode into `T`.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_str(self.0.get())
     }

@@ -273,6 +273,10 @@ impl ToolSpec {
 
     /// Validate `input` against the input schema. An unknown property, a wrong type, or a value outside an enum
     /// or pattern is an [`InputError`] naming the property.
+    ///
+    /// # Errors
+    ///
+    /// An [`InputError`] naming the property, for the first violation the schema finds.
     pub fn validate_input(&self, input: &Value) -> Result<(), InputError> {
         let validator = self.validator.get_or_init(|| {
             jsonschema::options().should_validate_formats(false).build(self.input_schema()).map_err(|e| e.to_string())

@@ -164,3 +164,53 @@ async fn a_garbled_reply_is_a_decode_error_not_a_panic() {
         assert_eq!(server.request_count(), 1);
     }
 }
+
+// ---- Tracing (issue 16 part 3): retry and timeout events, the reply's model and id ----
+
+#[tokio::test]
+async fn a_retried_attempt_is_a_warn_event_naming_the_attempt_wait_and_status() {
+    use fisk_ai::telemetry as t;
+    let server = FakeAnthropic::with_replies([
+        Reply::fixture("error_529_overloaded.json"),
+        Reply::fixture("01_end_turn_text.json"),
+    ])
+    .await;
+    let (capture, guard) = common::trace::capture();
+    let reply = call_once(&provider(&server)).await.unwrap();
+    drop(guard);
+    // What the `chat` span records as gen_ai.response.model and gen_ai.response.id.
+    assert_eq!(reply.model.as_deref(), Some("claude-sonnet-4-6"));
+    assert_eq!(reply.id.as_deref(), Some("msg_01MAv8QP9ec9djZVbc49eMkT"));
+    let trace = capture.trace();
+    let retries: Vec<_> = trace.events.iter().filter(|e| e.field(t::RETRY_ATTEMPT).is_some()).collect();
+    assert_eq!(retries.len(), 1, "{:#?}", trace.events);
+    let retry = retries[0];
+    assert_eq!((retry.target.as_str(), retry.level), (t::TARGET, tracing::Level::WARN));
+    assert_eq!(retry.field(t::RETRY_ATTEMPT), Some("1"));
+    assert_eq!(retry.field(t::HTTP_STATUS_CODE), Some("529"));
+    assert_eq!(retry.field(t::ERROR_TYPE), Some("status"));
+    assert!(retry.field(t::RETRY_WAIT_MS).is_some_and(|ms| ms.parse::<u64>().unwrap() <= 5));
+}
+
+#[tokio::test]
+async fn a_timed_out_attempt_is_a_warn_event_with_the_timeout() {
+    use fisk_ai::telemetry as t;
+    let server = FakeAnthropic::start().await;
+    server.set_fallback(Reply::fixture("01_end_turn_text.json").with_delay(Duration::from_secs(5)));
+    let p = provider(&server).with_call_timeout(Duration::from_millis(100)).with_max_retries(0);
+    let (capture, guard) = common::trace::capture();
+    call_once(&p).await.unwrap_err();
+    drop(guard);
+    let timeouts: Vec<_> =
+        capture.trace().events.into_iter().filter_map(|e| e.field(t::TIMEOUT_MS).map(str::to_owned)).collect();
+    assert_eq!(timeouts, ["100"]);
+}
+
+#[tokio::test]
+async fn a_streamed_reply_reports_its_model_and_id_too() {
+    let server =
+        FakeAnthropic::with_replies([fake_anthropic::streamed(&[json!({"type": "text", "text": "hi"})], "end_turn")])
+            .await;
+    let reply = call_once(&provider(&server).with_streaming(true)).await.unwrap();
+    assert_eq!((reply.model.as_deref(), reply.id.as_deref()), (Some("fake"), Some("msg_fake")));
+}

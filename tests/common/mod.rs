@@ -4,6 +4,7 @@
 pub mod dispatch;
 pub mod gate;
 pub mod tools;
+pub mod trace;
 pub mod turns;
 
 use fisk_ai::source::fisk::AppModel;

@@ -129,6 +129,8 @@ pub async fn prov_2_8_a_text_answer_streamed_and_not_with_usage() {
         assert_eq!(r.stop_reason, StopReason::EndTurn);
         let want = Usage { input_tokens: 60, output_tokens: 20, cache_read_tokens: 40, cache_creation_tokens: 0 };
         assert_eq!(r.usage, want, "streaming {streaming}");
+        // The `chat` span's gen_ai.response.model and gen_ai.response.id.
+        assert_eq!((r.model.as_deref(), r.id.as_deref()), (Some("gpt-4.1-2025-04-14"), Some("chatcmpl-fake")));
         let req = &server.requests()[0];
         assert_eq!(req.path, "/v1/chat/completions");
         assert_eq!(req.header("authorization"), Some("Bearer sk-test"));

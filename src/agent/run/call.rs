@@ -9,10 +9,12 @@ use crate::gate::{ConfirmRequest, Decision, DeclineReason, declined};
 use crate::llm::Block;
 use crate::select::SelectedTool;
 use crate::session::{ConfirmChoice, ConfirmRecord, Payload};
+use crate::telemetry;
 use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput};
 use crate::warning::Warning;
 use async_trait::async_trait;
 use std::sync::Arc;
+use tracing::{Instrument, Span};
 
 /// What ends a call at the agent's gate instead of a result.
 pub(super) enum Halt {
@@ -79,7 +81,16 @@ impl Surface for AgentSurface<'_, '_> {
             }
         };
         match refusal {
-            Some(reason) => Approval::Declined(declined(reason)),
+            Some(reason) => {
+                let why = match reason {
+                    DeclineReason::Operator => "operator",
+                    DeclineReason::NoOperator => "no_operator",
+                    DeclineReason::Cancelled => "cancelled",
+                };
+                // Inside the call's `execute_tool` span.
+                telemetry::tool_declined(&Span::current(), why);
+                Approval::Declined(declined(reason))
+            }
             None => Approval::Approved,
         }
     }
@@ -92,6 +103,9 @@ impl Surface for AgentSurface<'_, '_> {
     async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
         let spec = call.tool().spec();
         let (kind, origin) = (spec.kind(), spec.origin());
+        if self.run.inner.trace_content {
+            telemetry::content_tool_display(call.display());
+        }
         self.run.emit(RunEvent::ToolCall { id: self.id, name: call.name(), kind, origin, display: call.display() });
         call.run(CallContext::new().with_cancel(self.run.options.cancel.child_token())).await
     }
@@ -112,8 +126,24 @@ impl Run<'_> {
         let (name, input) = match &routed {
             Route::Direct => (name, input),
             Route::To { name, input } => (name.as_str(), input),
-            Route::Bad(text) => return self.finish_call(Block::tool_result(id, text.clone(), true), false).await,
+            Route::Bad(text) => {
+                let span = telemetry::tool_span(name, Some(id), None, false);
+                telemetry::tool_ended(&span, "refused");
+                return self.finish_call(Block::tool_result(id, text.clone(), true), false).instrument(span).await;
+            }
         };
+        let selected = self.inner.callable.get(name);
+        let kind = selected.map(|t| t.spec().kind());
+        let span = telemetry::tool_span(name, Some(id), kind, selected.is_some_and(|t| t.is_gated()));
+        let routed = matches!(routed, Route::To { .. });
+        self.dispatch_in(&span, id, name, input, routed).instrument(span.clone()).await
+    }
+
+    /// [`dispatch`](Self::dispatch) once the call is routed, inside its `execute_tool` span.
+    async fn dispatch_in(&mut self, span: &Span, id: &str, name: &str, input: &ToolInput, routed: bool) -> Dispatch {
+        if self.inner.trace_content {
+            telemetry::content_tool_arguments(input);
+        }
         let kind = self.inner.callable.get(name).map(|t| t.spec().kind());
         let remote = kind == Some(ToolKind::Imported);
         if remote {
@@ -122,24 +152,40 @@ impl Run<'_> {
         let toolset = &self.inner.callable;
         let outcome = dispatch::dispatch(&mut AgentSurface { run: self, id }, toolset, name, input).await;
         let block = match outcome {
-            Outcome::Refused(Refusal::UnknownTool { name }) if matches!(routed, Route::To { .. }) => {
-                self.refused(&Refusal::UnknownTool { name: name.clone() });
-                let text = format!("unknown tool \"{name}\": call_tool runs only tools that {SEARCH_TOOLS} finds");
+            Outcome::Refused(refusal) => {
+                telemetry::tool_refused(span, &refusal);
+                self.refused(&refusal);
+                let text = match refusal {
+                    Refusal::UnknownTool { name } if routed => {
+                        format!("unknown tool \"{name}\": call_tool runs only tools that {SEARCH_TOOLS} finds")
+                    }
+                    refusal => refusal.to_string(),
+                };
                 Block::tool_result(id, text, true)
             }
-            Outcome::Refused(refusal) => {
-                self.refused(&refusal);
-                Block::tool_result(id, refusal.to_string(), true)
-            }
             Outcome::Declined(out) => Block::tool_result(id, out.into_content(), false),
-            Outcome::Halted(Halt::Abort) => return Dispatch::Abort,
-            Outcome::Halted(Halt::Failed(end)) => return Dispatch::Failed(end),
-            Outcome::Cancelled if self.checkpointed() => return Dispatch::Cancelled,
-            Outcome::Cancelled => Block::tool_result(id, "not run: the run was cancelled", true),
+            Outcome::Halted(halt) => {
+                telemetry::tool_ended(span, "halted");
+                return match halt {
+                    Halt::Abort => Dispatch::Abort,
+                    Halt::Failed(end) => Dispatch::Failed(end),
+                };
+            }
+            Outcome::Cancelled => {
+                telemetry::tool_ended(span, "cancelled");
+                if self.checkpointed() {
+                    return Dispatch::Cancelled;
+                }
+                Block::tool_result(id, "not run: the run was cancelled", true)
+            }
             Outcome::Ran(output) => {
+                telemetry::tool_ran(span, &output);
                 // A call cut short by cancellation is not a result: a resume runs it again (at most once, SESS-15).
                 if self.options.cancel.is_cancelled() && self.checkpointed() {
                     return Dispatch::Cancelled;
+                }
+                if self.inner.trace_content {
+                    telemetry::content_tool_result(output.content());
                 }
                 let kind = kind.unwrap_or(ToolKind::Custom);
                 self.emit(RunEvent::ToolResult { id, name, kind, output: &output });

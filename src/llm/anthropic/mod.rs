@@ -143,6 +143,11 @@ impl AnthropicProvider {
 
     /// A provider configured from the environment (PROV-6): `ANTHROPIC_API_KEY` (required) and
     /// `ANTHROPIC_BASE_URL` (optional, checked like [`with_base_url`](Self::with_base_url)).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Config`] when `ANTHROPIC_API_KEY` is unset or empty, or `ANTHROPIC_BASE_URL` fails
+    /// [`with_base_url`](Self::with_base_url)'s check.
     pub fn from_env() -> crate::error::Result<Self> {
         let key = std::env::var("ANTHROPIC_API_KEY").ok().filter(|k| !k.trim().is_empty()).ok_or_else(|| {
             Error::config("ANTHROPIC_API_KEY is not set: the anthropic provider needs an API key (--api-key)")
@@ -159,6 +164,10 @@ impl AnthropicProvider {
     ///
     /// Set this before [`with_http_debug`](Self::with_http_debug), so a bad URL is reported before the debug file
     /// is created.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Config`], naming the URL and the setting, for a URL that fails the PROV-7 check.
     pub fn with_base_url(mut self, url: impl AsRef<str>) -> crate::error::Result<Self> {
         let url = url.as_ref().trim();
         check_http_url(url)
@@ -205,6 +214,10 @@ impl AnthropicProvider {
     /// `path` (PROV-17). Whatever is at `path` is removed first (a symlink itself, never its target) and a new file
     /// is created exclusively with mode 0600. Headers are not written, so the API key never is. The file holds the
     /// whole conversation: tell the operator where it goes.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`] when whatever is at `path` cannot be removed or the file cannot be created.
     pub fn with_http_debug(mut self, path: impl AsRef<Path>) -> crate::error::Result<Self> {
         let path = path.as_ref();
         let log = debug::HttpDebugLog::create(path).map_err(|e| {
@@ -237,6 +250,11 @@ impl AnthropicProvider {
 
     /// Decode a non-streaming Messages API reply (a `message` object) into a neutral [`Response`], as `call` does:
     /// text, thinking and tool use become neutral blocks, everything else a provider block holding its exact bytes.
+    ///
+    /// # Errors
+    ///
+    /// A [`ProviderErrorKind::Decode`] error when the body is not a Messages API `message` object or one of its blocks
+    /// cannot be read.
     pub fn decode_response(body: &[u8]) -> Result<Response, ProviderError> {
         wire::decode_message(body)
     }
@@ -393,6 +411,9 @@ impl ModelProvider for AnthropicProvider {
                         ),
                     )),
                 };
+            if failure.error.kind() == ProviderErrorKind::Timeout {
+                crate::telemetry::model_timeout(call_timeout);
+            }
             let retry =
                 attempt < self.max_retries && failure.should_retry.unwrap_or_else(|| failure.error.is_retryable());
             let report = WireError { attempt, error: &failure.error, will_retry: retry };
@@ -405,6 +426,7 @@ impl ModelProvider for AnthropicProvider {
                 .filter(|w| *w <= retry::MAX_SERVER_WAIT)
                 .unwrap_or_else(|| retry::backoff(attempt, self.backoff_base, self.backoff_max));
             attempt += 1;
+            crate::telemetry::model_retry(attempt, wait, &failure.error);
             let report = WireRetry { attempt, wait, error: &failure.error };
             self.observers.iter().for_each(|o| o.on_retry(&report));
             tokio::time::sleep(wait).await;

@@ -253,7 +253,9 @@ impl Accumulator {
             }
             content.push(neutral(&mut block).map_err(|e| decode_error(format!("content block {i}: {e}")))?);
         }
-        Ok(Response::new(content, stop, usage.neutral()))
+        let text = |key: &str| self.message.get(key).and_then(Value::as_str).map(str::to_owned);
+        let (model, id) = (text("model"), text("id"));
+        Ok(Response::new(content, stop, usage.neutral()).with_origin(model, id))
     }
 }
 

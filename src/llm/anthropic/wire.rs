@@ -333,6 +333,10 @@ impl WireUsage {
 
 #[derive(Deserialize)]
 struct WireMessage<'a> {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
     #[serde(borrow)]
     content: Vec<&'a RawValue>,
     #[serde(default)]
@@ -355,7 +359,9 @@ pub(crate) fn decode_message(body: &[u8]) -> Result<Response, ProviderError> {
         .enumerate()
         .map(|(i, raw)| decode_block(raw).map_err(|e| decode_error(format!("content block {i}: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Response::new(content, stop_reason(msg.stop_reason.as_deref()), msg.usage.unwrap_or_default().neutral()))
+    let response =
+        Response::new(content, stop_reason(msg.stop_reason.as_deref()), msg.usage.unwrap_or_default().neutral());
+    Ok(response.with_origin(msg.model, msg.id))
 }
 
 pub(crate) fn decode_error(message: String) -> ProviderError {

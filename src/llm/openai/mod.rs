@@ -160,6 +160,10 @@ impl OpenAiProvider {
     ///
     /// Set this before [`with_http_debug`](Self::with_http_debug), so a bad URL is reported before the debug file
     /// is created.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Config`], naming the URL and the setting, for a URL that fails the PROV-7 check.
     pub fn with_base_url(mut self, url: impl AsRef<str>) -> crate::error::Result<Self> {
         let url = url.as_ref().trim();
         check_http_url(url)
@@ -206,6 +210,10 @@ impl OpenAiProvider {
     /// Dump every request and response to `path` (PROV-17), as the Anthropic provider does: whatever is at `path`
     /// is removed first and a new file is created exclusively with mode 0600. Headers are not written, so the API
     /// key never is.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`] when whatever is at `path` cannot be removed or the file cannot be created.
     pub fn with_http_debug(mut self, path: impl AsRef<Path>) -> crate::error::Result<Self> {
         let path = path.as_ref();
         let log = debug::HttpDebugLog::create(path).map_err(|e| {
@@ -238,6 +246,11 @@ impl OpenAiProvider {
     /// Decode a non-streaming reply (a `chat.completion` object) as `call` does, for a request of `turn` messages
     /// (which seeds the ids of calls that came without one). Usage the server did not report counts as zero here;
     /// `call` estimates it instead.
+    ///
+    /// # Errors
+    ///
+    /// A [`ProviderErrorKind::Decode`] error when the body is not a `chat.completion` object with a choice; the error
+    /// an `error` object in the body reports.
     pub fn decode_response(body: &[u8], turn: usize) -> Result<Response, ProviderError> {
         Ok(wire::decode_completion(body)?.into_response(turn, |_| Usage::default()))
     }
@@ -377,6 +390,9 @@ impl ModelProvider for OpenAiProvider {
                     ),
                 )),
             };
+            if failure.error.kind() == ProviderErrorKind::Timeout {
+                crate::telemetry::model_timeout(call_timeout);
+            }
             let retry =
                 attempt < self.max_retries && failure.should_retry.unwrap_or_else(|| failure.error.is_retryable());
             let report = WireError { attempt, error: &failure.error, will_retry: retry };
@@ -389,6 +405,7 @@ impl ModelProvider for OpenAiProvider {
                 .filter(|w| *w <= retry::MAX_SERVER_WAIT)
                 .unwrap_or_else(|| retry::backoff(attempt, self.backoff_base, self.backoff_max));
             attempt += 1;
+            crate::telemetry::model_retry(attempt, wait, &failure.error);
             let report = WireRetry { attempt, wait, error: &failure.error };
             self.observers.iter().for_each(|o| o.on_retry(&report));
             tokio::time::sleep(wait).await;

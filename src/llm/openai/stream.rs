@@ -25,6 +25,8 @@ struct Chunk {
     #[serde(default)]
     error: Option<Value>,
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     model: Option<String>,
     #[serde(default)]
     choices: Option<Vec<ChunkChoice>>,
@@ -112,6 +114,9 @@ impl Accumulator {
         }
         if let Some(model) = chunk.model.filter(|m| self.model.is_empty() && !m.is_empty()) {
             self.model = model;
+        }
+        if let Some(id) = chunk.id.filter(|i| self.reply.id.is_none() && !i.is_empty()) {
+            self.reply.id = Some(id);
         }
         if let Some(usage) = chunk.usage {
             self.reply.usage = Some(usage.neutral());
@@ -212,6 +217,7 @@ impl Accumulator {
             return Err(ProviderError::new(ProviderErrorKind::Stream, "openai: the stream ended before [DONE]"));
         }
         self.reply.calls = self.calls.into_iter().flatten().collect();
+        self.reply.model = Some(self.model).filter(|m| !m.is_empty());
         Ok(self.reply)
     }
 }

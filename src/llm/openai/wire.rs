@@ -260,13 +260,17 @@ pub(crate) struct Reply {
     pub(crate) calls: Vec<Call>,
     pub(crate) finish_reason: Option<String>,
     pub(crate) usage: Option<Usage>,
+    /// The model that answered and the completion's id, as the server reports them.
+    pub(crate) model: Option<String>,
+    pub(crate) id: Option<String>,
 }
 
 impl Reply {
     /// The neutral response. `turn` (the request's message count) seeds the ids of calls that came without one;
     /// `estimate` is the usage to count when the server reported none.
-    pub(crate) fn into_response(self, turn: usize, estimate: impl FnOnce(&Reply) -> Usage) -> Response {
+    pub(crate) fn into_response(mut self, turn: usize, estimate: impl FnOnce(&Reply) -> Usage) -> Response {
         let usage = self.usage.unwrap_or_else(|| estimate(&self));
+        let (model, id) = (self.model.take(), self.id.take());
         let stop = stop_reason(self.finish_reason.as_deref(), !self.calls.is_empty(), !self.refusal.is_empty());
         let mut content = Vec::with_capacity(self.calls.len() + 2);
         if !self.reasoning.is_empty() {
@@ -290,7 +294,7 @@ impl Reply {
             seen.insert(id.clone());
             content.push(Block::ToolUse { id, name: call.name, input: tool_input(&call.arguments) });
         }
-        Response::new(content, stop, usage)
+        Response::new(content, stop, usage).with_origin(model, id)
     }
 }
 
@@ -317,6 +321,10 @@ pub(crate) fn stop_reason(finish: Option<&str>, has_calls: bool, refused: bool) 
 
 #[derive(Deserialize)]
 struct Completion {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     choices: Vec<Choice>,
     #[serde(default)]
@@ -418,6 +426,8 @@ pub(crate) fn decode_completion(body: &[u8]) -> Result<Reply, ProviderError> {
         calls,
         finish_reason: choice.finish_reason,
         usage: completion.usage.map(|u| u.neutral()),
+        model: completion.model,
+        id: completion.id,
     })
 }
 

@@ -7,6 +7,7 @@ use crate::config::{ConfirmOverMcp, format_duration};
 use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
 use crate::gate::{PROMPT_LIMIT, sanitize};
 use crate::select::{SelectedTool, Toolset};
+use crate::telemetry;
 use crate::tool::{CallContext, ToolInput, ToolOutput};
 use crate::warning::Warning;
 use async_trait::async_trait;
@@ -24,6 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
 
 /// A tool that ignores its [`CallContext`] deadline is abandoned this long after it.
 const BACKSTOP_GRACE: Duration = Duration::from_secs(1);
@@ -112,6 +114,25 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| !v.has_initialize())
 }
 
+/// The `mcp.request` span of one request (see [`telemetry`]).
+fn request_span(method: &str, tool: Option<&str>, context: &RequestContext<RoleServer>) -> Span {
+    let parts = context.extensions.get::<axum::http::request::Parts>();
+    let session = parts.and_then(|p| p.headers.get(super::http::SESSION_HEADER)).and_then(|v| v.to_str().ok());
+    let protocol = context.protocol_version();
+    telemetry::mcp_span(method, tool, session, &context.id, protocol.as_ref().map(|v| v.as_str()))
+}
+
+/// A denial's [`DECLINE_REASON`](telemetry::DECLINE_REASON).
+fn denial_reason(why: Denial) -> &'static str {
+    match why {
+        Denial::Refused => "refused",
+        Denial::Dismissed => "dismissed",
+        Denial::TimedOut => "timed_out",
+        Denial::Failed => "failed",
+        Denial::CannotAsk => "cannot_ask",
+    }
+}
+
 impl Shared {
     fn gated_behavior(&self, caps: Option<&ClientCapabilities>) -> GatedBehavior {
         if self.tools.gated_count() == 0 {
@@ -133,6 +154,8 @@ impl Shared {
     /// The denial text of a gated call, logged as a denial.
     fn denial(&self, why: Denial, tool: &SelectedTool, display: &str, detail: Option<&str>) -> String {
         let name = tool.spec().name();
+        // Inside the call's `execute_tool` span.
+        telemetry::tool_declined(&Span::current(), denial_reason(why));
         self.events.emit(&McpEvent::Denied { name, display, why });
         let trigger = tool.gate_trigger().unwrap_or_default();
         confirm::denial_text(why, name, display, trigger, self.confirm_timeout, detail)
@@ -206,15 +229,32 @@ impl Shared {
             out = call.run(ctx) => out,
             _ = request_ct.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was cancelled by the client")),
             _ = token.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was stopped: the server is shutting down")),
-            _ = tokio::time::sleep(self.tool_timeout.saturating_add(BACKSTOP_GRACE)) => ToolOutput::error(format!(
-                "tool \"{name}\" did not finish within {} and was stopped",
-                format_duration(self.tool_timeout)
-            )),
+            _ = tokio::time::sleep(self.tool_timeout.saturating_add(BACKSTOP_GRACE)) => {
+                let why = "the tool did not finish within tool_timeout and was stopped";
+                telemetry::tool_timeout(self.tool_timeout, why);
+                ToolOutput::error(format!(
+                    "tool \"{name}\" did not finish within {} and was stopped",
+                    format_duration(self.tool_timeout)
+                ))
+            }
         }
     }
 
-    /// MCP-5..19 through the one dispatch path: checks, then the MCP approver, then the bounded run.
+    /// MCP-5..19 through the one dispatch path, in the call's `execute_tool` span.
     async fn call(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> CallToolResponse {
+        let tool = self.tools.get(&request.name);
+        let kind = tool.map(|t| t.spec().kind());
+        let span = telemetry::tool_span(&request.name, None, kind, tool.is_some_and(SelectedTool::is_gated));
+        self.call_in(&span, request, context).instrument(span.clone()).await
+    }
+
+    /// Checks, then the MCP approver, then the bounded run.
+    async fn call_in(
+        &self,
+        span: &Span,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
         // Rendered once from the client's arguments; every check and the tool read the same text.
         let input = match &request.arguments {
             Some(args) => ToolInput::from_map(args),
@@ -226,18 +266,35 @@ impl Shared {
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.extensions.get::<super::http::DuplicateArgument>());
         if let (Some(super::http::DuplicateArgument(key)), Some(tool)) = (duplicate, self.tools.get(&request.name)) {
-            return error_result(Refusal::duplicate(tool.spec(), key).to_string());
+            let refusal = Refusal::duplicate(tool.spec(), key);
+            telemetry::tool_refused(span, &refusal);
+            return error_result(refusal.to_string());
         }
         let mut surface = McpSurface { shared: self, request: &request, context: &context, display: None };
-        match dispatch(&mut surface, &self.tools, &request.name, &input).await {
-            Outcome::Refused(Refusal::UnknownTool { name }) => {
-                error_result(format!("unknown tool \"{name}\"; tools/list names the tools this server offers"))
+        let outcome = dispatch(&mut surface, &self.tools, &request.name, &input).await;
+        match outcome {
+            Outcome::Refused(refusal) => {
+                telemetry::tool_refused(span, &refusal);
+                match refusal {
+                    Refusal::UnknownTool { name } => {
+                        error_result(format!("unknown tool \"{name}\"; tools/list names the tools this server offers"))
+                    }
+                    refusal => error_result(refusal.to_string()),
+                }
             }
-            Outcome::Refused(refusal) => error_result(refusal.to_string()),
             Outcome::Declined(out) => text_result(out),
-            Outcome::Halted(response) => response,
-            Outcome::Cancelled => error_result(format!("the call of \"{}\" was cancelled before it ran", request.name)),
-            Outcome::Ran(out) => text_result(out),
+            Outcome::Halted(response) => {
+                telemetry::tool_ended(span, "halted");
+                response
+            }
+            Outcome::Cancelled => {
+                telemetry::tool_ended(span, "cancelled");
+                error_result(format!("the call of \"{}\" was cancelled before it ran", request.name))
+            }
+            Outcome::Ran(out) => {
+                telemetry::tool_ran(span, &out);
+                text_result(out)
+            }
         }
     }
 
@@ -272,11 +329,13 @@ impl Shared {
             GatedBehavior::Refused => denied((Denial::CannotAsk, None)),
             GatedBehavior::RunUngated | GatedBehavior::NoneGated => {
                 if self.confirm == ConfirmOverMcp::Auto {
-                    self.events.emit(&McpEvent::Warning(&Warning::UngatedOverMcp {
+                    let warning = Warning::UngatedOverMcp {
                         tool: tool.spec().name().to_owned(),
                         command: display.to_owned(),
                         tag: trigger.to_owned(),
-                    }));
+                    };
+                    telemetry::warning(&warning, false);
+                    self.events.emit(&McpEvent::Warning(&warning));
                 }
                 Approval::Approved
             }
@@ -345,6 +404,7 @@ impl ServerHandler for Handler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        let _span = request_span("initialize", None, &context).entered();
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         // Client-supplied text reaches the operator's terminal: sanitized (GATE-8).
@@ -354,6 +414,7 @@ impl ServerHandler for Handler {
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let _span = request_span("server/discover", None, &context).entered();
         let client = context.client_info().map(|c| sanitize(&format!("{} {}", c.name, c.version), 200));
         let protocol = context.protocol_version().map(|v| sanitize(v.as_str(), 64)).unwrap_or_default();
         self.0.connected(client, &protocol, context.client_capabilities().as_ref());
@@ -363,8 +424,9 @@ impl ServerHandler for Handler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let _span = request_span("tools/list", None, &context).entered();
         Ok(ListToolsResult::with_all_items(self.0.listing.clone()))
     }
 
@@ -377,6 +439,7 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        Ok(self.0.call(request, context).await)
+        let span = request_span("tools/call", Some(&request.name), &context);
+        Ok(self.0.call(request, context).instrument(span).await)
     }
 }

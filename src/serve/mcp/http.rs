@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// The header carrying a legacy session's id.
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -252,6 +252,7 @@ impl Gate {
         };
         match listing_request_id(&bytes) {
             Some(id) => {
+                let _span = crate::telemetry::mcp_span("tools/list", None, Some(&session), &id, None).entered();
                 let head = bytes::Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#));
                 let chunks = [head, self.listing.clone(), bytes::Bytes::from_static(b"}")];
                 let body = Body::from_stream(futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>)));
@@ -325,7 +326,9 @@ fn listing_request_id(body: &[u8]) -> Option<&str> {
 }
 
 fn refuse(status: StatusCode, why: impl Into<String>) -> Response {
-    let mut response = Response::new(Body::from(why.into()));
+    let why = why.into();
+    crate::telemetry::http_refused(status.as_u16(), &why);
+    let mut response = Response::new(Body::from(why));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, axum::http::HeaderValue::from_static("text/plain; charset=utf-8"));
     response

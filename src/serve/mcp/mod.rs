@@ -144,6 +144,10 @@ impl McpServer {
     }
 
     /// Listen on the configured address and port (127.0.0.1:8080 unless told otherwise).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) naming the address when it cannot be bound (in use, not permitted).
     pub async fn bind(&self) -> Result<TcpListener> {
         http::bind(&self.address, self.port).await
     }
@@ -151,6 +155,10 @@ impl McpServer {
     /// Serve on `listener` until `shutdown` resolves, then shut down gracefully: stop accepting, wait at most
     /// [`SHUTDOWN_GRACE`] for calls in progress, stop the rest (killing their process groups) and return
     /// (MCP-22). Only a listener failure is an error.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) when the listener has no address or accepting fails for good.
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let local = listener
             .local_addr()
@@ -234,6 +242,10 @@ impl McpServer {
     /// [`serve`](McpServer::serve) until SIGINT or SIGTERM (MCP-22). The signal handlers are installed when this is
     /// first polled; to catch a signal that arrives earlier, call [`shutdown_signal`] first and pass it to
     /// [`serve`](McpServer::serve).
+    ///
+    /// # Errors
+    ///
+    /// As [`serve`](McpServer::serve).
     pub async fn serve_until_signal(self, listener: TcpListener) -> Result<()> {
         self.serve(listener, shutdown_signal()).await
     }
@@ -383,6 +395,12 @@ impl McpServerBuilder {
 
     /// Validate the configuration, load and select the tools once, and keep what MCP serves. Fails when MCP is
     /// not enabled (MCP-1), on configuration, source and selection errors, and when no tool can be served (MCP-7).
+    ///
+    /// # Errors
+    ///
+    /// A configuration error when there is no configuration, MCP is not enabled (MCP-1), validation fails or the
+    /// identity is invalid; an introspection or source error when a tool source cannot be loaded; a selection error on
+    /// a name collision or when no tool can be served (MCP-7).
     pub async fn build(self) -> Result<McpServer> {
         let config = self.config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
         let (tools, warnings) = load::load(

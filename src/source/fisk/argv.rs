@@ -166,6 +166,11 @@ impl CommandShape<'_> {
     /// This is fisk's `ArgsFromJSON` and checks only what it checks (known keys, boolean flags, nesting); types,
     /// enums and patterns are the schema's job, which a command tool's `call` validates first.
     ///
+    /// # Errors
+    ///
+    /// An [`ArgvError`] naming the property: input that is not a JSON object, an unknown property, a value of the wrong
+    /// type, or a boolean flag set to false that has no negation.
+    ///
     /// ```
     /// use fisk_ai::source::fisk::{AppModel, CommandShape};
     ///

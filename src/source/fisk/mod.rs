@@ -128,6 +128,11 @@ impl FiskApp {
 
     /// Run `<binary> --fisk-introspect` once and decode the document (TOOL-1..5): scrubbed environment, the process
     /// working directory, own process group, 16 MiB cap (rejected, never truncated), bounded by the deadline.
+    ///
+    /// # Errors
+    ///
+    /// An introspection error when the binary cannot be started, exits non-zero, times out, prints more than 16 MiB, or
+    /// prints a document that does not decode.
     pub async fn introspect(&self) -> Result<AppModel> {
         let output = self.introspect_bytes().await?;
         self.decode(&output)
@@ -187,6 +192,10 @@ impl FiskApp {
 
     /// The application's exposable global flags (hidden and framework flags left out), marking the exposed ones.
     /// Fails like [`load`](ToolSource::load) on an allowlist entry that names no exposable global.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming a `global_flags` entry that names no exposable global flag.
     pub fn describe_globals(&self, app: &AppModel) -> Result<Vec<GlobalFlag>> {
         let exposed = walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?;
         Ok(app
@@ -204,6 +213,10 @@ impl FiskApp {
 
     /// Turn a decoded document into tools, without running anything: walk, names, descriptions, schemas with
     /// exposed globals merged, and the TAG-6/TAG-7/TOOL-10 warnings.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming a `global_flags` entry that names no exposable global flag.
     pub fn tools_from_model(&self, app: AppModel) -> Result<Loaded> {
         let globals = walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?;
         let mut warnings = Vec::new();
@@ -215,6 +228,11 @@ impl FiskApp {
     /// after [`AppModel::from_slice`] would, but faster and in less memory: the document is kept whole and each
     /// tool decodes its own schema, flags and args from it only when first needed. This is what
     /// [`load`](ToolSource::load) does.
+    ///
+    /// # Errors
+    ///
+    /// An introspection error when the document does not decode; otherwise as
+    /// [`tools_from_model`](Self::tools_from_model).
     pub fn tools_from_slice(&self, bytes: &[u8]) -> Result<Loaded> {
         let Ok(text) = std::str::from_utf8(bytes) else {
             return self.tools_from_model(self.decode(bytes)?);
@@ -395,10 +413,13 @@ impl Tool for CommandTool {
                 ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.app.binary.display()))
             }
             Err(RunError::Io(e)) => ToolOutput::error(format!("reading the output of \"{command}\" failed: {e}")),
-            Err(RunError::TimedOut(d)) => ToolOutput::error(format!(
-                "\"{command}\" did not finish within {} and was killed",
-                crate::config::format_duration(d)
-            )),
+            Err(RunError::TimedOut(d)) => {
+                crate::telemetry::tool_timeout(d, "the command did not finish within its timeout and was killed");
+                ToolOutput::error(format!(
+                    "\"{command}\" did not finish within {} and was killed",
+                    crate::config::format_duration(d)
+                ))
+            }
             Err(RunError::Cancelled) => ToolOutput::error(format!("\"{command}\" was cancelled and killed")),
             Err(RunError::TooLarge(_)) => ToolOutput::error("output exceeded its limit"),
         }

@@ -126,6 +126,10 @@ where
 
 impl AppModel {
     /// Decode an introspection document. Leading noise before the JSON (a PreAction printing a line) is tolerated.
+    ///
+    /// # Errors
+    ///
+    /// The JSON error when no introspection document can be decoded from `bytes`.
     pub fn from_slice(bytes: &[u8]) -> Result<AppModel, serde_json::Error> {
         match serde_json::from_slice(bytes) {
             Ok(m) => Ok(m),

@@ -1,0 +1,56 @@
+//! The `tracing` spans of MCP serving (issue 16 part 3): one `mcp.request` span per request, and a `tools/call`'s
+//! `execute_tool` span under it, on both lifecycles, with no argument or output in any field.
+#![cfg(feature = "mcp")]
+
+mod common;
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+
+use fisk_ai::telemetry::{self as t, MCP_SPAN, TOOL_SPAN};
+use mcp_support::*;
+use serde_json::json;
+
+const WORD: &str = "SECRET-WORD";
+
+#[tokio::test]
+async fn each_request_is_an_mcp_request_span_and_a_tools_call_runs_in_an_execute_tool_child() {
+    let (capture, guard) = common::trace::capture();
+    let served = serve(&[]).await;
+    for era in ERAS {
+        let client = connect(&served.url, TestClient::new(true, Answer::Decline), era).await;
+        let out = exec_json(&call(&client, "echo", json!({"words": [WORD]})).await);
+        assert_eq!(out["exit_code"], 0, "{era:?}");
+        client.cancel().await.unwrap();
+    }
+    drop(guard);
+    let trace = capture.trace();
+    let requests = trace.named(MCP_SPAN);
+    let methods: Vec<&str> = requests.iter().filter_map(|s| s.field(t::MCP_METHOD_NAME)).collect();
+    assert!(methods.contains(&"initialize") && methods.contains(&"server/discover"), "{methods:?}");
+
+    let calls: Vec<_> = requests.iter().filter(|s| s.field(t::MCP_METHOD_NAME) == Some("tools/call")).collect();
+    assert_eq!(calls.len(), 2, "{requests:#?}");
+    for call in &calls {
+        assert_eq!(call.field(t::OTEL_NAME), Some("tools/call echo"));
+        assert_eq!(call.field(t::OTEL_KIND), Some("server"));
+        assert_eq!(call.field(t::TOOL_NAME), Some("echo"));
+        assert!(call.field(t::JSONRPC_REQUEST_ID).is_some(), "{call:#?}");
+    }
+    assert!(calls.iter().any(|c| c.field(t::MCP_SESSION_ID).is_some()), "the legacy session's id: {calls:#?}");
+
+    let tools = trace.named(TOOL_SPAN);
+    assert_eq!(tools.len(), 2);
+    for (tool, call) in tools.iter().zip(&calls) {
+        assert_eq!(tool.parent, Some(call.index));
+        assert_eq!(tool.field(t::OPERATION_NAME), Some("execute_tool"));
+        assert_eq!(tool.field(t::TOOL_NAME), Some("echo"));
+        assert_eq!(tool.field(t::TOOL_KIND), Some("command"));
+        assert_eq!(tool.field(t::TOOL_OUTCOME), Some("ran"));
+        assert_eq!(tool.field(t::PROCESS_EXIT_CODE), Some("0"));
+        assert_eq!(tool.field(t::TOOL_TRUNCATED), Some("false"));
+        assert_eq!(tool.field(t::TOOL_CALL_ID), None, "MCP has no model call id");
+    }
+    for (where_, value) in trace.values("fisk_ai") {
+        assert!(!value.contains(WORD), "{where_} = {value}");
+    }
+}
