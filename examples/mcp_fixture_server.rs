@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --example mcp_fixture_server --features mcp -- [--http ADDR] [--many N --page N] [--hostile]
-//!     [--flood-stderr] [--extra NAME]... [--legacy]
+//!     [--flood-stderr] [--extra NAME]... [--legacy] [--endless]
 //! ```
 //!
 //! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
@@ -30,6 +30,8 @@ pub struct Fixture {
     page: usize,
     /// `--legacy`: refuse the 2026-07-28 `server/discover`, as a server of the 2025-11-25 era does.
     legacy: bool,
+    /// `--endless`: every page of the listing names a next one.
+    endless: bool,
 }
 
 impl Fixture {
@@ -46,7 +48,9 @@ impl Fixture {
                 tools.push(tool(name, &format!("An extra tool named {name}"), object(json!({}), &[])));
             }
         }
-        Fixture { tools: Arc::new(tools), page: page.max(1), legacy: args.iter().any(|a| a == "--legacy") }
+        let legacy = args.iter().any(|a| a == "--legacy");
+        let endless = args.iter().any(|a| a == "--endless");
+        Fixture { tools: Arc::new(tools), page: page.max(1), legacy, endless }
     }
 }
 
@@ -77,6 +81,7 @@ fn tools(many: usize, hostile: bool) -> Vec<Tool> {
         tool("pwd", "Print the working directory", object(json!({}), &[])),
         tool("era", "Print the protocol version of this request", object(json!({}), &[])),
         tool("pid", "Print this server's process id", object(json!({}), &[])),
+        tool("hugeerror", "Fail with a 1 MB JSON-RPC error", object(json!({}), &[])),
         tool("auth", "Print the Authorization header this request carried (HTTP only)", object(json!({}), &[])),
     ];
     tools.extend((0..many).map(|i| tool(&format!("t{i:05}"), &format!("Synthetic tool {i}"), object(json!({}), &[]))));
@@ -159,7 +164,7 @@ impl ServerHandler for Fixture {
         let start: usize = request.and_then(|r| r.cursor).and_then(|c| c.parse().ok()).unwrap_or(0);
         let end = (start + self.page).min(self.tools.len());
         let mut result = ListToolsResult::with_all_items(self.tools[start.min(end)..end].to_vec());
-        result.next_cursor = (end < self.tools.len()).then(|| end.to_string());
+        result.next_cursor = (end < self.tools.len() || self.endless).then(|| end.to_string());
         Ok(result)
     }
 
@@ -168,6 +173,9 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        if request.name == "hugeerror" {
+            return Err(ErrorData::internal_error("e".repeat(1 << 20), None));
+        }
         Ok(answer(&request, &context).await.into())
     }
 }

@@ -40,7 +40,9 @@ pub(crate) struct Candidates {
 pub(crate) async fn load(config: &Config, inputs: Inputs<'_>, warnings: &mut Vec<Warning>) -> Result<Candidates> {
     let mut sources = configured(config, inputs.imports)?;
     sources.extend(inputs.sources);
-    let mut env = ChildEnv::new().with_scrubbed_all(inputs.credentials);
+    // Every configured bearer variable, whether or not this surface imports (a server that does not connect to
+    // `mcp_servers` still must not hand the token to its children: MCPI-4).
+    let mut env = ChildEnv::new().with_scrubbed_all(inputs.credentials).with_scrubbed_all(config.bearer_token_envs());
     for source in &sources {
         env = env.with_scrubbed_all(source.credentials());
     }

@@ -114,8 +114,33 @@ async fn mcpi_8_results_are_capped_exactly_as_exec_12() {
 #[tokio::test]
 async fn mcpi_6_ten_thousand_tools_across_pages() {
     let loaded = stdio("many", &["--many", "10000", "--page", "100"]).load().await.unwrap();
-    assert_eq!(loaded.tools.len(), 10_013);
+    assert_eq!(loaded.tools.len(), 10_014);
     assert_eq!(find(&loaded.tools, "t09999").spec().description(), "Synthetic tool 9999");
+}
+
+/// A listing that never ends fails the load, naming the server, instead of growing without bound.
+#[tokio::test]
+async fn an_endless_listing_fails_the_load() {
+    let err = stdio("endless", &["--endless", "--page", "100"]).load().await.unwrap_err().to_string();
+    assert!(err.contains("mcp server endless") && err.contains("past 2000 pages"), "{err}");
+}
+
+/// A server's error text is capped before it reaches the model (a JSON-RPC error can be megabytes).
+#[tokio::test]
+async fn a_huge_error_message_is_capped() {
+    let loaded = stdio("e", &[]).load().await.unwrap();
+    let out = call(&find(&loaded.tools, "hugeerror"), "{}").await;
+    assert!(out.is_error() && out.content().len() < 3000, "{} bytes", out.content().len());
+    assert!(out.content().contains("bytes omitted"), "{}", &out.content()[..200]);
+}
+
+/// MCPI-10: the operator approves exactly what is sent: the arguments as they will be serialized.
+#[tokio::test]
+async fn mcpi_10_the_approval_line_shows_what_is_sent() {
+    let loaded = stdio("shown", &[]).load().await.unwrap();
+    let add = find(&loaded.tools, "add");
+    let input = ToolInput::from_json(r#"{ "b": 1, "a": 12345678901234567890123 }"#).unwrap();
+    assert_eq!(add.prepare(&input).display(), r#"add {"a":1.2345678901234568e+22,"b":1}"#);
 }
 
 /// MCPI-6: the entry's include then exclude, on the server's names.

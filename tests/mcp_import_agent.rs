@@ -55,7 +55,11 @@ fn imported_names(agent: &Agent) -> Vec<String> {
 #[tokio::test]
 async fn mcpi_7_import_5_final_names_against_commands_builtins_and_each_other_in_every_order() {
     let dir = tempfile::tempdir().unwrap();
-    let a = server("alpha", &["--extra", "say", "--extra", "base64_encode", "--extra", "only_a"], "");
+    let a = server(
+        "alpha",
+        &["--extra", "say", "--extra", "base64_encode", "--extra", "only_a", "--extra", "call_tool"],
+        "",
+    );
     let b = server("beta", &[], "    alias: b\n");
     let builtins = "harness:\n  tools:\n    - name: base64_encode\n";
     let mut seen = Vec::new();
@@ -66,6 +70,7 @@ async fn mcpi_7_import_5_final_names_against_commands_builtins_and_each_other_in
         assert!(names.contains(&"alpha_base64_encode".to_owned()), "held by the built-in: {names:?}");
         assert!(names.contains(&"alpha_echo".to_owned()) && names.contains(&"b_echo".to_owned()), "{names:?}");
         assert!(names.contains(&"only_a".to_owned()), "exposed once: bare: {names:?}");
+        assert!(names.contains(&"alpha_call_tool".to_owned()), "the search meta-tools' names are held: {names:?}");
         assert!(agent.toolset().get("say").is_some_and(|t| t.spec().kind() == fisk_ai::tool::ToolKind::Command));
         // MCPI-10: the operator's line names the tool as the model called it.
         let echo = agent.toolset().get("b_echo").unwrap();

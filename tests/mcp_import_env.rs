@@ -1,6 +1,7 @@
 //! Invariant 4 for MCP import (MCPI-3, MCPI-4, EXEC-8): a stdio server dumping its environment holds no
 //! credential (every provider's, and every entry's `bearer_token_env`) and no `LLMFORMAT`; the bearer variable is
-//! scrubbed from the wrapped application's introspection too, and reaches the HTTP server only as the header.
+//! scrubbed from the wrapped application's introspection too (by the agent, by `McpServer`, which never imports,
+//! and by `cli info`), and reaches the HTTP server only as the header.
 //! Alone in its own test binary because it sets variables in this process's environment before any thread exists.
 #![cfg(feature = "mcp")]
 // Setting this process's environment (before any other thread exists) is unsafe in edition 2024.
@@ -65,5 +66,28 @@ fn invariant_4_mcpi_3_4_no_imported_server_or_child_sees_a_credential() {
         let (auth, _) = result_of(&outcome.messages, "2");
         assert_eq!(auth, format!("Bearer secret-{BEARER}"));
         assert_eq!(outcome.stats.remote_tool_calls, 2, "MCPI-9: counted as remote");
+
+        // The MCP server never imports, yet scrubs the bearer variable from its children (introspection here).
+        std::fs::remove_file(dir.path().join("introspect.env")).unwrap();
+        let mut served = fisk_ai::Config::from_yaml_str(&yaml).unwrap();
+        served.expose.agent.mcp.get_or_insert_with(Default::default);
+        fisk_ai::serve::mcp::McpServer::builder().config(served).build().await.unwrap();
+        let introspected = std::fs::read_to_string(dir.path().join("introspect.env")).unwrap();
+        assert!(!introspected.contains(BEARER), "the bearer variable reached the MCP server's introspection");
+
+        // `cli info` neither: it introspects and imports like a run.
+        #[cfg(all(feature = "anthropic", feature = "terminal"))]
+        {
+            std::fs::remove_file(dir.path().join("introspect.env")).unwrap();
+            std::fs::write(dir.path().join("agent.yaml"), &yaml).unwrap();
+            let out = std::process::Command::new(example("cli"))
+                .args(["info", "--config", "agent.yaml"])
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let introspected = std::fs::read_to_string(dir.path().join("introspect.env")).unwrap();
+            assert!(!introspected.contains(BEARER), "the bearer variable reached info's introspection");
+        }
     });
 }

@@ -52,6 +52,8 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     let identity = config.identity()?;
     let (tools, globals) = match FiskApp::from_config(&config) {
         Some(app) => {
+            // MCPI-4: the bearer variables stay out of introspection too.
+            let app = app.with_env(ChildEnv::new().with_scrubbed_all(config.bearer_token_envs()));
             let model = app.introspect().await?;
             let globals = app.describe_globals(&model)?;
             let loaded = app.tools_from_model(model)?;
@@ -76,8 +78,9 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     tools.extend(BuiltinRegistry::with_defaults().build_enabled(&config, &env)?);
     let toolset = Selection::from_config(&config)?.apply(tools)?;
     warnings.extend(toolset.warnings().iter().cloned());
+    // Imported names and descriptions are whatever a server sent (GATE-8).
     for w in &warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", fisk_ai::gate::sanitize(&w.to_string(), usize::MAX));
     }
     if let Err(e) = toolset.ensure_not_empty(config.application_path.is_some()) {
         eprintln!("warning: {e}");
@@ -117,8 +120,7 @@ async fn imports(
     let imports: Vec<Result<McpImport, String>> = (config.mcp_servers.iter().enumerate())
         .map(|(i, e)| McpImport::from_entry(i, e, config.llm.budget.call_timeout()).map_err(|e| e.to_string()))
         .collect();
-    let bearer = imports.iter().flatten().flat_map(|i| i.credentials());
-    let ctx = LoadContext::new(ChildEnv::new().with_scrubbed_all(bearer));
+    let ctx = LoadContext::new(ChildEnv::new().with_scrubbed_all(config.bearer_token_envs()));
     let mut servers = Vec::new();
     for (entry, import) in config.mcp_servers.iter().zip(imports) {
         let reach = match import {

@@ -74,7 +74,8 @@ async fn main() -> ExitCode {
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             // `{:#}`: the message and its causes, each once (fisk-ai errors keep the cause out of `{}`).
-            eprintln!("error: {e:#}");
+            // An error can quote what an MCP server or a config file sent (GATE-8).
+            eprintln!("error: {}", fisk_ai::gate::sanitize(&format!("{e:#}"), usize::MAX));
             ExitCode::FAILURE
         }
     }

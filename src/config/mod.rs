@@ -545,6 +545,13 @@ impl Config {
         }
     }
 
+    /// Every `mcp_servers[].bearer_token_env` name: credentials scrubbed from every child process (MCPI-4), by
+    /// every surface, whether it imports or not.
+    pub fn bearer_token_envs(&self) -> Vec<String> {
+        let names = self.mcp_servers.iter().filter_map(|s| s.bearer_token_env.as_deref());
+        names.filter(|n| !n.is_empty()).map(str::to_owned).collect()
+    }
+
     /// `global_flags` normalized per GLOBAL-2: trimmed, leading dashes removed, empties dropped, duplicates
     /// removed keeping the first occurrence. Parsed configurations already hold the normalized list.
     pub fn global_flags(&self) -> Vec<String> {

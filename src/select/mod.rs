@@ -20,6 +20,7 @@ pub use toolset::{SelectedTool, Toolset};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::gate::sanitize;
 use crate::tool::{Tool, ToolKind, tags};
 use crate::warning::Warning;
 use std::collections::HashMap;
@@ -145,7 +146,9 @@ impl Selection {
             let spec = t.spec();
             let (name, kind) = (spec.name(), spec.kind());
             if !is_valid_tool_name(name) {
-                warnings.push(Warning::InvalidToolName { name: name.to_owned(), display: spec.display_path() });
+                // An imported name is whatever its server sent: kept printable (GATE-8).
+                let (name, display) = (sanitize(name, 200), sanitize(&spec.display_path(), 200));
+                warnings.push(Warning::InvalidToolName { name, display });
                 invalid.push(i);
                 continue;
             }

@@ -22,12 +22,14 @@ fn alias(spec: &ToolSpec) -> Option<&str> {
 /// Rename imported tools where IMPORT-5 says so. Fails when final names still collide among imported tools
 /// (IMPORT-6), naming them and suggesting a distinct alias.
 pub(crate) fn final_names(candidates: Vec<Arc<dyn Tool>>) -> Result<Vec<Arc<dyn Tool>>> {
-    let held: HashSet<&str> = candidates
+    let mut held: HashSet<&str> = candidates
         .iter()
         .map(|t| t.spec())
         .filter(|s| matches!(s.kind(), ToolKind::Command | ToolKind::Builtin))
         .map(ToolSpec::name)
         .collect();
+    // The client-side search meta-tools' names are the agent's own: an imported tool never takes them.
+    held.extend([crate::agent::search::SEARCH_TOOLS, crate::agent::search::CALL_TOOL]);
     // Counted per tool, not per alias: two sources sharing an alias both expose the name too.
     let mut exposers: HashMap<&str, usize> = HashMap::new();
     for spec in candidates.iter().map(|t| t.spec()).filter(|s| s.kind() == ToolKind::Imported) {
@@ -62,9 +64,10 @@ fn still_colliding(tools: &[Arc<dyn Tool>], finals: &HashSet<String>) -> Result<
     for t in tools {
         by_name.entry(t.spec().name()).or_default().push(t.spec());
     }
+    // A name no model can call is skipped with a warning by the selection (IMPORT-6), never a collision.
     let mut clashes: Vec<String> = by_name
         .iter()
-        .filter(|(name, specs)| specs.len() > 1 && finals.contains(**name))
+        .filter(|(name, specs)| specs.len() > 1 && finals.contains(**name) && super::is_valid_tool_name(name))
         .map(|(name, specs)| {
             let from: Vec<String> = specs
                 .iter()

@@ -5,6 +5,7 @@ use crate::assemble;
 use crate::builtin::{BuiltinEnv, BuiltinRegistry};
 use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
+use crate::gate::sanitize;
 use crate::operator::NoOperator;
 use crate::select::{Rule, SelectedTool, Toolset, is_valid_tool_name};
 use crate::source::ToolSource;
@@ -84,7 +85,8 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
             continue;
         }
         if !is_valid_tool_name(spec.name()) {
-            warnings.push(Warning::InvalidToolName { name: spec.name().to_owned(), display: spec.display_path() });
+            let (name, display) = (sanitize(spec.name(), 200), sanitize(&spec.display_path(), 200));
+            warnings.push(Warning::InvalidToolName { name, display });
             continue;
         }
         kept.push(t.clone());

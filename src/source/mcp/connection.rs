@@ -6,7 +6,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::exec::ChildEnv;
 use crate::tool::{CancellationToken, ToolOutput};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject, ProtocolVersion,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject, PaginatedRequestParams,
+    ProtocolVersion,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -91,7 +92,7 @@ impl Connection {
                 let (child, read, write) = stdio::spawn(&server, command, env)?;
                 let service = bounded(import.timeout, connect((read, write)))
                     .await
-                    .map_err(|e| fail("cannot initialize", &child.explain(&e)))?;
+                    .map_err(|e| fail("cannot initialize", &child.explain(&capped(&e))))?;
                 (service, Some(child), None)
             }
             Transport::Http { url, bearer_token_env } => {
@@ -99,12 +100,15 @@ impl Connection {
                 if let Some(var) = bearer_token_env {
                     config = config.auth_header(bearer_token(&server, var)?);
                 }
+                // No redirects: a redirect would replay the model's arguments (and the session id) to wherever the
+                // server points.
                 let client = reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
                     .connect_timeout(import.timeout)
                     .build()
                     .map_err(|e| fail("cannot build the HTTP client", &e))?;
                 let dial = HttpDial { client, config, timeout: import.timeout };
-                let service = dial.dial().await.map_err(|e| fail(&format!("cannot initialize {url}"), &e))?;
+                let service = dial.dial().await.map_err(|e| fail(&format!("cannot initialize {url}"), &capped(&e)))?;
                 (service, None, Some(dial))
             }
         };
@@ -117,10 +121,9 @@ impl Connection {
             child,
         };
         let session = conn.current();
-        let listed = bounded(import.timeout, async { session.list_all_tools().await.map_err(|e| e.to_string()) });
-        match listed.await {
+        match bounded(import.timeout, list(&session)).await {
             Ok(tools) => Ok((conn, tools)),
-            Err(e) => Err(fail("cannot list tools", &conn.explain(&e))),
+            Err(e) => Err(fail("cannot list tools", &conn.explain(&capped(&e)))),
         }
     }
 
@@ -195,10 +198,10 @@ impl Connection {
         let closed = matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_))
             || session.peer().is_transport_closed();
         if !closed {
-            return ToolOutput::error(format!("mcp server {}: {tool} failed: {e}", self.server));
+            return ToolOutput::error(format!("mcp server {}: {tool} failed: {}", self.server, capped(&e.to_string())));
         }
         let reason = match &self.http {
-            None => format!("mcp server {} is gone: {}", self.server, self.explain(&e.to_string())),
+            None => format!("mcp server {} is gone: {}", self.server, self.explain(&capped(&e.to_string()))),
             Some(_) => format!(
                 "mcp server {}: the connection was lost during {tool} ({e}; a reply over the 16 MiB limit ends it \
                  too); the next call reconnects",
@@ -218,6 +221,45 @@ impl Connection {
             None => what.to_owned(),
         }
     }
+}
+
+/// The most tools one server may list, and the most pages: a server that keeps answering with a fresh cursor
+/// fails the load instead of growing memory until the timeout.
+const MAX_TOOLS: usize = 20_000;
+const MAX_PAGES: usize = 2_000;
+
+/// Every page of `tools/list` (MCPI-6), within [`MAX_TOOLS`] and [`MAX_PAGES`].
+async fn list(
+    session: &RunningService<RoleClient, ImportClient>,
+) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor.take().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = session.list_tools(params).await.map_err(|e| capped(&e.to_string()))?;
+        tools.extend(page.tools);
+        if tools.len() > MAX_TOOLS {
+            return Err(format!("it lists more than {MAX_TOOLS} tools"));
+        }
+        match page.next_cursor {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => return Ok(tools),
+        }
+    }
+    Err(format!("its listing goes on past {MAX_PAGES} pages"))
+}
+
+/// Server-chosen text in an error (a JSON-RPC error's message and data can be megabytes): at most 2 KiB of it,
+/// head and tail, so an error result never floods the model's context.
+pub(crate) fn capped(text: &str) -> String {
+    const KEEP: usize = 1024;
+    if text.len() <= 2 * KEEP {
+        return text.to_owned();
+    }
+    // Char boundaries by hand: `floor_char_boundary` is newer than the crate's minimum Rust.
+    let head = (0..=KEEP).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    let tail = (text.len() - KEEP..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+    format!("{} ...[{} bytes omitted]... {}", &text[..head], tail - head, &text[tail..])
 }
 
 /// Connect in the 2026-07-28 era, falling back to the 2025-11-25 handshake when the server is legacy.

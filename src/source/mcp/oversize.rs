@@ -10,8 +10,11 @@ use crate::exec::{HeadTail, into_text};
 
 /// The `_meta` key marking text this module already capped.
 pub(crate) const CAPPED_META: &str = "fisk-ai/capped";
-/// Longest id or content type kept.
+/// Longest id, key or content type kept.
 const SMALL: usize = 128;
+/// Containers tracked; deeper ones are only counted (nothing MCPI-8 keeps is that deep), so memory stays bounded
+/// whatever the nesting.
+const MAX_DEPTH: usize = 16;
 
 /// Where in the message the scanner is, as far as MCPI-8 cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +31,8 @@ enum Place {
     Structured,
     /// `result.content[i]` itself (an object whose end completes the item).
     Item,
+    /// `method` at the top level: the message is a request or notification, not a response.
+    Method,
     /// Somewhere else.
     Other,
 }
@@ -43,6 +48,9 @@ enum Frame {
 /// The streaming reducer.
 pub(crate) struct Oversize {
     stack: Vec<Frame>,
+    /// Containers open beyond [`MAX_DEPTH`].
+    deeper: u64,
+    has_method: bool,
     /// Inside a string: `Some(escape state)`.
     string: Option<Escape>,
     /// The string being read is a key.
@@ -72,6 +80,8 @@ impl Oversize {
     pub(crate) fn new() -> Self {
         Oversize {
             stack: Vec::new(),
+            deeper: 0,
+            has_method: false,
             string: None,
             reading_key: false,
             key_buf: Vec::new(),
@@ -98,9 +108,13 @@ impl Oversize {
         if self.in_structured_frame() {
             return Place::Structured;
         }
+        if self.deeper > 0 {
+            return Place::Other;
+        }
         let in_content = || key(0) == Some(b"result") && key(1) == Some(b"content");
         match self.stack.len() {
             1 if key(0) == Some(b"id") => Place::Id,
+            1 if key(0) == Some(b"method") => Place::Method,
             2 if key(0) == Some(b"result") => match key(1) {
                 Some(b"isError") => Place::IsError,
                 Some(b"structuredContent") => Place::Structured,
@@ -146,6 +160,9 @@ impl Oversize {
         if self.in_structured_frame() || place == Place::Structured {
             self.structured.push(run);
         }
+        if place == Place::Id {
+            keep(&mut self.small, run);
+        }
         self.string_content(place, run);
     }
 
@@ -154,6 +171,10 @@ impl Oversize {
             let place = if self.reading_key { Place::Other } else { self.value_place() };
             if self.in_structured_frame() || place == Place::Structured {
                 self.structured.push(&[b]);
+            }
+            // An id is kept as written, escapes and all, so it is answered with exactly the same id.
+            if place == Place::Id && !(matches!(esc, Escape::None) && b == b'"') {
+                keep(&mut self.small, &[b]);
             }
             self.string_byte(place, esc, b);
             return;
@@ -166,17 +187,23 @@ impl Oversize {
                 self.has_structured = true;
                 self.structured.push(&[b]);
             }
+            _ if place == Place::Method => self.has_method = true,
             _ => {}
         }
         match b {
             b'"' => {
                 self.flush_small();
-                self.reading_key = matches!(self.stack.last(), Some(Frame::Object { key: None, .. }));
+                self.reading_key =
+                    self.deeper == 0 && matches!(self.stack.last(), Some(Frame::Object { key: None, .. }));
                 self.key_buf.clear();
                 self.string = Some(Escape::None);
                 if !self.reading_key && place == Place::ItemText {
                     self.start_text();
                 }
+            }
+            b'{' | b'[' if self.deeper > 0 || self.stack.len() >= MAX_DEPTH => {
+                // Too deep to matter; inside the structured content its bytes are still kept (bounded).
+                self.deeper += 1;
             }
             b'{' => {
                 self.stack.push(Frame::Object { key: None, place });
@@ -185,6 +212,7 @@ impl Oversize {
                 }
             }
             b'[' => self.stack.push(Frame::Array { place }),
+            b'}' | b']' if self.deeper > 0 => self.deeper -= 1,
             b'}' | b']' => {
                 self.flush_small();
                 if let Some(Frame::Object { place: Place::Item, .. }) = self.stack.pop() {
@@ -207,6 +235,9 @@ impl Oversize {
 
     /// A value ended: the enclosing object expects its next key.
     fn after_value(&mut self) {
+        if self.deeper > 0 {
+            return;
+        }
         if let Some(Frame::Object { key, .. }) = self.stack.last_mut()
             && key.is_some()
         {
@@ -221,6 +252,7 @@ impl Oversize {
         }
         match self.value_place() {
             Place::Id => self.id = Some(std::mem::take(&mut self.small)),
+            Place::Method => self.has_method = true,
             Place::IsError => self.is_error = self.small == b"true",
             _ => {}
         }
@@ -270,16 +302,15 @@ impl Oversize {
         self.string_content(place, decoded);
     }
 
+    /// Decoded string bytes (an id is kept raw, in [`string_run`](Self::string_run) and `string_byte`).
     fn string_content(&mut self, place: Place, bytes: &[u8]) {
         if self.reading_key {
-            if self.key_buf.len() < SMALL {
-                self.key_buf.extend_from_slice(bytes);
-            }
+            keep(&mut self.key_buf, bytes);
             return;
         }
         match place {
             Place::ItemText => self.text.push(bytes),
-            Place::ItemType | Place::Id if self.small.len() < SMALL => self.small.extend_from_slice(bytes),
+            Place::ItemType => keep(&mut self.small, bytes),
             _ => {}
         }
     }
@@ -331,7 +362,8 @@ impl Oversize {
     /// The message to hand on, as one JSON line.
     pub(crate) fn finish(self) -> String {
         let id = self.id.as_deref().and_then(|i| serde_json::from_slice::<serde_json::Value>(i).ok());
-        let Some(id) = id else {
+        // A request or notification from the server is not answered here: its id is not one of ours.
+        let Some(id) = id.filter(|_| !self.has_method) else {
             // No request to answer: a notification the protocol layer would have ignored anyway.
             return r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","data":"oversized message dropped"}}"#.to_owned();
         };
@@ -355,6 +387,12 @@ impl Oversize {
     fn has_structured(&self) -> bool {
         self.has_structured
     }
+}
+
+/// Append at most what fits in [`SMALL`].
+fn keep(buf: &mut Vec<u8>, bytes: &[u8]) {
+    let room = SMALL.saturating_sub(buf.len());
+    buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
 }
 
 #[cfg(test)]
@@ -409,5 +447,32 @@ mod tests {
         assert!(got["error"]["message"].as_str().unwrap().contains("exceeds"));
         let note = reduced(&json!({"jsonrpc": "2.0", "method": "notifications/progress"}), 5);
         assert!(note.get("id").is_none());
+        // A server request carries an id of its own numbering: never answered as if it were ours.
+        let request = reduced(&json!({"id": 3, "method": "sampling/createMessage", "params": {"x": "y"}}), 4);
+        assert!(request.get("id").is_none(), "{request}");
+        // An id with escapes comes back exactly.
+        let escaped = reduced(&json!({"jsonrpc": "2.0", "id": "a\"b\\c", "result": {"content": []}}), 3);
+        assert_eq!(escaped["id"], "a\"b\\c");
+    }
+
+    /// Memory stays bounded whatever the nesting or key sizes (no frame per level past the cap).
+    #[test]
+    fn deep_nesting_and_huge_keys_stay_bounded() {
+        let mut o = Oversize::new();
+        o.feed(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"t\"}],\"x\":");
+        for _ in 0..1_000_000 {
+            o.feed(b"[");
+        }
+        assert!(o.stack.len() <= super::MAX_DEPTH);
+        for _ in 0..1_000_000 {
+            o.feed(b"]");
+        }
+        let key = vec![b'k'; 1 << 20];
+        o.feed(b",\"");
+        o.feed(&key);
+        o.feed(b"\":1}}");
+        assert!(o.key_buf.capacity() <= 1 << 16 && o.stack.is_empty(), "{}", o.stack.len());
+        let got: Value = serde_json::from_str(&o.finish()).unwrap();
+        assert_eq!((got["id"].as_u64(), got["result"]["content"][0]["text"].as_str()), (Some(9), Some("t")));
     }
 }

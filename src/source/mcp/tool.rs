@@ -49,63 +49,44 @@ impl Tool for ImportedTool {
         &self.spec
     }
 
-    /// MCPI-10: the (final) name followed by the compact JSON input.
+    /// MCPI-10: the (final) name followed by the compact JSON of exactly the arguments that are sent.
     fn display(&self, input: &ToolInput) -> String {
-        format!("{} {}", self.spec.name(), compact_json(input.as_str()))
+        self.prepare(input).display().to_owned()
     }
 
+    /// The arguments are parsed once, here; the display is their serialization, so an operator approves what is
+    /// sent (a number too long for a float is shown as the float it becomes).
     fn prepare(&self, input: &ToolInput) -> Prepared {
-        Prepared::new(self.display(input))
+        let arguments = arguments(input);
+        let shown = match &arguments {
+            Ok(Some(map)) => serde_json::to_string(map).unwrap_or_default(),
+            Ok(None) => "{}".to_owned(),
+            Err(_) => input.as_str().to_owned(),
+        };
+        Prepared::new(format!("{} {shown}", self.spec.name())).with_state(Arguments(arguments))
     }
 
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
-        // MCPI-8: `null` or empty input is `{}`.
-        let arguments = if input.is_null() || input.as_str().trim().is_empty() {
-            None
-        } else {
-            match serde_json::from_str::<JsonObject>(input.as_str()) {
-                Ok(map) => Some(map),
-                Err(e) => {
-                    return ToolOutput::error(format!("the input to {} is not a JSON object: {e}", self.spec.name()));
-                }
-            }
+        let arguments = match ctx.prepared::<Arguments>() {
+            Some(Arguments(parsed)) => parsed.clone(),
+            None => arguments(input),
+        };
+        let arguments = match arguments {
+            Ok(arguments) => arguments,
+            Err(e) => return ToolOutput::error(format!("the input to {} is not a JSON object: {e}", self.spec.name())),
         };
         let timeout = ctx.timeout().map_or(self.timeout, |t| t.min(self.timeout));
         self.conn.call(&self.remote_name, arguments, timeout, ctx.cancel_token()).await
     }
 }
 
-/// JSON text without insignificant whitespace, every value kept exactly as written (numbers are not re-printed).
-pub(crate) fn compact_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-        } else if !c.is_whitespace() {
-            in_string = c == '"';
-            out.push(c);
-        }
-    }
-    out
-}
+/// The parsed arguments of one call, handed from [`Tool::prepare`] to [`Tool::call`].
+struct Arguments(Result<Option<JsonObject>, String>);
 
-#[cfg(test)]
-mod tests {
-    use super::compact_json;
-
-    #[test]
-    fn compact_json_strips_only_insignificant_whitespace() {
-        assert_eq!(
-            compact_json("{ \"a b\" : 1.50,\n \"c\": [ 1, \"x \\\" y\" ] }"),
-            r#"{"a b":1.50,"c":[1,"x \" y"]}"#
-        );
-        assert_eq!(compact_json(""), "");
+/// MCPI-8: `null` or empty input is no arguments (`{}`); anything else must be an object.
+fn arguments(input: &ToolInput) -> Result<Option<JsonObject>, String> {
+    if input.is_null() || input.as_str().trim().is_empty() {
+        return Ok(None);
     }
+    serde_json::from_str::<JsonObject>(input.as_str()).map(Some).map_err(|e| e.to_string())
 }
