@@ -82,7 +82,10 @@ async fn ours(tools: &Toolset, input: &ToolInput) {
 fn list_select(c: &mut Criterion, rt: &Runtime, bin: &PathBuf) {
     let mut group = c.benchmark_group("list_select");
     group.sample_size(20);
-    let command = vec![bin.display().to_string(), "--many".into(), "987".into(), "--page".into(), "100".into()];
+    // The fixture's own tools plus synthetic ones: 1,000 in all.
+    let own = rt.block_on(async { bare_stdio(bin, &[]).await.0.list_all_tools().await.unwrap().len() });
+    let many = (1000 - own).to_string();
+    let command = vec![bin.display().to_string(), "--many".into(), many, "--page".into(), "100".into()];
     group.bench_function("bare_rmcp", |b| {
         b.iter(|| {
             rt.block_on(async {

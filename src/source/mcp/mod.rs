@@ -32,6 +32,7 @@
 
 mod connection;
 mod content;
+mod lines;
 mod oversize;
 mod stdio;
 mod tool;

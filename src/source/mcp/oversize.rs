@@ -1,4 +1,4 @@
-//! A JSON-RPC message too long to hold (over [`LINE_LIMIT`](super::stdio::LINE_LIMIT)), read as it streams.
+//! A JSON-RPC message too long to hold (over [`LINE_LIMIT`](super::lines::LINE_LIMIT)), read as it streams.
 //!
 //! A `tools/call` result is reduced, in bounded memory, to what MCPI-8 keeps of it: the text items joined with
 //! `\n` (a non-text item as `[<type> content omitted]`), or the structured content when there is no text, each
@@ -371,7 +371,7 @@ impl Oversize {
             let message = format!(
                 "the server's reply of {} bytes exceeds the {} MiB limit and holds no tool result",
                 self.total,
-                super::stdio::LINE_LIMIT >> 20
+                super::lines::LINE_LIMIT >> 20
             );
             let error = serde_json::json!({"code": -32603, "message": message});
             return serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string();

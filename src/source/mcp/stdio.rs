@@ -1,18 +1,16 @@
 //! The stdio server child (MCPI-3): no shell, its own process group, the scrubbed environment without
-//! `LLMFORMAT`, the process working directory; stderr drained into a bounded tail; stdout read in bounded memory.
+//! `LLMFORMAT`, the process working directory; stderr drained into a bounded tail; stdout read in bounded memory
+//! ([`BoundedLines`]).
 
 use super::connection::source_error;
-use super::oversize::Oversize;
+use super::lines::BoundedLines;
 use crate::error::Result;
 use crate::exec::{ChildEnv, GroupGuard};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout};
 
-/// A message longer than this is not handed to the protocol layer whole: a `tools/call` result is reduced to its
-/// EXEC-12 head and tail while it streams in ([`Oversize`]), anything else is answered with an error.
-pub(crate) const LINE_LIMIT: usize = 8 << 20;
 /// How much of the server's stderr is kept for error messages.
 const STDERR_TAIL: usize = 4096;
 
@@ -34,7 +32,7 @@ pub(crate) fn spawn(
     server: &str,
     command: &[String],
     env: &ChildEnv,
-) -> Result<(StdioChild, DuplexStream, ChildStdin)> {
+) -> Result<(StdioChild, BoundedLines<ChildStdout>, ChildStdin)> {
     let (program, args) = command.split_first().ok_or_else(|| source_error(server, "no command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
@@ -55,8 +53,6 @@ pub(crate) fn spawn(
         _ => return Err(source_error(server, "the child's pipes are missing".into())),
     };
     let leftovers = Arc::new(Mutex::new(Leftovers::default()));
-    let (ours, theirs) = tokio::io::duplex(256 * 1024);
-    tokio::spawn(pump(stdout, ours));
     tokio::spawn(drain(server.to_owned(), stderr, Arc::clone(&leftovers)));
     let exit = Arc::clone(&leftovers);
     tokio::spawn(async move {
@@ -65,7 +61,7 @@ pub(crate) fn spawn(
             l.exit = Some(status);
         }
     });
-    Ok((StdioChild { guard, leftovers }, theirs, stdin))
+    Ok((StdioChild { guard, leftovers }, BoundedLines::new(stdout), stdin))
 }
 
 impl StdioChild {
@@ -90,45 +86,6 @@ impl Drop for StdioChild {
     fn drop(&mut self) {
         self.guard.kill();
     }
-}
-
-/// Copy the child's stdout to the protocol, line by line, holding at most [`LINE_LIMIT`] bytes of one message.
-async fn pump(stdout: ChildStdout, mut to_protocol: DuplexStream) {
-    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-    let mut line: Vec<u8> = Vec::new();
-    let mut big: Option<Oversize> = None;
-    while let Ok(buf) = reader.fill_buf().await {
-        if buf.is_empty() {
-            break;
-        }
-        let (chunk, complete) = match memchr::memchr(b'\n', buf) {
-            Some(i) => (&buf[..i], true),
-            None => (buf, false),
-        };
-        let used = chunk.len() + usize::from(complete);
-        match &mut big {
-            Some(o) => o.feed(chunk),
-            None if line.len() + chunk.len() > LINE_LIMIT => {
-                let mut o = Oversize::new();
-                o.feed(&line);
-                o.feed(chunk);
-                line = Vec::new();
-                big = Some(o);
-            }
-            None => line.extend_from_slice(chunk),
-        }
-        reader.consume(used);
-        if complete {
-            let out = match big.take() {
-                Some(o) => o.finish().into_bytes(),
-                None => std::mem::take(&mut line),
-            };
-            if to_protocol.write_all(&out).await.is_err() || to_protocol.write_all(b"\n").await.is_err() {
-                break;
-            }
-        }
-    }
-    let _ = to_protocol.shutdown().await;
 }
 
 /// Keep the last [`STDERR_TAIL`] bytes of the child's stderr and log each line (bounded) at debug level, so a
