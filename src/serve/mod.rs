@@ -1,6 +1,6 @@
 //! Serving the selected tool set to other programs (SPEC sections 15 and 16).
 //!
-//! - [`mcp`] (feature `mcp`): the tools over the Model Context Protocol's streamable HTTP transport, with
+//! - `mcp` (feature `mcp`): the tools over the Model Context Protocol's streamable HTTP transport, with
 //!   elicitation-gated confirmation.
 //!
 //! Every server is fed by the same [`Toolset`](crate::Toolset) the agent loop uses, so selection, naming, schemas

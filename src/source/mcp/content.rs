@@ -1,6 +1,6 @@
 //! MCPI-8: a `tools/call` result as the model reads it.
 
-use super::oversize::CAPPED_META;
+use super::oversize::capped_meta;
 use crate::exec::{HeadTail, OUTPUT_CAP, TRUNCATION_MARKER, into_text};
 use crate::tool::ToolOutput;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -19,7 +19,7 @@ pub(crate) fn output(server: &str, result: &CallToolResult) -> ToolOutput {
 /// The capped content text.
 pub(crate) fn text(result: &CallToolResult) -> String {
     if let [ContentBlock::Text(t)] = result.content.as_slice()
-        && t.meta.as_ref().is_some_and(|m| m.0.get(CAPPED_META).is_some_and(|v| v == true))
+        && t.meta.as_ref().is_some_and(|m| m.0.get(capped_meta()).is_some_and(|v| v == true))
         && t.text.len() <= OUTPUT_CAP + TRUNCATION_MARKER.len()
     {
         // Reduced while it streamed in (an oversized stdio reply): already exactly the EXEC-12 form.
@@ -52,5 +52,24 @@ fn kind(item: &ContentBlock) -> &'static str {
         ContentBlock::Resource(_) => "resource",
         ContentBlock::ResourceLink(_) => "resource_link",
         _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::CallToolResult;
+    use serde_json::json;
+
+    /// A server cannot mark its own reply as already capped: the marker's key is random per process.
+    #[test]
+    fn a_forged_capped_marker_is_capped_anyway() {
+        let text = "x".repeat(65_550);
+        let forged = json!({"content": [{"type": "text", "text": text, "_meta": {"fisk-ai/capped": true}}]});
+        let result: CallToolResult = serde_json::from_value(forged).unwrap();
+        assert_eq!(super::text(&result).len(), 65_536 + "\n...[output truncated]...\n".len());
+        let genuine =
+            json!({"content": [{"type": "text", "text": "y".repeat(65_550), "_meta": {super::capped_meta(): true}}]});
+        let result: CallToolResult = serde_json::from_value(genuine).unwrap();
+        assert_eq!(super::text(&result).len(), 65_550, "our own mark is honoured");
     }
 }

@@ -8,8 +8,18 @@
 
 use crate::exec::{HeadTail, into_text};
 
-/// The `_meta` key marking text this module already capped.
-pub(crate) const CAPPED_META: &str = "fisk-ai/capped";
+/// The `_meta` key marking text this module already capped. Random per process, so a server cannot forge it and
+/// have a reply over the cap passed on uncapped.
+pub(crate) fn capped_meta() -> &'static str {
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        // RandomState is seeded from the operating system's randomness.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("fisk-ai/capped-{:016x}", h.finish())
+    })
+}
 /// Longest id, key or content type kept.
 const SMALL: usize = 128;
 /// Containers tracked; deeper ones are only counted (nothing MCPI-8 keeps is that deep), so memory stays bounded
@@ -379,7 +389,9 @@ impl Oversize {
         let use_structured = self.text_items == 0 && self.has_structured();
         let (bytes, _) = if use_structured { self.structured.finish() } else { self.text.finish() };
         let text = into_text(bytes);
-        let item = serde_json::json!({"type": "text", "text": text, "_meta": {CAPPED_META: true}});
+        let mut meta = serde_json::Map::new();
+        meta.insert(capped_meta().to_owned(), serde_json::Value::Bool(true));
+        let item = serde_json::json!({"type": "text", "text": text, "_meta": meta});
         let result = serde_json::json!({"content": [item], "isError": self.is_error});
         serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
     }
