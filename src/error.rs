@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Session,
     /// The model provider failed (after its retries), so a run ended (LOOP-11).
     Provider,
+    /// A NATS connection could not be made, or a NATS request failed outside a tool call (a context that does not
+    /// resolve is [`ErrorKind::Config`]).
+    Nats,
     /// A run ended short of an answer: a budget, the iteration limit, cancellation, a truncated or refused reply,
     /// an interrupted approval, or an internal failure (SPEC section 9).
     Run,
@@ -43,6 +46,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Io => "I/O error",
             ErrorKind::Session => "session error",
             ErrorKind::Provider => "model provider error",
+            ErrorKind::Nats => "NATS error",
             ErrorKind::Run => "run error",
         })
     }
@@ -220,6 +224,16 @@ impl Error {
     /// A run that ended short of an answer.
     pub fn run(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Run, message)
+    }
+
+    /// A NATS connection or request error.
+    pub fn nats(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Nats, message)
+    }
+
+    /// Whether this is a NATS connection or request error.
+    pub fn is_nats(&self) -> bool {
+        self.kind == ErrorKind::Nats
     }
 
     /// A tool source error, for [`ToolSource`](crate::source::ToolSource) implementations.

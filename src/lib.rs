@@ -134,6 +134,9 @@ pub mod exec;
 pub mod gate;
 pub mod llm;
 pub mod memory;
+#[cfg(feature = "nats")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+pub mod nats;
 pub mod operator;
 pub mod select;
 pub mod serve;

@@ -8,7 +8,8 @@ use serde::Serialize;
 pub struct ToolOutput {
     content: String,
     is_error: bool,
-    exec: Option<ExecReport>,
+    // Boxed: most outputs are not a command's, and the captured text is kept beside the JSON for a2a (A2A-9).
+    exec: Option<Box<(ExecReport, String)>>,
 }
 
 /// What happened when a command ran: the facts of the EXEC-13 result, kept apart for serving paths (A2A-9) so
@@ -61,12 +62,17 @@ impl ToolOutput {
 
     /// The EXEC-13 result of a command that ran:
     /// `{"command": ..., "exit_code": ..., "output": ..., "truncated": true}` (`truncated` omitted when false).
-    pub fn exec(report: ExecReport, output: &str) -> Self {
-        let json =
-            ExecJson { command: &report.command, exit_code: report.exit_code, output, truncated: report.truncated };
+    pub fn exec(report: ExecReport, output: impl Into<String>) -> Self {
+        let output = output.into();
+        let json = ExecJson {
+            command: &report.command,
+            exit_code: report.exit_code,
+            output: &output,
+            truncated: report.truncated,
+        };
         // Serializing strings and integers cannot fail.
         let content = serde_json::to_string(&json).unwrap_or_default();
-        ToolOutput { content, is_error: false, exec: Some(report) }
+        ToolOutput { content, is_error: false, exec: Some(Box::new((report, output))) }
     }
 
     /// The text the model reads.
@@ -86,6 +92,12 @@ impl ToolOutput {
 
     /// The execution facts when a command ran.
     pub fn exec_report(&self) -> Option<&ExecReport> {
-        self.exec.as_ref()
+        self.exec.as_deref().map(|(report, _)| report)
+    }
+
+    /// The captured text of a command that ran (EXEC-13's `output`, EXEC-12-capped), for serving paths that send
+    /// it apart from the facts (A2A-9).
+    pub fn exec_output(&self) -> Option<&str> {
+        self.exec.as_deref().map(|(_, output)| output.as_str())
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod dispatch;
 pub mod gate;
+pub mod nats;
 pub mod tools;
 pub mod trace;
 pub mod turns;

@@ -407,7 +407,7 @@ impl Tool for CommandTool {
             Ok(done) => {
                 let output = process::into_text(done.output);
                 let report = ExecReport { command, exit_code: done.exit_code, truncated: done.truncated };
-                ToolOutput::exec(report, &output)
+                ToolOutput::exec(report, output)
             }
             Err(RunError::Spawn(e)) => {
                 ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.app.binary.display()))

