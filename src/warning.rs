@@ -53,6 +53,15 @@ pub enum Warning {
         /// The command path, space separated (the tool name for tools that are not commands).
         display: String,
     },
+    /// A2A-4: a command a server leaves out (gated, or with an empty description).
+    NotServed {
+        /// The surface: `a2a`.
+        surface: &'static str,
+        /// The tool name, sanitized.
+        tool: String,
+        /// Why, as a phrase.
+        reason: String,
+    },
     /// TOOL-21: a call left out required parameters; it was neither gated nor run.
     MissingRequired {
         /// The tool.
@@ -158,6 +167,7 @@ impl Warning {
             Warning::UnmatchedConfirmTag { .. } => "unmatched_confirm_tag",
             Warning::DerivedSchemas { .. } => "derived_schemas",
             Warning::InvalidToolName { .. } => "invalid_tool_name",
+            Warning::NotServed { .. } => "not_served",
             Warning::ImportIncludeTagsIgnored { .. } => "import_include_tags_ignored",
             Warning::ImportSkipped { .. } => "import_skipped",
             Warning::ImportEmpty { .. } => "import_empty",
@@ -202,6 +212,9 @@ impl fmt::Display for Warning {
                 "tool \"{display}\" is skipped: its name \"{name}\" is not made of ASCII letters, digits, '_' and '-' \
                  (at most 128), so no model or client can call it"
             ),
+            Warning::NotServed { surface, tool, reason } => {
+                write!(f, "tool \"{tool}\" is not served over {surface}: {reason}")
+            }
             Warning::ImportSkipped { source, tool, reason } => {
                 write!(f, "tool \"{tool}\" from {source} is skipped: {reason}")
             }

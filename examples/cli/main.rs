@@ -6,6 +6,7 @@
 //! cargo run --example cli -- info --config examples/cowsay/agent.yaml
 //! ```
 
+mod a2a;
 mod info;
 mod mcp;
 mod run;
@@ -55,6 +56,8 @@ enum Command {
     Session(session::SessionArgs),
     /// Serve the tool set over MCP (streamable HTTP) until SIGINT or SIGTERM.
     Mcp(mcp::McpArgs),
+    /// Serve the command tools to other agents over NATS until SIGINT or SIGTERM.
+    A2a(a2a::A2aArgs),
 }
 
 #[tokio::main]
@@ -67,6 +70,7 @@ async fn main() -> ExitCode {
         Command::Run(args) => run::run(args).await.map(|reason| reason.is_success()),
         Command::Session(args) => session::run(args).await.map(|()| true),
         Command::Mcp(args) => mcp::run(args).await.map(|()| true),
+        Command::A2a(args) => a2a::run(args).await.map(|()| true),
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

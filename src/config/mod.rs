@@ -338,10 +338,11 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             "this build has no `mcp` feature, which imports tools from MCP servers",
         ),
         ("remote_tools", !cfg.remote_tools.is_empty(), "importing tools from remote agents over NATS is not built yet"),
+        // Built with the `nats` feature (serve::a2a).
         (
             "expose.agent.agent_to_agent",
-            cfg.expose.agent.agent_to_agent,
-            "serving to other agents over NATS is not built yet",
+            !cfg!(feature = "nats") && cfg.expose.agent.agent_to_agent,
+            "this build has no `nats` feature, which serves tools to other agents over NATS",
         ),
         (
             "harness.memory.backend",

@@ -237,7 +237,8 @@ pub(crate) struct DiscoveryRequest {
     pub(crate) header: Header,
 }
 
-/// The agent card (A2A-8), flat beside the header.
+/// The agent card (A2A-8), flat beside the header. The server writes it pre-serialized; importers read it.
+#[allow(dead_code)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Card {
     #[serde(flatten)]

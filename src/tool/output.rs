@@ -95,6 +95,15 @@ impl ToolOutput {
         self.exec.as_deref().map(|(report, _)| report)
     }
 
+    /// The facts and captured text of a command that ran, by value; any other output back as it was.
+    #[cfg(feature = "nats")]
+    pub(crate) fn into_exec(self) -> Result<(ExecReport, String), ToolOutput> {
+        match self.exec {
+            Some(exec) => Ok(*exec),
+            None => Err(self),
+        }
+    }
+
     /// The captured text of a command that ran (EXEC-13's `output`, EXEC-12-capped), for serving paths that send
     /// it apart from the facts (A2A-9).
     pub fn exec_output(&self) -> Option<&str> {

@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: fake applications and fixtures.
 #![allow(dead_code)]
 
+#[cfg(feature = "nats")]
+pub mod a2a;
 pub mod dispatch;
 pub mod gate;
 pub mod nats;
@@ -82,6 +84,7 @@ pub fn example(name: &str) -> PathBuf {
         (cfg!(feature = "anthropic"), "anthropic"),
         (cfg!(feature = "openai"), "openai"),
         (cfg!(feature = "mcp"), "mcp"),
+        (cfg!(feature = "nats"), "nats"),
         (cfg!(feature = "terminal"), "terminal"),
     ]
     .into_iter()

@@ -44,9 +44,10 @@ mod listing;
 mod load;
 mod sessions;
 
+pub use super::signal::shutdown_signal;
 pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
 pub use events::{Denial, GatedBehavior, McpEvent, McpEventSink, NoMcpEvents};
-pub use http::{SHUTDOWN_GRACE, shutdown_signal};
+pub use http::SHUTDOWN_GRACE;
 
 use crate::builtin::{BuiltinFactory, BuiltinRegistry};
 use crate::config::{Config, ConfirmOverMcp};

@@ -1,0 +1,57 @@
+//! `fisk a2a` (SPEC CLI-18, A2A-1..13): serve the command tools to other agents over NATS until SIGINT or
+//! SIGTERM. Everything it says goes to stderr.
+
+use clap::Args;
+use fisk_ai::Config;
+use fisk_ai::serve::a2a::{A2aEvent, A2aServer};
+use fisk_ai::serve::shutdown_signal;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub(crate) struct A2aArgs {
+    /// The agent configuration; it needs expose.agent.agent_to_agent: true, application_path and nats_context.
+    #[arg(long, default_value = "agent.yaml")]
+    config: PathBuf,
+}
+
+fn log(event: &A2aEvent<'_>) {
+    match event {
+        A2aEvent::ToolCall { display, caller, .. } => eprintln!("-> {display} (for {caller})"),
+        A2aEvent::Rejected { endpoint, code, description } => {
+            eprintln!("rejected a {endpoint} request ({code}): {description}")
+        }
+        A2aEvent::Connection(change) => eprintln!("NATS: {change}"),
+        other => eprintln!("{other:?}"),
+    }
+}
+
+pub(crate) async fn run(args: A2aArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::load(&args.config)?;
+    config.check_application()?;
+    let server = A2aServer::builder().config(config).version(env!("CARGO_PKG_VERSION")).events(log).build().await?;
+    for w in server.warnings() {
+        eprintln!("warning: {w}");
+    }
+    // Installed before the startup lines, so a signal right after them is not lost.
+    let stop = shutdown_signal();
+    let names: Vec<&str> = server.tools().iter().map(|t| t.spec().name()).collect();
+    // A2A-12.
+    eprintln!(
+        "serving {} tool(s) as agent {} version {} (NATS context {})",
+        names.len(),
+        server.identity(),
+        server.version(),
+        server.context()
+    );
+    eprintln!("discovery: {}", server.discovery_subject());
+    eprintln!("tools: {}", server.tool_subject());
+    eprintln!("exposed tools: {}", names.join(", "));
+    eprintln!(
+        "at most {} call(s) run at once, each for at most {}; stop with Ctrl-C",
+        server.max_concurrent_tools(),
+        fisk_ai::config::format_duration(server.tool_timeout())
+    );
+    server.serve(stop).await?;
+    eprintln!("stopped");
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! One request on either endpoint: the A2A-10 intake checks, then discovery's card or a tool call through the one
+//! dispatch path with nobody to approve.
+
+use super::card::CardBody;
+use super::events::{A2aEvent, A2aEventSink};
+use crate::config::format_duration;
+use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
+use crate::gate::sanitize;
+use crate::nats::wire::{self, ExecResult, MessageKind, Rejection, ToolReply, ToolReplyBody};
+use crate::select::Toolset;
+use crate::tool::{CallContext, ToolInput, ToolOutput};
+use async_nats::service::Request;
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// A command that ignores its deadline still gets its reply this long after it.
+const BACKSTOP_GRACE: Duration = Duration::from_secs(1);
+
+/// Longest display line reaching the server's log.
+const DISPLAY_LIMIT: usize = 2000;
+
+/// What every request handler shares.
+pub(crate) struct Shared {
+    pub(crate) identity: String,
+    pub(crate) tools: Toolset,
+    pub(crate) card: CardBody,
+    pub(crate) tool_timeout: Duration,
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) events: Arc<dyn A2aEventSink>,
+    /// Cancelled when the grace period after a shutdown has passed: calls still running are stopped.
+    pub(crate) calls_cancel: CancellationToken,
+}
+
+/// A tool request that passed intake.
+pub(crate) struct Call {
+    header: wire::Header,
+    name: String,
+    input: ToolInput,
+}
+
+impl Shared {
+    /// Answer a discovery request (or refuse it, A2A-10).
+    pub(crate) async fn discovery(&self, request: &Request) {
+        let decoded = MessageKind::DiscoveryRequest
+            .decode(&request.message.payload)
+            .and_then(wire::typed::<wire::DiscoveryRequest>);
+        match decoded {
+            Ok(message) => respond(request, self.card.reply(&message.header, &self.identity)).await,
+            Err(rejection) => self.reject(request, "discovery", &rejection).await,
+        }
+    }
+
+    /// A2A-10 then the unknown-tool check, both before a slot is taken. `None` when the request was answered.
+    pub(crate) async fn intake(&self, request: &Request) -> Option<Call> {
+        let decoded =
+            MessageKind::ToolRequest.decode(&request.message.payload).and_then(wire::typed::<wire::ToolRequest>);
+        let message = match decoded {
+            Ok(message) => message,
+            Err(rejection) => {
+                self.reject(request, "tool", &rejection).await;
+                return None;
+            }
+        };
+        if self.tools.get(&message.name).is_none() {
+            let output = format!("tool {:?} is not available", message.name);
+            respond(request, self.reply(&message.header, ToolReplyBody { is_error: true, output, exec: None })).await;
+            return None;
+        }
+        let input = message.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
+        Some(Call { header: message.header, name: message.name, input })
+    }
+
+    /// Run an admitted call holding `permit`, and answer it.
+    pub(crate) async fn call(&self, request: &Request, call: Call, permit: OwnedSemaphorePermit) {
+        let mut surface = A2aSurface { shared: self, caller: &call.header.sender.name };
+        let outcome = dispatch(&mut surface, &self.tools, &call.name, &call.input).await;
+        drop(permit);
+        let body = match outcome {
+            Outcome::Ran(out) => body(out),
+            Outcome::Refused(Refusal::UnknownTool { name }) => error(format!("tool {name:?} is not available")),
+            Outcome::Refused(refusal) => error(refusal.to_string()),
+            Outcome::Declined(out) => error(out.into_content()),
+            Outcome::Halted(never) => match never {},
+            Outcome::Cancelled => {
+                error(format!("the call of {:?} was stopped: the server is shutting down", call.name))
+            }
+        };
+        respond(request, self.reply(&call.header, body)).await;
+    }
+
+    /// A call admitted as the server began shutting down: answered, never run.
+    pub(crate) async fn refuse_stopping(&self, request: &Request, call: Call) {
+        let output = format!("the call of {:?} was not run: the server is shutting down", call.name);
+        respond(request, self.reply(&call.header, error(output))).await;
+    }
+
+    fn reply(&self, to: &wire::Header, body: ToolReplyBody) -> Vec<u8> {
+        wire::encode(&ToolReply { header: wire::Header::reply(MessageKind::ToolReply, to, &self.identity), body })
+    }
+
+    /// The services framework's error reply: code 400 and the description (A2A-10).
+    async fn reject(&self, request: &Request, endpoint: &'static str, rejection: &Rejection) {
+        let description = rejection.to_string();
+        self.events.emit(&A2aEvent::Rejected { endpoint, code: 400, description: &description });
+        let error = async_nats::service::error::Error { status: description, code: 400 };
+        if let Err(e) = request.respond(Err(error)).await {
+            tracing::debug!("a2a: the 400 reply could not be sent: {e}");
+        }
+    }
+}
+
+async fn respond(request: &Request, bytes: Vec<u8>) {
+    if let Err(e) = request.respond(Ok(bytes.into())).await {
+        tracing::debug!("a2a: the reply could not be sent: {e}");
+    }
+}
+
+fn error(output: String) -> ToolReplyBody {
+    ToolReplyBody { is_error: true, output, exec: None }
+}
+
+/// A2A-9: a command that ran sends its captured text and what ran; anything else its text.
+fn body(out: ToolOutput) -> ToolReplyBody {
+    let is_error = out.is_error();
+    match out.into_exec() {
+        Ok((report, output)) => ToolReplyBody {
+            is_error,
+            output,
+            exec: Some(ExecResult {
+                command: report.command,
+                exit_code: i64::from(report.exit_code),
+                truncated: report.truncated,
+            }),
+        },
+        Err(out) => ToolReplyBody { is_error, output: out.into_content(), exec: None },
+    }
+}
+
+/// One tool request as a dispatch surface: gated tools are never served, so any approval is refused.
+struct A2aSurface<'a> {
+    shared: &'a Shared,
+    caller: &'a str,
+}
+
+#[async_trait]
+impl Surface for A2aSurface<'_> {
+    type Halt = std::convert::Infallible;
+
+    async fn approve(&mut self, call: &Gated<'_>) -> Approval<Self::Halt> {
+        Approval::Declined(ToolOutput::error(format!(
+            "tool {:?} needs an operator's approval, which cannot be given over a2a",
+            call.tool.spec().name()
+        )))
+    }
+
+    fn cancelled(&self) -> bool {
+        self.shared.calls_cancel.is_cancelled()
+    }
+
+    async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
+        let name = call.name().to_owned();
+        let display = sanitize(call.display(), DISPLAY_LIMIT);
+        self.shared.events.emit(&A2aEvent::ToolCall { name: &name, display: &display, caller: self.caller });
+        let timeout = self.shared.tool_timeout;
+        let token = self.shared.calls_cancel.child_token();
+        let ctx = CallContext::new().with_timeout(timeout).with_cancel(token.clone());
+        // Dropping a command's call kills its process group, so the early exits leave nothing running.
+        tokio::select! {
+            out = call.run(ctx) => out,
+            _ = token.cancelled() => {
+                ToolOutput::error(format!("the call of {name:?} was stopped: the server is shutting down"))
+            }
+            _ = tokio::time::sleep(timeout.saturating_add(BACKSTOP_GRACE)) => ToolOutput::error(format!(
+                "tool {name:?} did not finish within {} and was stopped",
+                format_duration(timeout)
+            )),
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The tool set to other agents over NATS (SPEC section 16.1, A2A-1..13), through the NATS services framework.
+//!
+//! - Serving is opt-in: `expose.agent.agent_to_agent: true`, with `application_path` and `nats_context` (A2A-1).
+//! - Served: the command tools after selection, narrowed by `expose.agent.tools`; gated, invalid-name and
+//!   empty-description commands are skipped with a warning, and an empty set is an error (A2A-2, A2A-4, A2A-5).
+//! - A service named after the identity (version `0.0.0`, queue group = identity) with endpoints `discovery` and
+//!   `tool` on `choria.fisk-ai.discovery.<identity>` and `choria.fisk-ai.tool.<identity>`, so agents sharing an
+//!   identity share the work and `nats micro ls` lists them (A2A-3).
+//! - Every inbound body is checked for size, protocol and schema; a failure gets the framework's `400` error reply
+//!   (A2A-10). An unknown tool gets an in-band error reply before any slot is taken.
+//! - At most `expose.agent.a2a.max_concurrent_tools` calls run at once, each bounded by `tool_timeout`; intake
+//!   blocks while every slot is busy (A2A-11). Shutdown unsubscribes first, then gives calls in progress
+//!   [`SHUTDOWN_GRACE`].
+//!
+//! ```no_run
+//! use fisk_ai::Config;
+//! use fisk_ai::serve::a2a::{A2aEvent, A2aServer};
+//!
+//! # async fn demo() -> fisk_ai::Result<()> {
+//! let config = Config::load("agent.yaml")?;
+//! let server = A2aServer::builder()
+//!     .config(config)
+//!     .events(|e: &A2aEvent<'_>| {
+//!         if let A2aEvent::ToolCall { display, caller, .. } = e {
+//!             eprintln!("-> {display} (for {caller})");
+//!         }
+//!     })
+//!     .build()
+//!     .await?; // introspects the application, selects the served tools, connects to NATS
+//! eprintln!("serving on {}", server.tool_subject());
+//! server.serve_until_signal().await // SIGINT or SIGTERM stops it gracefully
+//! # }
+//! ```
+
+mod card;
+mod events;
+mod handler;
+mod intake;
+mod load;
+
+pub use events::{A2aEvent, A2aEventSink, NoA2aEvents};
+pub use intake::SHUTDOWN_GRACE;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::nats::wire::{discovery_subject, tool_subject};
+use crate::nats::{NatsConnection, NatsContext};
+use crate::select::Toolset;
+use crate::source::ToolSource;
+use crate::warning::Warning;
+use async_nats::service::ServiceExt;
+use handler::Shared;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The services framework needs SemVer, so the framework version is fixed; the build version goes in the card.
+const FRAMEWORK_VERSION: &str = "0.0.0";
+const DESCRIPTION: &str = "fisk-ai a2a tool server";
+
+/// A loaded a2a server: the served tools, the card and a NATS connection, ready to [`start`](A2aServer::start).
+pub struct A2aServer {
+    shared: Arc<Shared>,
+    nats: NatsConnection,
+    warnings: Vec<Warning>,
+    version: String,
+    max_concurrent: usize,
+}
+
+impl std::fmt::Debug for A2aServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aServer")
+            .field("identity", &self.shared.identity)
+            .field("context", &self.nats.context())
+            .field("tools", &self.shared.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aServer {
+    /// Start building a server.
+    pub fn builder() -> A2aServerBuilder {
+        A2aServerBuilder::default()
+    }
+
+    /// The served tools (A2A-2).
+    pub fn tools(&self) -> &Toolset {
+        &self.shared.tools
+    }
+
+    /// Warnings found while building, including every skipped command (A2A-4).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The identity served under: the service name and queue group.
+    pub fn identity(&self) -> &str {
+        &self.shared.identity
+    }
+
+    /// The build version the card carries (A2A-8).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The NATS context the connection came from, or `(default)`.
+    pub fn context(&self) -> &str {
+        self.nats.context()
+    }
+
+    /// Where discovery requests go (A2A-3).
+    pub fn discovery_subject(&self) -> String {
+        discovery_subject(&self.shared.identity)
+    }
+
+    /// Where tool requests go (A2A-3).
+    pub fn tool_subject(&self) -> String {
+        tool_subject(&self.shared.identity)
+    }
+
+    /// How many calls may run at once (A2A-11).
+    pub fn max_concurrent_tools(&self) -> usize {
+        self.max_concurrent
+    }
+
+    /// The bound on one call (A2A-11).
+    pub fn tool_timeout(&self) -> Duration {
+        self.shared.tool_timeout
+    }
+
+    /// Register the service and subscribe both endpoints; requests are answered from the moment this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Nats`](crate::ErrorKind::Nats) when the service or an endpoint cannot be registered.
+    pub async fn start(self) -> Result<Running> {
+        let identity = self.shared.identity.clone();
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            Error::nats(format!("cannot serve a2a as {identity:?} (context {}): {what}: {e}", self.nats.context()))
+        };
+        let service = (self.nats.client().service_builder().description(DESCRIPTION).queue_group(&identity))
+            .start(&identity, FRAMEWORK_VERSION)
+            .await
+            .map_err(|e| failed("registering the service", &e))?;
+        let discovery = (service.endpoint_builder().name("discovery").add(discovery_subject(&identity)).await)
+            .map_err(|e| failed("subscribing to discovery", &e))?;
+        let tools = (service.endpoint_builder().name("tool").add(tool_subject(&identity)).await)
+            .map_err(|e| failed("subscribing to tool", &e))?;
+        // The subscriptions reach the server before anyone is told the agent is up.
+        self.nats.client().flush().await.map_err(|e| failed("flushing the subscriptions", &e))?;
+        let stop = CancellationToken::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(intake::discovery(Arc::clone(&self.shared), discovery, stop.clone()));
+        tasks.spawn(intake::tools(Arc::clone(&self.shared), tools, stop.clone()));
+        tasks.spawn(connection_events(Arc::clone(&self.shared), self.nats.clone(), stop.clone()));
+        Ok(Running { stop, tasks, service, nats: self.nats })
+    }
+
+    /// [`start`](A2aServer::start), serve until `shutdown` resolves, then stop gracefully.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](A2aServer::start).
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) -> Result<()> {
+        let running = self.start().await?;
+        shutdown.await;
+        running.shutdown().await;
+        Ok(())
+    }
+
+    /// [`serve`](A2aServer::serve) until SIGINT or SIGTERM (A2A-12).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](A2aServer::start).
+    pub async fn serve_until_signal(self) -> Result<()> {
+        self.serve(crate::serve::shutdown_signal()).await
+    }
+}
+
+/// A started server. Dropping it without [`shutdown`](Running::shutdown) stops intake abruptly.
+pub struct Running {
+    stop: CancellationToken,
+    tasks: tokio::task::JoinSet<()>,
+    service: async_nats::service::Service,
+    nats: NatsConnection,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running").field("context", &self.nats.context()).finish_non_exhaustive()
+    }
+}
+
+impl Running {
+    /// Stop gracefully: unsubscribe (new requests go to other members of the queue group), let calls in progress
+    /// finish within [`SHUTDOWN_GRACE`], stop the rest, then drain the connection if fisk-ai made it (a borrowed
+    /// one is left open, OVR-7).
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        while self.tasks.join_next().await.is_some() {}
+        let _ = self.service.stop().await;
+        self.nats.close().await;
+    }
+}
+
+async fn connection_events(shared: Arc<Shared>, nats: NatsConnection, stop: CancellationToken) {
+    let mut events = nats.events();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            e = events.recv() => match e {
+                Ok(event) => shared.events.emit(&A2aEvent::Connection(&event)),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => break,
+            },
+        }
+    }
+}
+
+/// Builds an [`A2aServer`]; by value, finished with [`A2aServerBuilder::build`].
+#[derive(Default)]
+pub struct A2aServerBuilder {
+    config: Option<Config>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    toolset: Option<Toolset>,
+    working_dir: Option<PathBuf>,
+    nats: Option<NatsConnection>,
+    events: Option<Arc<dyn A2aEventSink>>,
+    version: Option<String>,
+}
+
+impl std::fmt::Debug for A2aServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aServerBuilder")
+            .field("config", &self.config.is_some())
+            .field("sources", &self.sources.len())
+            .field("nats", &self.nats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aServerBuilder {
+    /// The parsed configuration (required): `expose.agent.agent_to_agent: true`, `application_path` and
+    /// `nats_context` (A2A-1). No prompt or model is needed.
+    #[must_use]
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Another tool source; its command tools are served like the application's (imported tools never are).
+    #[must_use]
+    pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
+        self.sources.push(Arc::new(source));
+        self
+    }
+
+    /// Serve from an already-selected tool set instead of loading one; A2A-2 and A2A-4 still decide what of it is
+    /// served.
+    #[must_use]
+    pub fn toolset(mut self, toolset: Toolset) -> Self {
+        self.toolset = Some(toolset);
+        self
+    }
+
+    /// Run command tools in `dir` (OVR-6): an absolute path to an existing directory.
+    #[must_use]
+    pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Serve over this connection instead of one made from `nats_context`. It is borrowed: the server never
+    /// closes it (OVR-7).
+    #[must_use]
+    pub fn nats(mut self, nats: NatsConnection) -> Self {
+        self.nats = Some(nats);
+        self
+    }
+
+    /// Deliver [`A2aEvent`]s to `sink` (calls, rejections, connection changes).
+    #[must_use]
+    pub fn events(mut self, sink: impl A2aEventSink + 'static) -> Self {
+        self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// The build version the card carries; this crate's version by default, `dev` when empty (A2A-8).
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Validate the configuration, load and select the tools once, build the card, and connect to NATS (unless a
+    /// connection was given).
+    ///
+    /// # Errors
+    ///
+    /// A configuration error when there is no configuration, serving is not enabled (A2A-1), validation fails or
+    /// the NATS context does not resolve; an introspection or source error when a tool source cannot be loaded; a
+    /// selection error when no tool can be served (A2A-5) or the card is too large; a NATS error when the
+    /// connection cannot be made.
+    pub async fn build(self) -> Result<A2aServer> {
+        let config = self.config.ok_or_else(|| Error::config("an a2a server needs a configuration"))?;
+        let (tools, warnings) = load::load(
+            &config,
+            load::Inputs {
+                sources: self.sources,
+                toolset: self.toolset,
+                working_dir: self.working_dir.as_deref(),
+                credentials: crate::llm::ProviderRegistry::with_defaults().credentials(),
+            },
+        )
+        .await?;
+        let a2a = &config.expose.agent.a2a;
+        let identity = config.identity()?;
+        let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
+        let card = card::CardBody::new(&identity, &version, &tools)?;
+        let nats = match self.nats {
+            Some(nats) => nats,
+            None => {
+                let context = NatsContext::load(config.nats_context.as_deref()).map_err(|e| config.locate(e))?;
+                NatsConnection::connect(&context, &identity).await?
+            }
+        };
+        let max_concurrent = a2a.max_concurrent_tools();
+        let shared = Shared {
+            identity,
+            tools,
+            card,
+            tool_timeout: a2a.tool_timeout(),
+            slots: Arc::new(Semaphore::new(max_concurrent)),
+            events: self.events.unwrap_or_else(|| Arc::new(NoA2aEvents)),
+            calls_cancel: CancellationToken::new(),
+        };
+        Ok(A2aServer { shared: Arc::new(shared), nats, warnings, version, max_concurrent })
+    }
+}

@@ -1,0 +1,436 @@
+//! a2a serving (SPEC section 16.1, A2A-1..12) against a real `nats-server`, driven by a raw client that builds the
+//! v1 messages by hand, so every test sees exactly what a Go or Rust peer would.
+#![cfg(feature = "nats")]
+
+mod common;
+
+use common::a2a::{self, Reply};
+use common::nats::NatsServer;
+use fisk_ai::nats::NatsConnection;
+use fisk_ai::nats::wire::MessageKind;
+use fisk_ai::serve::a2a::{A2aEvent, A2aServer, Running};
+use fisk_ai::{Config, ErrorKind, Warning};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A configuration serving the fake `mcp-app` (echo, purge, farm feed, slow, hang, fail, odd, wipe, dot.ted) as
+/// `farm`, with `extra` appended under `expose.agent`.
+fn config(dir: &Path, extra: &str) -> Config {
+    let app = common::fake_app(dir, "mcp-app");
+    let yaml = format!(
+        "identity: farm\napplication_path: {}\nnats_context: test\nharness:\n  confirm_tags: [impact:rw]\n\
+         expose:\n  agent:\n    agent_to_agent: true\n{extra}",
+        app.display()
+    );
+    Config::from_yaml_str(&yaml).unwrap()
+}
+
+async fn client(server: &NatsServer) -> async_nats::Client {
+    async_nats::connect(server.url()).await.unwrap()
+}
+
+/// Every event the server emitted, as text.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn sink(&self) -> impl Fn(&A2aEvent<'_>) + Send + Sync + 'static {
+        let log = self.0.clone();
+        move |e: &A2aEvent<'_>| {
+            let line = match e {
+                A2aEvent::ToolCall { display, caller, .. } => format!("call {display} for {caller}"),
+                A2aEvent::Rejected { endpoint, code, description } => {
+                    format!("rejected {endpoint} {code} {description}")
+                }
+                other => format!("{other:?}"),
+            };
+            log.lock().unwrap().push(line);
+        }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+async fn start(nats: &NatsServer, config: Config, log: &Log) -> Running {
+    let conn = NatsConnection::borrowed(client(nats).await, "test");
+    let server = A2aServer::builder().config(config).nats(conn).events(log.sink()).build().await.unwrap();
+    server.start().await.unwrap()
+}
+
+fn names(card: &Value) -> Vec<&str> {
+    card["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect()
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_2_4_8_the_card_lists_served_commands_only() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let conn = NatsConnection::borrowed(client(&nats).await, "test");
+    let server = A2aServer::builder().config(config(dir.path(), "")).nats(conn).version("1.2.3").build().await.unwrap();
+    // A2A-4: gated (purge: ai:confirm; farm feed: impact:rw) and invalid-name (dot.ted) commands are skipped,
+    // each with a warning; ai:deny (wipe) never got this far.
+    let warned: Vec<String> = server.warnings().iter().map(ToString::to_string).collect();
+    assert!(warned.iter().any(|w| w.contains("\"purge\" is not served over a2a") && w.contains("ai:confirm")));
+    assert!(warned.iter().any(|w| w.contains("\"farm_feed\" is not served over a2a") && w.contains("impact:rw")));
+    assert!(server.warnings().iter().any(|w| matches!(w, Warning::InvalidToolName { .. })), "{warned:?}");
+    let running = server.start().await.unwrap();
+
+    let client = client(&nats).await;
+    let reply = a2a::send_json(&client, "choria.fisk-ai.discovery.farm", &a2a::discovery_request("farm")).await;
+    assert_eq!(reply.error, None);
+    let card = reply.body;
+    assert!(MessageKind::DiscoveryReply.validate(&card).is_ok(), "{card}");
+    assert_eq!(card["protocol"], "io.choria.fisk-ai.v1.discovery.reply");
+    assert_eq!((card["name"].as_str(), card["version"].as_str()), (Some("farm"), Some("1.2.3")));
+    assert_eq!(card["protocols"], json!(["io.choria.fisk-ai.v1"]));
+    assert_eq!(names(&card), ["echo", "slow", "hang", "fail", "odd"]);
+    let echo = &card["tools"][0];
+    assert_eq!(echo["description"], "Print the words back\n\nTags: ai:read_only, ai:idempotent");
+    assert_eq!(echo["input_schema"]["type"], "object");
+    assert!(echo["input_schema"]["properties"]["words"].is_object(), "{echo}");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_6_replies_echo_the_request_and_address_its_sender() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
+    let client = client(&nats).await;
+    let request = a2a::tool_request("farm", "echo", Some(json!({"words": ["a", "-b c"]})));
+    let reply = a2a::send_json(&client, "choria.fisk-ai.tool.farm", &request).await.body;
+    assert!(MessageKind::ToolReply.validate(&reply).is_ok(), "{reply}");
+    assert_eq!(reply["protocol"], "io.choria.fisk-ai.v1.tool.reply");
+    assert_eq!(reply["request"], request["id"]);
+    assert_eq!(reply["conversation"], request["conversation"]);
+    assert_ne!(reply["id"], request["id"]);
+    assert_eq!(reply["id"].as_str().unwrap().len(), 27, "a KSUID");
+    assert_eq!(
+        (reply["sequence"].as_u64(), &reply["sender"], &reply["recipient"]),
+        (Some(0), &json!({"name": "farm"}), &json!({"name": "tester"}))
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_9_tool_replies_carry_output_and_what_ran() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let running = start(&nats, config(dir.path(), ""), &log).await;
+    let client = client(&nats).await;
+
+    let echo = a2a::call(&client, "farm", "echo", Some(json!({"words": ["a", "-b c"]}))).await;
+    assert_eq!(echo["output"], "echo: a -b c\n");
+    // Zero exit codes and false flags are left out, never written as 0/false/null.
+    assert_eq!(echo["exec"], json!({"command": "echo -- a -b c"}));
+    assert!(echo.get("is_error").is_none(), "{echo}");
+
+    // A non-zero exit is not an error.
+    let fail = a2a::call(&client, "farm", "fail", None).await;
+    assert_eq!((&fail["output"], &fail["exec"]), (&json!("partial\n"), &json!({"command": "fail", "exit_code": 7})));
+    assert!(fail.get("is_error").is_none());
+
+    // Input failing the command's schema is a harness failure, in band, naming the property.
+    let bad = a2a::call(&client, "farm", "echo", Some(json!({"words": "not-an-array"}))).await;
+    assert_eq!(bad["is_error"], true);
+    assert!(bad["output"].as_str().unwrap().contains("words"), "{bad}");
+    assert!(bad.get("exec").is_none());
+
+    assert!(log.lines().contains(&"call echo -- a '-b c' for tester".to_owned()), "{:?}", log.lines());
+    running.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_9_unknown_and_gated_tools_get_an_in_band_error() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
+    let client = client(&nats).await;
+    for name in ["nope", "purge", "farm_feed", "wipe"] {
+        let reply = a2a::call(&client, "farm", name, Some(json!({"target": "x"}))).await;
+        assert_eq!(reply["is_error"], true, "{name}");
+        assert_eq!(reply["output"], format!("tool \"{name}\" is not available"));
+    }
+    // Nothing gated ran.
+    assert!(!dir.path().join("ran").exists());
+    running.shutdown().await;
+}
+
+fn rejected(reply: Reply) -> (String, String) {
+    assert_eq!(reply.body, Value::Null, "the error reply has an empty body");
+    reply.error.expect("a transport error")
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_10_oversize_invalid_and_wrong_protocol_bodies_get_400() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let running = start(&nats, config(dir.path(), ""), &log).await;
+    let client = client(&nats).await;
+    let tool = "choria.fisk-ai.tool.farm";
+    let long = std::time::Duration::from_secs(20);
+
+    let mut big = a2a::tool_request("farm", "echo", Some(json!({"words": ["x"]})));
+    big["input"]["words"][0] = json!("x".repeat(786_432));
+    let reply = a2a::send(&client, tool, serde_json::to_vec(&big).unwrap(), long).await;
+    assert_eq!(rejected(reply), ("400".to_owned(), "request exceeds 786432 bytes".to_owned()));
+
+    let reply = a2a::send(&client, tool, b"{not json".to_vec(), long).await;
+    let (code, text) = rejected(reply);
+    assert!(code == "400" && text.starts_with("invalid request: "), "{text}");
+
+    let mut extra = a2a::tool_request("farm", "echo", None);
+    extra["priority"] = json!(1);
+    let (code, text) = rejected(a2a::send_json(&client, tool, &extra).await);
+    assert!(code == "400" && text.starts_with("invalid request: ") && text.contains("priority"), "{text}");
+
+    let mut nulls = a2a::tool_request("farm", "echo", None);
+    nulls["input"] = Value::Null;
+    let (code, text) = rejected(a2a::send_json(&client, tool, &nulls).await);
+    assert!(code == "400" && text.starts_with("invalid request: "), "{text}");
+
+    let (code, text) = rejected(a2a::send_json(&client, tool, &a2a::discovery_request("farm")).await);
+    assert_eq!(code, "400");
+    assert_eq!(
+        text,
+        r#"unexpected message protocol: got "io.choria.fisk-ai.v1.discovery.request", want "io.choria.fisk-ai.v1.tool.request""#
+    );
+    let wrong = a2a::tool_request("farm", "echo", None);
+    let on_discovery = a2a::send_json(&client, "choria.fisk-ai.discovery.farm", &wrong);
+    let (code, text) = rejected(on_discovery.await);
+    assert_eq!(code, "400");
+    assert!(text.starts_with(r#"unexpected message protocol: got "io.choria.fisk-ai.v1.tool.request""#), "{text}");
+
+    let lines = log.lines();
+    assert!(lines.iter().any(|l| l == "rejected tool 400 request exceeds 786432 bytes"), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.starts_with("call ")), "nothing ran: {lines:?}");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_10_a_replayed_id_is_answered_again_under_a_fresh_reply_id() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let running = start(&nats, config(dir.path(), ""), &log).await;
+    let client = client(&nats).await;
+    let request = a2a::tool_request("farm", "echo", Some(json!({"words": ["again"]})));
+    let first = a2a::send_json(&client, "choria.fisk-ai.tool.farm", &request).await.body;
+    let second = a2a::send_json(&client, "choria.fisk-ai.tool.farm", &request).await.body;
+    // Like the reference, the server keeps no replay cache: each delivery is a call, answered under its own id.
+    for reply in [&first, &second] {
+        assert_eq!(reply["request"], request["id"]);
+        assert_eq!(reply["output"], "echo: again\n");
+    }
+    assert_ne!(first["id"], second["id"]);
+    assert_eq!(log.lines().iter().filter(|l| l.starts_with("call echo")).count(), 2);
+    running.shutdown().await;
+}
+
+/// The largest number of `start`/`end` intervals in `log` open at once.
+fn peak_overlap(log: &str) -> usize {
+    let (mut open, mut peak) = (0usize, 0usize);
+    for line in log.lines() {
+        if line.starts_with("start") {
+            open += 1;
+            peak = peak.max(open);
+        } else if line.starts_with("end") {
+            open -= 1;
+        }
+    }
+    peak
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_11_at_most_max_concurrent_tools_run_at_once() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), "    a2a:\n      max_concurrent_tools: 2\n"), &Log::default()).await;
+    let client = client(&nats).await;
+    let log = dir.path().join("slow.log");
+    let calls = (0..6).map(|_| a2a::call(&client, "farm", "slow", Some(json!({"log": log.display().to_string()}))));
+    for reply in futures::future::join_all(calls).await {
+        assert_eq!(reply["output"], "slept\n", "{reply}");
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 12, "{text}");
+    // Never more than two at once, and the bound was actually reached.
+    assert_eq!(peak_overlap(&text), 2, "{text}");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_11_tool_timeout_stops_the_command_and_says_so() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), "    a2a:\n      tool_timeout: 1s\n"), &Log::default()).await;
+    let client = client(&nats).await;
+    let pids = dir.path().join("pids");
+    let reply = a2a::call(&client, "farm", "hang", Some(json!({"pidfile": pids.display().to_string()}))).await;
+    assert_eq!(reply["is_error"], true, "{reply}");
+    assert!(reply["output"].as_str().unwrap().contains("1s"), "{reply}");
+    // The background sleepers were in the command's process group, which was killed.
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        let pid: i32 = pid.trim().parse().unwrap();
+        let gone = (0..100).any(|_| {
+            let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+            if alive {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            !alive
+        });
+        assert!(gone, "pid {pid} outlived the timeout");
+    }
+    running.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_12_shutdown_lets_a_call_in_progress_finish() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
+    let client = client(&nats).await;
+    let log = dir.path().join("slow.log");
+    let input = json!({"log": log.display().to_string()});
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { a2a::call(&client, "farm", "slow", Some(input)).await }
+    });
+    while !log.exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    running.shutdown().await;
+    assert_eq!(call.await.unwrap()["output"], "slept\n");
+    // Unsubscribed: nobody answers any more.
+    let request = async_nats::client::Request::new()
+        .payload(serde_json::to_vec(&a2a::tool_request("farm", "echo", None)).unwrap().into())
+        .timeout(Some(std::time::Duration::from_secs(5)));
+    let err = client.send_request("choria.fisk-ai.tool.farm", request).await.unwrap_err();
+    assert_eq!(err.kind(), async_nats::client::RequestErrorKind::NoResponders, "{err}");
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_3_the_services_framework_lists_the_agent() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
+    let client = client(&nats).await;
+    let info = client.request("$SRV.INFO.farm", "".into()).await.unwrap();
+    let info: Value = serde_json::from_slice(&info.payload).unwrap();
+    assert_eq!((info["name"].as_str(), info["version"].as_str()), (Some("farm"), Some("0.0.0")));
+    assert_eq!(info["description"], "fisk-ai a2a tool server");
+    // The framework keeps endpoints in a map: its INFO order is its own.
+    let mut endpoints: Vec<(&str, &str, &str)> = info["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["subject"].as_str().unwrap(), e["queue_group"].as_str().unwrap()))
+        .collect();
+    endpoints.sort();
+    assert_eq!(
+        endpoints,
+        [("discovery", "choria.fisk-ai.discovery.farm", "farm"), ("tool", "choria.fisk-ai.tool.farm", "farm")]
+    );
+    let ping = client.request("$SRV.PING.farm", "".into()).await.unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&ping.payload).unwrap()["name"], "farm");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_3_agents_sharing_an_identity_share_the_work() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (Log::default(), Log::default());
+    let a = start(&nats, config(dir.path(), ""), &one).await;
+    let b = start(&nats, config(dir.path(), ""), &two).await;
+    let client = client(&nats).await;
+    for i in 0..40 {
+        let reply = a2a::call(&client, "farm", "echo", Some(json!({"words": [format!("w{i}")]}))).await;
+        assert_eq!(reply["output"], format!("echo: w{i}\n"));
+    }
+    let count = |l: &Log| l.lines().iter().filter(|l| l.starts_with("call ")).count();
+    assert_eq!(count(&one) + count(&two), 40);
+    // Queue delivery is random: 40 calls all landing on one member has odds of 2^-39.
+    assert!(count(&one) > 0 && count(&two) > 0, "{} / {}", count(&one), count(&two));
+    a.shutdown().await;
+    // The survivor takes everything from now on.
+    for _ in 0..5 {
+        assert_eq!(a2a::call(&client, "farm", "echo", Some(json!({"words": ["s"]}))).await["output"], "echo: s\n");
+    }
+    b.shutdown().await;
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_reconnect_the_server_resumes_serving_after_nats_restarts() {
+    let mut nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let context = common::nats::context_dir("test", json!({"url": nats.url()}), false);
+    let ctx = fisk_ai::nats::NatsContext::load_from(context.path(), Some("test")).unwrap();
+    let conn = NatsConnection::connect(&ctx, "farm").await.unwrap();
+    let log = Log::default();
+    let server =
+        A2aServer::builder().config(config(dir.path(), "")).nats(conn).events(log.sink()).build().await.unwrap();
+    let running = server.start().await.unwrap();
+    nats.restart();
+    let client = client(&nats).await;
+    // The client library resubscribes after reconnecting; retry until the server is back, then it must answer.
+    let mut answered = None;
+    for _ in 0..100 {
+        let message = serde_json::to_vec(&a2a::tool_request("farm", "echo", Some(json!({"words": ["back"]})))).unwrap();
+        let request =
+            async_nats::client::Request::new().payload(message.into()).timeout(Some(std::time::Duration::from_secs(2)));
+        if let Ok(msg) = client.send_request("choria.fisk-ai.tool.farm", request).await {
+            answered = Some(serde_json::from_slice::<Value>(&msg.payload).unwrap());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(answered.expect("served again after the restart")["output"], "echo: back\n");
+    let lines = log.lines();
+    assert!(lines.iter().any(|l| l.contains("Disconnected")), "{lines:?}");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a2a_1_serving_must_be_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::fake_app(dir.path(), "mcp-app");
+    let yaml = format!("identity: farm\napplication_path: {}\nnats_context: test\n", app.display());
+    let err = A2aServer::builder().config(Config::from_yaml_str(&yaml).unwrap()).build().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    assert!(err.to_string().contains("expose.agent.agent_to_agent"), "{err}");
+
+    let yaml = format!("application_path: {}\nexpose: {{agent: {{agent_to_agent: true}}}}\n", app.display());
+    let err = A2aServer::builder().config(Config::from_yaml_str(&yaml).unwrap()).build().await.unwrap_err();
+    assert!(err.to_string().contains("nats_context"), "{err}");
+
+    let yaml = "nats_context: x\nexpose: {agent: {agent_to_agent: true}}\n";
+    let err = A2aServer::builder().config(Config::from_yaml_str(yaml).unwrap()).build().await.unwrap_err();
+    assert!(err.to_string().contains("application_path"), "{err}");
+}
+
+#[tokio::test]
+async fn a2a_5_zero_served_tools_is_a_startup_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "    tools:\n      include: {tools: [\"^purge$\", \"^farm_feed$\"]}\n");
+    let err = A2aServer::builder().config(config).build().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Selection, "{err}");
+    assert!(err.to_string().contains("no tools can be served over a2a"), "{err}");
+}
