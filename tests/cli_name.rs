@@ -1,6 +1,6 @@
 //! The example CLI (issue 16, CLI-2, CLI-16): one name, taken from how it was started, in its usage, `--version`
 //! and hints; configuration errors come before a missing API key.
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! The example CLI with `llm.provider: openai` (CLI-1, CLI-5, INFO-1, PROV-3, PROV-7): `run` against the in-process
 //! fake Chat Completions server with the real cowsay demo app, and `info` showing the provider and that tool search
 //! is not available (every tool sent directly).
-#![cfg(all(feature = "anthropic", feature = "openai", feature = "mcp", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "openai", feature = "mcp", feature = "nats", feature = "terminal"))]
 
 mod common;
 #[path = "common/openai.rs"]

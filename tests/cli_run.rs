@@ -1,6 +1,6 @@
 //! `cli run` end to end (CLI-1..16): the real example binary, the real Anthropic provider over loopback HTTP to the
 //! in-process fake Messages API, and the real cowsay demo app. Stdout holds only the answer.
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
 
 mod common;
 mod fake_anthropic;

@@ -1,5 +1,5 @@
 //! The example CLI's `info` command (INFO-1..13), run as a real process.
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
 
 mod common;
 

@@ -1,82 +1,23 @@
 //! `cli mcp` end to end (CLI-17, MCP-2, MCP-19, MCP-21..23): the real example binary serving the real cowsay demo,
 //! rmcp's client calling it over loopback HTTP, and SIGTERM stopping it gracefully.
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
 
 mod common;
 #[path = "mcp_support/mod.rs"]
 mod mcp_support;
 
+use common::cli::Cli;
 use mcp_support::*;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// A running `cli mcp`, its stderr lines arriving on a channel.
-struct Cli {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Cli {
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Cli {
-        let mut cmd = Command::new(common::example("cli"));
-        cmd.arg("mcp").args(args).current_dir(common::root()).stdin(Stdio::null()).stdout(Stdio::null());
-        cmd.stderr(Stdio::piped()).env_remove("FISK_AI_MCP_PORT").env_remove("FISK_AI_MCP_ADDRESS");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Cli { child, lines, seen: Vec::new() }
-    }
-
-    /// Wait for a stderr line containing `needle` (or the end of output); everything seen is kept.
-    fn wait_for(&mut self, needle: &str) -> bool {
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
-            let hit = line.contains(needle);
-            self.seen.push(line);
-            if hit {
-                return true;
-            }
-        }
-        false
-    }
-
-    fn stderr(&self) -> String {
-        self.seen.join("\n")
-    }
-
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM)
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            self.seen.push(line);
-        }
-        status
-    }
-}
-
-impl Drop for Cli {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A running `cli mcp`, with the port and address variables removed so only the test's own apply.
+fn start_mcp(args: &[&str], env: &[(&str, &str)]) -> Cli {
+    Cli::start("mcp", args, &["FISK_AI_MCP_PORT", "FISK_AI_MCP_ADDRESS"], env)
 }
 
 #[tokio::test]
@@ -85,7 +26,7 @@ async fn cli_mcp_serves_the_cowsay_demo_logs_each_call_and_stops_on_sigterm() {
     let port_s = port.to_string();
     // `--port 0` is unset, so the environment's port is used (MCP-2).
     let mut cli =
-        Cli::start(&["--config", "examples/cowsay/agent.yaml", "--port", "0"], &[("FISK_AI_MCP_PORT", &port_s)]);
+        start_mcp(&["--config", "examples/cowsay/agent.yaml", "--port", "0"], &[("FISK_AI_MCP_PORT", &port_s)]);
     assert!(cli.wait_for("register it with an MCP client"), "startup:\n{}", cli.stderr());
     let err = cli.stderr();
     assert!(err.contains("serving 5 tool(s) over MCP as cowsay: say, cow_say, cow_think, feed, list"), "{err}");
@@ -130,7 +71,7 @@ async fn cli_mcp_without_an_application_serves_built_ins_and_warns_about_agent_o
     )
     .unwrap();
     let port = free_port().to_string();
-    let mut cli = Cli::start(&["--config", config.to_str().unwrap(), "--port", &port, "--address", "127.0.0.1"], &[]);
+    let mut cli = start_mcp(&["--config", config.to_str().unwrap(), "--port", &port, "--address", "127.0.0.1"], &[]);
     assert!(cli.wait_for("register it with an MCP client"), "startup:\n{}", cli.stderr());
     let err = cli.stderr();
     assert!(err.contains("only the harness.tools built-ins are served"), "MCP-23: {err}");
@@ -162,7 +103,7 @@ async fn cli_mcp_startup_line_names_at_most_twenty_tools_then_counts_the_rest() 
     )
     .unwrap();
     let port = free_port().to_string();
-    let mut cli = Cli::start(&["--config", config.to_str().unwrap(), "--port", &port], &[]);
+    let mut cli = start_mcp(&["--config", config.to_str().unwrap(), "--port", &port], &[]);
     assert!(cli.wait_for("register it with an MCP client"), "startup:\n{}", cli.stderr());
     let err = cli.stderr();
     let first: Vec<String> = (0..20).map(|i| format!("cmd{i:02}")).collect();

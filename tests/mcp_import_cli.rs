@@ -2,7 +2,7 @@
 //! (`cli run`, the real Anthropic provider against the in-process fake Messages API) imports it over streamable
 //! HTTP and calls a tool; `cli info` lists the imported tools with SOURCE `mcp <server>` and each server's
 //! reachability (MCPI-9, MCPI-11).
-#![cfg(all(feature = "anthropic", feature = "mcp", feature = "terminal"))]
+#![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
 
 mod common;
 mod fake_anthropic;

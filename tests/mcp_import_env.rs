@@ -76,7 +76,7 @@ fn invariant_4_mcpi_3_4_no_imported_server_or_child_sees_a_credential() {
         assert!(!introspected.contains(BEARER), "the bearer variable reached the MCP server's introspection");
 
         // `cli info` neither: it introspects and imports like a run.
-        #[cfg(all(feature = "anthropic", feature = "terminal"))]
+        #[cfg(all(feature = "anthropic", feature = "nats", feature = "terminal"))]
         {
             std::fs::remove_file(dir.path().join("introspect.env")).unwrap();
             std::fs::write(dir.path().join("agent.yaml"), &yaml).unwrap();

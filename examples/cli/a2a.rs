@@ -34,24 +34,31 @@ pub(crate) async fn run(args: A2aArgs) -> Result<(), Box<dyn std::error::Error>>
     }
     // Installed before the startup lines, so a signal right after them is not lost.
     let stop = shutdown_signal();
-    let names: Vec<&str> = server.tools().iter().map(|t| t.spec().name()).collect();
-    // A2A-12.
-    eprintln!(
-        "serving {} tool(s) as agent {} version {} (NATS context {})",
-        names.len(),
-        server.identity(),
-        server.version(),
-        server.context()
-    );
-    eprintln!("discovery: {}", server.discovery_subject());
-    eprintln!("tools: {}", server.tool_subject());
-    eprintln!("exposed tools: {}", names.join(", "));
-    eprintln!(
-        "at most {} call(s) run at once, each for at most {}; stop with Ctrl-C",
-        server.max_concurrent_tools(),
-        fisk_ai::config::format_duration(server.tool_timeout())
-    );
-    server.serve(stop).await?;
+    let names: Vec<String> = server.tools().iter().map(|t| t.spec().name().to_owned()).collect();
+    // A2A-12, printed once both endpoints are subscribed: a caller that reads them can call at once.
+    let lines = [
+        format!(
+            "serving {} tool(s) as agent {} version {} (NATS context {})",
+            names.len(),
+            server.identity(),
+            server.version(),
+            server.context()
+        ),
+        format!("discovery: {}", server.discovery_subject()),
+        format!("tools: {}", server.tool_subject()),
+        format!("exposed tools: {}", names.join(", ")),
+        format!(
+            "at most {} call(s) run at once, each for at most {}; stop with Ctrl-C",
+            server.max_concurrent_tools(),
+            fisk_ai::config::format_duration(server.tool_timeout())
+        ),
+    ];
+    let running = server.start().await?;
+    for line in lines {
+        eprintln!("{line}");
+    }
+    stop.await;
+    running.shutdown().await;
     eprintln!("stopped");
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 #[cfg(feature = "nats")]
 pub mod a2a;
+pub mod cli;
 pub mod dispatch;
 pub mod gate;
 pub mod nats;
