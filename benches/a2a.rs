@@ -1,0 +1,116 @@
+//! a2a serving throughput over loopback NATS, against spawning the same command directly at the same concurrency
+//! in the same run (target: at least 0.8x of that ceiling at concurrency 1 and 8), and discovery latency.
+//!
+//! The traffic is what a peer sends: one connection per caller process, plain NATS requests carrying a v1 tool
+//! request to `choria.fisk-ai.tool.<identity>`, answered through the queue group. It needs `nats-server` on PATH
+//! (or `FISK_AI_NATS_SERVER`), like the NATS tests.
+
+#[path = "../tests/common/nats.rs"]
+mod nats;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use fisk_ai::Config;
+use fisk_ai::nats::NatsConnection;
+use fisk_ai::serve::a2a::A2aServer;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const CONCURRENCY: [usize; 2] = [1, 8];
+
+/// The same trivial application as benches/mcp.rs: one command that prints its words with the shell's `echo`.
+fn app(dir: &Path) -> PathBuf {
+    let doc = r#"{"name":"bench","help":"A trivial application","version":"0.0.1","commands":[{"name":"echo","help":"Print the words back","flags":[],"args":[{"name":"words","help":"Words to print","required":false,"cumulative":true}],"restricted_schema":{"additionalProperties":false,"properties":{"words":{"description":"Words to print","items":{"type":"string"},"type":"array"}},"type":"object"}}]}"#;
+    std::fs::write(dir.join("doc.json"), doc).unwrap();
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --fisk-introspect ]; then exec cat '{}'; fi\nshift\necho \"$@\"\n",
+        dir.join("doc.json").display()
+    );
+    let path = dir.join("bench-app");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A v1 request, with a fresh id as a peer mints one per call.
+fn request(protocol: &str, extra: &str) -> Vec<u8> {
+    let id = format!("{:0>27}", NEXT.fetch_add(1, Ordering::Relaxed));
+    format!(
+        r#"{{"protocol":"{protocol}","id":"{id}","request":"{id}","conversation":"{id}","sequence":0,"time":"2026-12-01T10:00:00Z","sender":{{"name":"bench-caller"}},"recipient":{{"name":"bench"}}{extra}}}"#
+    )
+    .into_bytes()
+}
+
+async fn call(client: &async_nats::Client) {
+    let body = request("io.choria.fisk-ai.v1.tool.request", r#","name":"echo","input":{"words":["hello"]}"#);
+    let reply = client.request("choria.fisk-ai.tool.bench", body.into()).await.unwrap();
+    assert!(reply.payload.windows(7).any(|w| w == b"hello\\n"), "{:?}", reply.payload);
+}
+
+fn discovery_report(rt: &tokio::runtime::Runtime, client: &async_nats::Client) {
+    const N: usize = 500;
+    let mut lat = Vec::with_capacity(N);
+    rt.block_on(async {
+        for i in 0..N + 20 {
+            let t = Instant::now();
+            let body = request("io.choria.fisk-ai.v1.discovery.request", "");
+            black_box(client.request("choria.fisk-ai.discovery.bench", body.into()).await.unwrap());
+            if i >= 20 {
+                lat.push(t.elapsed());
+            }
+        }
+    });
+    lat.sort();
+    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    eprintln!("a2a discovery ({N} sequential requests): p50 {:?} p99 {:?}", pct(0.5), pct(0.99));
+}
+
+fn benches(c: &mut Criterion) {
+    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let nats = nats::NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let yaml = format!(
+        "identity: bench\napplication_path: {}\nnats_context: bench\nexpose:\n  agent:\n    agent_to_agent: true\n    \
+         a2a:\n      max_concurrent_tools: 8\n",
+        app.display()
+    );
+    let _running = server_rt.block_on(async {
+        let conn = NatsConnection::borrowed(async_nats::connect(nats.url()).await.unwrap(), "bench");
+        let config = Config::from_yaml_str(&yaml).unwrap();
+        A2aServer::builder().config(config).nats(conn).build().await.unwrap().start().await.unwrap()
+    });
+    let url = nats.url();
+    let connect = || rt.block_on(async_nats::connect(&url)).unwrap();
+    discovery_report(&rt, &connect());
+
+    let mut g = c.benchmark_group("a2a");
+    g.sample_size(20).measurement_time(Duration::from_secs(8));
+    for n in CONCURRENCY {
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("direct_spawn", n), &n, |b, &n| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let calls = (0..n).map(|_| {
+                        tokio::process::Command::new(&app).args(["echo", "--", "hello"]).stdin(Stdio::null()).output()
+                    });
+                    black_box(futures::future::join_all(calls).await)
+                })
+            })
+        });
+        // One connection per concurrent caller, as separate peer processes would have.
+        let clients: Vec<async_nats::Client> = (0..n).map(|_| connect()).collect();
+        g.bench_with_input(BenchmarkId::new("a2a_tool_request", n), &n, |b, _| {
+            b.iter(|| rt.block_on(async { black_box(futures::future::join_all(clients.iter().map(call)).await) }))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(a2a_benches, benches);
+criterion_main!(a2a_benches);
