@@ -6,6 +6,8 @@
 //! the context connects, and wrong credentials fail naming the context. Those tests are
 //! `#[ignore = "needs nats-server ..."]`; `.ci/run` runs them against nats-server 2.9 and 2.15.
 
+#![cfg(feature = "nats")]
+
 mod common;
 
 use base64::Engine;
