@@ -140,6 +140,44 @@ fn a2a_13_invalid_names_are_refused() {
     assert!(text.contains("invalid NATS context name"), "{text}");
 }
 
+/// Set in the child process [`cfg_16_load_reads_xdg_config_home_then_home`] starts: the context name it must find.
+const CHILD_EXPECTS: &str = "FISK_AI_TEST_CHILD_EXPECTS_CONTEXT";
+
+/// CFG-16: `NatsContext::load` reads `$XDG_CONFIG_HOME/nats`, or `~/.config/nats` when XDG_CONFIG_HOME is unset.
+/// The environment is the child's (this test binary run again), never changed in this process.
+#[test]
+fn cfg_16_load_reads_xdg_config_home_then_home() {
+    if let Ok(want) = std::env::var(CHILD_EXPECTS) {
+        let ctx = NatsContext::load(None).unwrap();
+        assert_eq!(ctx.label(), want);
+        let named = NatsContext::load(Some(&want)).unwrap();
+        assert_eq!(named.servers(), [format!("nats://{want}.example:4222")]);
+        println!("CHILD-LOADED {want}");
+        return;
+    }
+    let child = |envs: &[(&str, &Path)], want: &str| {
+        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+        command.args(["--exact", "cfg_16_load_reads_xdg_config_home_then_home", "--nocapture", "--test-threads=1"]);
+        command.env_remove("XDG_CONFIG_HOME").env(CHILD_EXPECTS, want);
+        for (k, v) in envs {
+            command.env(k, v);
+        }
+        let out = command.output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains(&format!("CHILD-LOADED {want}")), "{want}: {text}");
+    };
+    let xdg_dir = context_dir("xdgctx", json!({"url": "nats://xdgctx.example:4222"}), true);
+    let xdg = common::nats::xdg_home_for(xdg_dir.path());
+    let home = tempfile::tempdir().unwrap();
+    let home_nats = home.path().join(".config/nats/context");
+    std::fs::create_dir_all(&home_nats).unwrap();
+    std::fs::write(home_nats.join("homectx.json"), r#"{"url": "nats://homectx.example:4222"}"#).unwrap();
+    std::fs::write(home.path().join(".config/nats/context.txt"), "homectx").unwrap();
+
+    child(&[("XDG_CONFIG_HOME", xdg.path()), ("HOME", home.path())], "xdgctx");
+    child(&[("HOME", home.path())], "homectx");
+}
+
 /// A2A-13: what the connection cannot honour is refused when the context loads, naming the context and file: an
 /// `op://` secret-manager creds reference, a socks proxy, a user_jwt without its seed, half a client certificate.
 #[tokio::test]
@@ -182,6 +220,11 @@ async fn a2a_13_paths_expand_environment_variables_then_home() {
         assert_eq!(err.kind(), ErrorKind::Config, "{err}");
         assert!(err.to_string().contains(&format!("nkey file {want},")), "{raw} -> {want}: {err}");
     }
+    // A creds file the same way; a missing one is a configuration error naming it.
+    let dir = context_dir("paths", json!({"creds": "$HOME/fisk-ai-no-such-dir-7Qx2/user.creds"}), false);
+    let err = NatsConnection::connect(&load(dir.path(), Some("paths")).unwrap(), "x").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+    assert!(err.to_string().contains(&format!("creds file {home}/fisk-ai-no-such-dir-7Qx2/user.creds")), "{err}");
     // The CA file the same way.
     let dir = context_dir("paths", json!({"ca": "~/fisk-ai-no-such-dir-7Qx2/ca.pem"}), false);
     let err = NatsConnection::connect(&load(dir.path(), Some("paths")).unwrap(), "x").await.unwrap_err();

@@ -57,6 +57,9 @@ struct Settings {
     socks_proxy: Option<String>,
 }
 
+/// A client certificate file and its key file.
+pub(crate) type CertKey = (PathBuf, PathBuf);
+
 /// How the connection authenticates, in the reference's precedence: user/password, creds, nkey, jwt+seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Auth {
@@ -160,7 +163,7 @@ impl NatsContext {
     }
 
     /// The CA file and the client certificate and key files, expanded.
-    pub(crate) fn tls(&self) -> Result<(Option<PathBuf>, Option<(PathBuf, PathBuf)>)> {
+    pub(crate) fn tls(&self) -> Result<(Option<PathBuf>, Option<CertKey>)> {
         let ca = set(&self.settings.ca).map(expand_path);
         let pair = match (set(&self.settings.cert), set(&self.settings.key)) {
             (Some(c), Some(k)) => Some((expand_path(c), expand_path(k))),
@@ -258,10 +261,10 @@ fn set(value: &Option<String>) -> Option<&str> {
 /// leading `~` to the home directory.
 pub(crate) fn expand_path(raw: &str) -> PathBuf {
     let expanded = expand_env(raw, |k| std::env::var(k).ok());
-    if expanded == "~" || expanded.starts_with("~/") {
-        if let Some(home) = home() {
-            return home.join(expanded.trim_start_matches('~').trim_start_matches('/'));
-        }
+    if (expanded == "~" || expanded.starts_with("~/"))
+        && let Some(home) = home()
+    {
+        return home.join(expanded.trim_start_matches('~').trim_start_matches('/'));
     }
     PathBuf::from(expanded)
 }
