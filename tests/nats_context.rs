@@ -566,3 +566,38 @@ async fn a2a_13_a_server_restart_reports_disconnected_then_connected() {
     }
     tokio::time::timeout(GUARD, nats.client().flush()).await.unwrap().unwrap();
 }
+
+/// A2A-13: `url` is a comma-separated list, all of it used: with the first server down, the connection reaches the
+/// second (in whichever order the client tries them).
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_13_the_url_list_is_tried_in_turn() {
+    let server = NatsServer::start();
+    let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let urls = format!("nats://127.0.0.1:{down}, {}", server.url());
+    let dir = server.context_dir("list", json!({"url": urls}), false);
+    assert_eq!(load(dir.path(), Some("list")).unwrap().servers().len(), 2);
+    connect(dir.path(), "list").await.unwrap();
+}
+
+/// A2A-13: a context's `inbox_prefix` is where the connection's replies come back.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_13_the_inbox_prefix_is_applied() {
+    use futures::StreamExt;
+    let server = NatsServer::start();
+    let dir = server.context_dir("inbox", json!({"url": server.url(), "inbox_prefix": "_INBOX_fisk"}), false);
+    let nats = connect(dir.path(), "inbox").await.unwrap();
+    let mut requests = nats.client().subscribe("ctx.echo").await.unwrap();
+    let responder = nats.client().clone();
+    let echo = tokio::spawn(async move {
+        let request = requests.next().await.expect("a request");
+        let reply = request.reply.clone().expect("a reply subject");
+        responder.publish(reply.clone(), reply.as_str().to_owned().into()).await.unwrap();
+        responder.flush().await.unwrap();
+    });
+    let answer = tokio::time::timeout(GUARD, nats.client().request("ctx.echo", "hi".into())).await.unwrap().unwrap();
+    let reply_subject = String::from_utf8(answer.payload.to_vec()).unwrap();
+    assert!(reply_subject.starts_with("_INBOX_fisk."), "{reply_subject}");
+    echo.await.unwrap();
+}
