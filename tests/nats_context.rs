@@ -240,6 +240,14 @@ async fn a2a_13_user_and_password_connect() {
     let server = NatsServer::start_with("authorization { user: agent, password: \"pa55 word\" }");
     let good = server.context_dir("up", json!({"url": server.url(), "user": "agent", "password": "pa55 word"}), false);
     connect(good.path(), "up").await.unwrap();
+    // Precedence (docs/nats-wire.md §1): user/password before creds, nkey and jwt, which are then never read.
+    let first = server.context_dir(
+        "up-first",
+        json!({"url": server.url(), "user": "agent", "password": "pa55 word", "creds": "/nope/u.creds",
+            "nkey": "/nope/u.nk", "user_jwt": "x", "user_seed": "y"}),
+        false,
+    );
+    connect(first.path(), "up-first").await.unwrap();
 
     let bad = server.context_dir("up-bad", json!({"url": server.url(), "user": "agent", "password": "nope"}), false);
     let text = refused(bad.path(), "up-bad", "authorization violation").await;
@@ -281,7 +289,12 @@ async fn a2a_13_an_nkey_seed_file_connects() {
         ("nk-tilde", format!("~/{relative}")),
         ("nk-env", format!("${{HOME}}/{relative}")),
     ] {
-        let dir = server.context_dir(name, json!({"url": server.url(), "nkey": path}), false);
+        // Precedence: the nkey before jwt+seed, which are then never used.
+        let dir = server.context_dir(
+            name,
+            json!({"url": server.url(), "nkey": path, "user_jwt": "x", "user_seed": "y"}),
+            false,
+        );
         connect(dir.path(), name).await.unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 
@@ -384,6 +397,13 @@ async fn a2a_13_a_creds_file_and_a_jwt_with_its_seed_connect() {
 
     let dir = server.context_dir("creds", json!({"url": server.url(), "creds": creds}), false);
     connect(dir.path(), "creds").await.unwrap();
+    // Precedence: creds before nkey and jwt+seed.
+    let dir = server.context_dir(
+        "creds-first",
+        json!({"url": server.url(), "creds": creds, "nkey": "/nope/u.nk", "user_jwt": "x", "user_seed": "y"}),
+        false,
+    );
+    connect(dir.path(), "creds-first").await.unwrap();
     let dir = server.context_dir("jwt", json!({"url": server.url(), "user_jwt": user_jwt, "user_seed": seed}), false);
     connect(dir.path(), "jwt").await.unwrap();
 
