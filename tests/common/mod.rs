@@ -10,6 +10,8 @@ pub mod nats;
 pub mod tools;
 pub mod trace;
 pub mod turns;
+#[cfg(feature = "nats")]
+pub mod wire;
 
 use fisk_ai::source::fisk::AppModel;
 use std::path::{Path, PathBuf};
