@@ -10,7 +10,8 @@ use fisk_ai::agent::Agent;
 use fisk_ai::llm::ScriptedProvider;
 
 /// Each key with a snippet that uses it, and the line of the file the key is on (the snippet starts at line 6).
-/// `mcp_servers` is built with the `mcp` feature (tests/mcp_import.rs) and refused only without it.
+/// `mcp_servers` is built with the `mcp` feature (tests/mcp_import.rs) and refused only without it; `remote_tools`
+/// likewise with the `nats` feature (tests/remote_import.rs).
 const UNBUILT: [(&str, &str, usize); 5] = [
     ("mcp_servers", "mcp_servers:\n  - name: gh\n    url: https://mcp.example\n    bearer_token_env: GH_TOKEN\n", 6),
     ("remote_tools", "nats_context: prod\nremote_tools:\n  - name: other\n", 7),
@@ -30,7 +31,9 @@ fn yaml(dir: &std::path::Path, snippet: &str) -> String {
 
 #[tokio::test]
 async fn every_unbuilt_key_is_refused_with_its_location_before_any_process_starts() {
-    for (key, snippet, line) in UNBUILT.into_iter().filter(|(k, ..)| !(cfg!(feature = "mcp") && *k == "mcp_servers")) {
+    for (key, snippet, line) in UNBUILT.into_iter().filter(|(k, ..)| {
+        !(cfg!(feature = "mcp") && *k == "mcp_servers" || cfg!(feature = "nats") && *k == "remote_tools")
+    }) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.yaml");
         std::fs::write(&path, yaml(dir.path(), snippet)).unwrap();

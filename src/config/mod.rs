@@ -337,7 +337,12 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             !cfg!(feature = "mcp") && !cfg.mcp_servers.is_empty(),
             "this build has no `mcp` feature, which imports tools from MCP servers",
         ),
-        ("remote_tools", !cfg.remote_tools.is_empty(), "importing tools from remote agents over NATS is not built yet"),
+        // Built with the `nats` feature (source::remote).
+        (
+            "remote_tools",
+            !cfg!(feature = "nats") && !cfg.remote_tools.is_empty(),
+            "this build has no `nats` feature, which imports tools from remote agents over NATS",
+        ),
         (
             "expose.agent.agent_to_agent",
             cfg.expose.agent.agent_to_agent,

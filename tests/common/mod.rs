@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: fake applications and fixtures.
 #![allow(dead_code)]
 
+#[cfg(feature = "nats")]
+pub mod a2a_peer;
 pub mod dispatch;
 pub mod gate;
 pub mod nats;
