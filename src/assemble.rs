@@ -130,7 +130,7 @@ mod remote {
     use crate::error::{Error, Result};
     use crate::nats::{NatsConnection, NatsContext};
     use crate::source::ToolSource;
-    use crate::source::remote::{DEFAULT_TIMEOUT, RemoteAgent};
+    use crate::source::remote::{RemoteAgent, configured_timeout};
     use std::sync::Arc;
 
     /// One [`RemoteAgent`] per host, in config order, over the injected connection or one made from
@@ -144,11 +144,7 @@ mod remote {
             Some(nats) => nats,
             None => connect(config, &identity).await?,
         };
-        // docs/nats-wire.md §2: `llm.budget.call_timeout`, and 30 s only when none is configured.
-        let timeout = (config.llm.budget.call_timeout)
-            .and_then(crate::config::GoDuration::to_std)
-            .filter(|d| !d.is_zero())
-            .unwrap_or(DEFAULT_TIMEOUT);
+        let timeout = configured_timeout(config);
         (config.remote_tools.iter().enumerate())
             .map(|(i, host)| {
                 RemoteAgent::from_host(i, host, nats.clone(), &identity, timeout)

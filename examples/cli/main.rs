@@ -8,6 +8,7 @@
 
 mod info;
 mod mcp;
+mod remote;
 mod run;
 mod session;
 mod trace;

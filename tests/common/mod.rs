@@ -85,6 +85,7 @@ pub fn example(name: &str) -> PathBuf {
         (cfg!(feature = "openai"), "openai"),
         (cfg!(feature = "mcp"), "mcp"),
         (cfg!(feature = "terminal"), "terminal"),
+        (cfg!(feature = "nats"), "nats"),
     ]
     .into_iter()
     .filter_map(|(on, feature)| on.then_some(feature))

@@ -51,6 +51,15 @@ use std::time::{Duration, Instant};
 /// The bound of discovery and of every call when none is configured (docs/nats-wire.md §2).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The bound of a configuration's discovery and calls: `llm.budget.call_timeout`, or [`DEFAULT_TIMEOUT`] only
+/// when none is configured (docs/nats-wire.md §2).
+pub fn configured_timeout(config: &crate::Config) -> Duration {
+    (config.llm.budget.call_timeout)
+        .and_then(crate::config::GoDuration::to_std)
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT_TIMEOUT)
+}
+
 /// A [`ToolSource`] importing the tools of one remote agent over NATS (IMPORT-1..11).
 ///
 /// Built from a `remote_tools` host by the assembly pipeline ([`RemoteAgent::from_host`]) or by a host directly;
