@@ -136,6 +136,7 @@ fn result(reply: ToolReply) -> ToolOutput {
 mod tests {
     use super::*;
     use crate::nats::wire::{ExecResult, ToolReplyBody};
+    use serde_json::Value;
 
     fn reply(body: ToolReplyBody) -> ToolReply {
         let req = Header::request(MessageKind::ToolRequest, "a", "b");
