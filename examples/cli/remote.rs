@@ -5,7 +5,7 @@ use fisk_ai::Config;
 use fisk_ai::Warning;
 use fisk_ai::tool::Tool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What `info` found out about one host.
 pub(crate) struct HostReport {
@@ -17,6 +17,7 @@ pub(crate) struct HostReport {
 
 /// INFO-9: reachable (the card's facts) or unavailable (how long it took to find out, and why).
 pub(crate) enum Reach {
+    #[cfg_attr(not(feature = "nats"), allow(dead_code, reason = "only a build with nats can reach a host"))]
     Reachable { version: String, round_trip: Duration, advertised: usize, imported: usize },
     Unavailable { elapsed: Duration, error: String },
 }
@@ -31,6 +32,7 @@ pub(crate) async fn hosts(
 ) -> Vec<HostReport> {
     use fisk_ai::nats::{NatsConnection, NatsContext};
     use fisk_ai::source::remote::{RemoteAgent, configured_timeout};
+    use std::time::Instant;
     if config.remote_tools.is_empty() {
         return Vec::new();
     }
