@@ -199,8 +199,8 @@ fn imported_names(agent: &Agent) -> Vec<String> {
 
 /// IMPORT-5 (and docs/nats-wire.md §2 "Naming"): names are counted after the IMPORT-4 skips, so a tool another
 /// host advertises with an empty description does not force a prefix; a name both hosts expose, or one a built-in
-/// holds, becomes `<alias>_<name>`; the result does not depend on the hosts' order. CFG-15: one connection (the
-/// injected one) serves every host.
+/// holds, becomes `<alias>_<name>`; a name that is not valid is skipped with a warning (IMPORT-6); the result
+/// does not depend on the hosts' order. CFG-15: one connection (the injected one) serves every host.
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn import_5_final_names_across_hosts_count_after_the_skips() {
@@ -210,6 +210,7 @@ async fn import_5_final_names_across_hosts_count_after_the_skips() {
         descriptor("lonely", ""),
         descriptor("base64_encode", "Alpha's own encoder"),
         descriptor("only_a", "Only alpha"),
+        descriptor("bad name!", "IMPORT-6: not a valid final name"),
     ];
     let beta = vec![descriptor("status", "Beta status"), descriptor("lonely", "Beta lonely")];
     let _a = A2aPeer::serving(peers.clone(), "alpha", alpha, echo("alpha")).await;
@@ -228,6 +229,7 @@ async fn import_5_final_names_across_hosts_count_after_the_skips() {
         let names = imported_names(&agent);
         assert_eq!(names, ["alpha_base64_encode", "alpha_status", "b_status", "lonely", "only_a"]);
         assert!(agent.warnings().iter().any(|w| w.to_string().contains("lonely")), "the skip warns");
+        assert!(agent.warnings().iter().any(|w| w.kind() == "invalid_tool_name"), "IMPORT-6 warns");
         assert_eq!(agent.toolset().gated_count(), 0, "IMPORT-10: never gated locally");
         seen.push(names);
     }
