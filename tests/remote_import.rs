@@ -161,7 +161,7 @@ async fn import_9_calls_rebuild_exec_13_and_keep_is_error_verbatim() {
 }
 
 /// docs/nats-wire.md §2: the outgoing request is validated first, so a non-object input fails locally with a clear
-/// error and nothing is sent.
+/// error and nothing is sent; so does one over the A2A-10 size limit.
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn import_9_a_non_object_input_fails_locally() {
@@ -178,6 +178,10 @@ async fn import_9_a_non_object_input_fails_locally() {
         );
         assert!(out.content().contains("/input"), "names the property: {}", out.content());
     }
+    // A2A-10: a request over 768 KiB is refused here too, rather than by the peer.
+    let big = ToolInput::from_value(&json!({"text": "x".repeat(786_432)}));
+    let out = loaded.tools[0].call(&big, &CallContext::new()).await;
+    assert!(out.is_error() && out.content().contains("over the 786432-byte limit"), "{}", &out.content()[..200]);
     assert!(peer.requests("choria.fisk-ai.tool.cow").is_empty(), "nothing was sent");
 }
 

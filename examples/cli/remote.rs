@@ -18,8 +18,16 @@ pub(crate) struct HostReport {
 /// INFO-9: reachable (the card's facts) or unavailable (how long it took to find out, and why).
 pub(crate) enum Reach {
     #[cfg_attr(not(feature = "nats"), allow(dead_code, reason = "only a build with nats can reach a host"))]
-    Reachable { version: String, round_trip: Duration, advertised: usize, imported: usize },
-    Unavailable { elapsed: Duration, error: String },
+    Reachable {
+        version: String,
+        round_trip: Duration,
+        advertised: usize,
+        imported: usize,
+    },
+    Unavailable {
+        elapsed: Duration,
+        error: String,
+    },
 }
 
 /// Discover every host over one connection (CFG-15); their tools join `tools`, their warnings `warnings`.

@@ -61,7 +61,16 @@ impl RemoteTool {
         };
         let value = serde_json::to_value(&request).map_err(|e| e.to_string())?;
         MessageKind::ToolRequest.validate(&value).map_err(|e| format!("the tool request is invalid: {e}"))?;
-        Ok(wire::encode(&value))
+        let body = wire::encode(&value);
+        // A2A-10: the peer refuses a larger request; saying so here names the real problem.
+        if body.len() > wire::MAX_MESSAGE_BYTES {
+            return Err(format!(
+                "the tool request is {} bytes, over the {}-byte limit",
+                body.len(),
+                wire::MAX_MESSAGE_BYTES
+            ));
+        }
+        Ok(body)
     }
 }
 
