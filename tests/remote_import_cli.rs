@@ -95,13 +95,17 @@ async fn info_9_lists_each_hosts_reachability_and_its_tools() {
     let contexts = context_dir("t", json!({"url": server.url()}), false);
     let xdg = xdg_home_for(contexts.path());
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), "  - name: cow\n    alias: c\n  - name: gone\n");
+    let config =
+        write_config(dir.path(), "  - name: cow\n    alias: c\n    include:\n      tags: [x]\n  - name: gone\n");
     let out = cli(vec!["info".into(), "--config".into(), config.display().to_string()], dir.path(), xdg.path()).await;
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("Remote tool hosts:"), "{stdout}");
     let line = stdout.lines().find(|l| l.contains("cow (alias c): ")).unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.contains("reachable, version 1.2.3") && line.contains("1 tool(s) advertised, 1 imported"), "{line}");
+    // IMPORT-3, INFO-9: the ignored include.tags is listed under its host (and does not filter anything out).
+    let next = stdout.lines().skip_while(|l| !l.contains("cow (alias c): ")).nth(1).unwrap_or_default();
+    assert!(next.starts_with("    warning: ") && next.contains("include.tags is ignored"), "{stdout}");
     let line = stdout.lines().find(|l| l.contains("gone (alias gone): ")).unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.contains("unavailable (context t, after") && line.contains("no responders"), "{line}");
     let say = stdout.lines().find(|l| l.contains(" say ")).unwrap_or_else(|| panic!("{stdout}"));

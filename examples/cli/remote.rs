@@ -13,6 +13,8 @@ pub(crate) struct HostReport {
     pub(crate) alias: String,
     pub(crate) context: String,
     pub(crate) reach: Reach,
+    /// INFO-9: the host's skip and ignored-filter warnings, listed under its line.
+    pub(crate) notes: Vec<String>,
 }
 
 /// INFO-9: reachable (the card's facts) or unavailable (how long it took to find out, and why).
@@ -66,7 +68,7 @@ pub(crate) async fn hosts(
     };
     let mut reports = Vec::new();
     for (i, host) in config.remote_tools.iter().enumerate() {
-        let started = Instant::now();
+        let (started, before) = (Instant::now(), warnings.len());
         let reach = match RemoteAgent::from_host(i, host, nats.clone(), identity, configured_timeout(config)) {
             Err(e) => Reach::Unavailable { elapsed: started.elapsed(), error: e.to_string() },
             Ok(agent) => match agent.discover().await {
@@ -80,9 +82,20 @@ pub(crate) async fn hosts(
                 Err(e) => Reach::Unavailable { elapsed: started.elapsed(), error: e.to_string() },
             },
         };
-        reports.push(report(host.name.clone(), host.alias().to_owned(), nats.context().to_owned(), reach));
+        let mut line = report(host.name.clone(), host.alias().to_owned(), nats.context().to_owned(), reach);
+        line.notes = notes(&warnings[..before], &warnings[before..], &host.name);
+        reports.push(line);
     }
     reports
+}
+
+/// The warnings about `host`: validation's ignored `include.tags` (IMPORT-3), then its discovery's skips.
+#[cfg(feature = "nats")]
+fn notes(earlier: &[Warning], found: &[Warning], host: &str) -> Vec<String> {
+    let ignored = earlier.iter().filter(
+        |w| matches!(w, Warning::ImportIncludeTagsIgnored { section: "remote_tools", name, .. } if name == host),
+    );
+    ignored.chain(found).map(|w| fisk_ai::gate::sanitize(&w.to_string(), 400)).collect()
 }
 
 /// Without the `nats` feature nothing is contacted; each host says so.
@@ -104,7 +117,7 @@ pub(crate) async fn hosts(
 }
 
 fn report(name: String, alias: String, context: String, reach: Reach) -> HostReport {
-    HostReport { name, alias, context, reach }
+    HostReport { name, alias, context, reach, notes: Vec::new() }
 }
 
 /// Milliseconds with one decimal: round trips on a LAN are short.
@@ -113,9 +126,18 @@ fn ms(d: Duration) -> String {
 }
 
 impl HostReport {
-    /// One INFO-9 line. The error and version are a peer's or the network's text, so sanitized (GATE-8).
+    /// One INFO-9 line, then the host's warnings indented under it. The error and version are a peer's or the
+    /// network's text, so sanitized (GATE-8).
     pub(crate) fn line(&self) -> String {
-        let Self { name, alias, context, reach } = self;
+        let mut line = self.status();
+        for note in &self.notes {
+            line.push_str(&format!("\n    warning: {note}"));
+        }
+        line
+    }
+
+    fn status(&self) -> String {
+        let Self { name, alias, context, reach, .. } = self;
         match reach {
             Reach::Reachable { version, round_trip, advertised, imported } => format!(
                 "  {name} (alias {alias}): reachable, version {}, {} round trip, {advertised} tool(s) advertised, \
@@ -133,7 +155,7 @@ impl HostReport {
 
     /// The `info --json` form.
     pub(crate) fn to_json(&self) -> serde_json::Value {
-        let Self { name, alias, context, reach } = self;
+        let Self { name, alias, context, reach, .. } = self;
         match reach {
             Reach::Reachable { version, round_trip, advertised, imported } => serde_json::json!({
                 "name": name, "alias": alias, "context": context, "reachable": true, "version": version,
