@@ -1,7 +1,8 @@
 //! The one assembly pipeline (DESIGN §4.1) the agent, the MCP server and a2a share:
 //!
-//! 1. sources: the configured application first (TOOL-7), then each `mcp_servers` entry (when the surface
-//!    imports), then every other source, each declaring the credential variables it owns;
+//! 1. sources: the configured application first (TOOL-7), then each `mcp_servers` entry and each `remote_tools`
+//!    host (when the surface imports; the hosts share one NATS connection, CFG-15), then every other source, each
+//!    declaring the credential variables it owns;
 //! 2. the child environment: the scrub set is the union of every attached provider's and source's credentials,
 //!    fixed before the first child (introspection included) starts (EXEC-8);
 //! 3. built-ins, which each surface adds ([`Candidates::extend`]);
@@ -26,9 +27,13 @@ pub(crate) struct Inputs<'a> {
     pub(crate) credentials: Vec<String>,
     /// The tool working directory (OVR-6).
     pub(crate) working_dir: Option<&'a Path>,
-    /// Whether the configured imports (`mcp_servers`) join: an agent imports, a server never re-serves imported
-    /// tools (MCPI-9), so it does not connect to them.
+    /// Whether the configured imports (`mcp_servers`, `remote_tools`) join: an agent imports, a server never
+    /// re-serves imported tools (MCPI-9, IMPORT-11), so it does not connect to them.
     pub(crate) imports: bool,
+    /// The host's NATS connection for `remote_tools` (OVR-7: borrowed, never closed); without one the pipeline
+    /// connects from `nats_context` when a host is configured.
+    #[cfg(feature = "nats")]
+    pub(crate) nats: Option<crate::nats::NatsConnection>,
 }
 
 /// The loaded candidates.
@@ -39,6 +44,10 @@ pub(crate) struct Candidates {
 /// Steps 1 and 2: fix the child environment, then load every source once, in order. Warnings are appended.
 pub(crate) async fn load(config: &Config, inputs: Inputs<'_>, warnings: &mut Vec<Warning>) -> Result<Candidates> {
     let mut sources = configured(config, inputs.imports)?;
+    #[cfg(feature = "nats")]
+    if inputs.imports {
+        sources.extend(remote::sources(config, inputs.nats).await?);
+    }
     sources.extend(inputs.sources);
     // Every configured bearer variable, whether or not this surface imports (a server that does not connect to
     // `mcp_servers` still must not hand the token to its children: MCPI-4).
@@ -51,11 +60,22 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>, warnings: &mut Vec
     }
     let ctx = LoadContext::new(env);
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    // IMPORT-7 and docs/nats-wire.md §2: every remote host is tried, in order, before their errors are reported
+    // together; any other source's failure ends the load at once.
+    let mut remote_errors = Vec::new();
     for source in &sources {
-        let loaded = source.load_with(&ctx).await?;
+        let loaded = match source.load_with(&ctx).await {
+            Ok(loaded) => loaded,
+            Err(e) if matches!(source.origin(), crate::tool::Origin::Remote { .. }) => {
+                remote_errors.push(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         tools.extend(loaded.tools);
         warnings.extend(loaded.warnings);
     }
+    joined(remote_errors)?;
     Ok(Candidates { tools })
 }
 
@@ -77,6 +97,18 @@ fn configured(config: &Config, imports: bool) -> Result<Vec<Arc<dyn ToolSource>>
     Ok(sources)
 }
 
+/// Several errors as one: the first's kind, every message in order.
+fn joined(mut errors: Vec<crate::error::Error>) -> Result<()> {
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => {
+            let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            Err(crate::error::Error::new(errors[0].kind(), text.join("; ")))
+        }
+    }
+}
+
 impl Candidates {
     /// Step 3: add built-ins or custom tools.
     pub(crate) fn extend(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
@@ -88,5 +120,45 @@ impl Candidates {
         let toolset = Selection::from_config(config)?.apply(self.tools)?;
         warnings.extend(toolset.warnings().iter().cloned());
         Ok(toolset)
+    }
+}
+
+/// The `remote_tools` hosts (IMPORT-1..11), sharing one connection (CFG-15).
+#[cfg(feature = "nats")]
+mod remote {
+    use crate::config::Config;
+    use crate::error::{Error, Result};
+    use crate::nats::{NatsConnection, NatsContext};
+    use crate::source::ToolSource;
+    use crate::source::remote::{RemoteAgent, configured_timeout};
+    use std::sync::Arc;
+
+    /// One [`RemoteAgent`] per host, in config order, over the injected connection or one made from
+    /// `nats_context` with the agent's identity. None when no host is configured (nothing connects).
+    pub(super) async fn sources(config: &Config, nats: Option<NatsConnection>) -> Result<Vec<Arc<dyn ToolSource>>> {
+        if config.remote_tools.is_empty() {
+            return Ok(Vec::new());
+        }
+        let identity = config.identity()?;
+        let nats = match nats {
+            Some(nats) => nats,
+            None => connect(config, &identity).await?,
+        };
+        let timeout = configured_timeout(config);
+        (config.remote_tools.iter().enumerate())
+            .map(|(i, host)| {
+                RemoteAgent::from_host(i, host, nats.clone(), &identity, timeout)
+                    .map(|a| Arc::new(a) as Arc<dyn ToolSource>)
+                    .map_err(|e| config.locate(e))
+            })
+            .collect()
+    }
+
+    /// IMPORT-7: a connection failure names every host it stops, and the context.
+    async fn connect(config: &Config, identity: &str) -> Result<NatsConnection> {
+        let hosts: Vec<String> = config.remote_tools.iter().map(|h| format!("\"{}\"", h.name)).collect();
+        let fail = |e: Error| Error::new(e.kind(), format!("remote_tools host {}: {e}", hosts.join(", ")));
+        let context = NatsContext::load(config.nats_context.as_deref()).map_err(fail)?;
+        NatsConnection::connect(&context, identity).await.map_err(fail)
     }
 }

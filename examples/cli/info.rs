@@ -41,6 +41,8 @@ struct Report {
     warnings: Vec<Warning>,
     /// Each `mcp_servers` entry and whether it could be reached (INFO-9, MCPI-11).
     servers: Vec<(String, String, Reachability)>,
+    /// Each `remote_tools` host and whether it could be reached (INFO-9).
+    hosts: Vec<crate::remote::HostReport>,
 }
 
 pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -63,6 +65,8 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
         None => (Vec::new(), Vec::new()),
     };
     let mut tools = tools;
+    // INFO-3: imported tools after the local ones; the hosts first, as INFO-2 lists their section first.
+    let hosts = crate::remote::hosts(&config, &identity, &mut tools, &mut warnings).await;
     let servers = imports(&config, &mut tools, &mut warnings).await;
     // Built-ins are listed as a run would have them; nobody is asked anything by `info`.
     let env = BuiltinEnv::new(&config, Arc::new(NoOperator))?;
@@ -85,7 +89,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     if let Err(e) = toolset.ensure_not_empty(config.application_path.is_some()) {
         eprintln!("warning: {e}");
     }
-    let report = Report { config, path: args.config, identity, toolset, globals, warnings, servers };
+    let report = Report { config, path: args.config, identity, toolset, globals, warnings, servers, hosts };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -260,18 +264,7 @@ impl Report {
             }
             out.push('\n');
         }
-        let hosts: Vec<String> = self
-            .config
-            .remote_tools
-            .iter()
-            .map(|h| {
-                format!(
-                    "  {} (alias {}): not contacted; importing remote tools is not supported in this build",
-                    h.name,
-                    h.alias()
-                )
-            })
-            .collect();
+        let hosts: Vec<String> = self.hosts.iter().map(crate::remote::HostReport::line).collect();
         if !hosts.is_empty() {
             out.push_str(&format!("Remote tool hosts:\n\n{}\n\n", hosts.join("\n")));
         }
@@ -404,10 +397,7 @@ impl Report {
                 "name": g.name, "help": g.help, "exposed": g.exposed, "required": g.required,
             })).collect::<Vec<_>>(),
             "prompt": self.config.system_prompt,
-            "remote_tool_hosts": self.config.remote_tools.iter().map(|h| json!({
-                "name": h.name, "alias": h.alias(), "imported": false,
-                "error": "importing remote tools is not supported in this build",
-            })).collect::<Vec<_>>(),
+            "remote_tool_hosts": self.hosts.iter().map(crate::remote::HostReport::to_json).collect::<Vec<_>>(),
             "mcp_servers": self.servers.iter().map(|(name, alias, reach)| match reach {
                 Reachability::Reachable { tools } => json!({"name": name, "alias": alias, "reachable": true, "tools": tools}),
                 Reachability::Unreachable { reason } => json!({"name": name, "alias": alias, "reachable": false, "error": reason}),

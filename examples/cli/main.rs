@@ -9,6 +9,7 @@
 mod a2a;
 mod info;
 mod mcp;
+mod remote;
 mod run;
 mod session;
 mod trace;

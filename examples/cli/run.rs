@@ -364,7 +364,8 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
             }
             // CLI-7: HITL calls render their own interaction and are traced only with --verbose.
             RunEvent::ToolCall { name, kind, origin, display, .. } if verbose || !is_hitl(*kind, name) => {
-                // MCPI-9, IMPORT-10: an imported tool is traced by name and source, `-> <name> (mcp <server>)`.
+                // MCPI-9, IMPORT-10: an imported tool is traced by name and source, `-> <name> (mcp <server>)` or
+                // `-> <name> (remote <host>)`.
                 let line = match origin.imported_from() {
                     Some(from) => format!("{name} ({from})"),
                     None => (*display).to_owned(),

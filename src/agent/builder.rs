@@ -34,6 +34,8 @@ pub struct AgentBuilder {
     store_base: Option<PathBuf>,
     sessions: Option<Arc<dyn SessionStore>>,
     trace_content: bool,
+    #[cfg(feature = "nats")]
+    nats: Option<crate::nats::NatsConnection>,
 }
 
 impl Default for AgentBuilder {
@@ -54,6 +56,8 @@ impl Default for AgentBuilder {
             store_base: None,
             sessions: None,
             trace_content: false,
+            #[cfg(feature = "nats")]
+            nats: None,
         }
     }
 }
@@ -178,6 +182,15 @@ impl AgentBuilder {
         self
     }
 
+    /// The NATS connection every `remote_tools` host shares (CFG-15, OVR-7): borrowed, never closed by the agent.
+    /// Without one the agent connects from `nats_context`, as its identity, when a host is configured.
+    #[cfg(feature = "nats")]
+    #[must_use]
+    pub fn nats(mut self, nats: crate::nats::NatsConnection) -> Self {
+        self.nats = Some(nats);
+        self
+    }
+
     /// Another tool source.
     #[must_use]
     pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
@@ -237,6 +250,8 @@ impl AgentBuilder {
             credentials,
             working_dir: self.working_dir.as_deref(),
             imports: true,
+            #[cfg(feature = "nats")]
+            nats: self.nats.take(),
         };
         let mut candidates = assemble::load(&config, inputs, &mut warnings).await?;
         candidates.extend(std::mem::take(&mut self.tools));

@@ -61,7 +61,7 @@ pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };
 pub use validate::check_http_url;
-#[cfg(feature = "mcp")]
+#[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use validate::check_name as check_identity_name;
 pub(crate) use validate::check_pattern;
 
@@ -337,7 +337,12 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             !cfg!(feature = "mcp") && !cfg.mcp_servers.is_empty(),
             "this build has no `mcp` feature, which imports tools from MCP servers",
         ),
-        ("remote_tools", !cfg.remote_tools.is_empty(), "importing tools from remote agents over NATS is not built yet"),
+        // Built with the `nats` feature (source::remote).
+        (
+            "remote_tools",
+            !cfg!(feature = "nats") && !cfg.remote_tools.is_empty(),
+            "this build has no `nats` feature, which imports tools from remote agents over NATS",
+        ),
         // Built with the `nats` feature (serve::a2a).
         (
             "expose.agent.agent_to_agent",

@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// The alias an imported tool's source gave it, if it has one.
 fn alias(spec: &ToolSpec) -> Option<&str> {
     match spec.origin() {
-        Origin::Remote { alias } | Origin::Mcp { alias, .. } => Some(alias),
+        Origin::Remote { alias, .. } | Origin::Mcp { alias, .. } => Some(alias),
         Origin::Local => None,
     }
 }

@@ -1,12 +1,14 @@
 //! Where tools come from.
 //!
 //! A [`ToolSource`] loads a list of tools once, at agent build time. The crate ships [`fisk::FiskApp`] (the wrapped
-//! application's leaf commands) and, with the `mcp` feature, `mcp::McpImport` (an MCP server's tools); hosts can
-//! add their own sources.
+//! application's leaf commands), with the `mcp` feature `mcp::McpImport` (an MCP server's tools) and, with the
+//! `nats` feature, `remote::RemoteAgent` (another agent's tools over NATS); hosts can add their own sources.
 
 pub mod fisk;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "nats")]
+pub mod remote;
 
 use crate::error::Result;
 use crate::exec::ChildEnv;

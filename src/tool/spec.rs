@@ -30,6 +30,8 @@ pub enum Origin {
     Remote {
         /// The effective alias of the host.
         alias: String,
+        /// The host's `remote_tools` name, its identity (the alias when built with [`Origin::remote`]).
+        host: String,
     },
     /// An MCP server, under its alias.
     #[non_exhaustive]
@@ -44,7 +46,13 @@ pub enum Origin {
 impl Origin {
     /// A tool imported from another agent over NATS under `alias`.
     pub fn remote(alias: impl Into<String>) -> Self {
-        Origin::Remote { alias: alias.into() }
+        let alias = alias.into();
+        Origin::Remote { host: alias.clone(), alias }
+    }
+
+    /// A tool imported from the agent `host` (its identity) under `alias`.
+    pub fn remote_host(host: impl Into<String>, alias: impl Into<String>) -> Self {
+        Origin::Remote { alias: alias.into(), host: host.into() }
     }
 
     /// A tool imported from an MCP server under `alias` (the server's name too).
@@ -58,12 +66,12 @@ impl Origin {
         Origin::Mcp { alias: alias.into(), server: server.into() }
     }
 
-    /// How a trace or `info` names the source of an imported tool: `mcp <server>` or `remote <alias>`; `None`
+    /// How a trace or `info` names the source of an imported tool: `mcp <server>` or `remote <host>`; `None`
     /// for local tools (MCPI-9, IMPORT-10).
     pub fn imported_from(&self) -> Option<String> {
         match self {
             Origin::Local => None,
-            Origin::Remote { alias } => Some(format!("remote {alias}")),
+            Origin::Remote { host, .. } => Some(format!("remote {host}")),
             Origin::Mcp { server, .. } => Some(format!("mcp {server}")),
         }
     }
@@ -74,7 +82,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Local => f.write_str("local"),
-            Origin::Remote { alias } | Origin::Mcp { alias, .. } => f.write_str(alias),
+            Origin::Remote { alias, .. } | Origin::Mcp { alias, .. } => f.write_str(alias),
         }
     }
 }

@@ -3,6 +3,8 @@
 
 #[cfg(feature = "nats")]
 pub mod a2a;
+#[cfg(feature = "nats")]
+pub mod a2a_peer;
 pub mod cli;
 pub mod dispatch;
 pub mod gate;

@@ -40,6 +40,7 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
                 credentials: inputs.credentials,
                 working_dir: inputs.working_dir,
                 imports: false,
+                nats: None,
             };
             let candidates = assemble::load(config, pipeline, &mut warnings).await?;
             candidates.select(config, &mut warnings)?

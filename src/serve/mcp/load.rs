@@ -45,6 +45,8 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
                 credentials,
                 working_dir: inputs.working_dir,
                 imports: false,
+                #[cfg(feature = "nats")]
+                nats: None,
             };
             let mut candidates = assemble::load(config, pipeline, &mut warnings).await?;
             // MCP-20: built-ins served over MCP can reach no operator.
@@ -63,6 +65,10 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     // MCPI-9: imported tools are never re-served, so the server does not even connect to them.
     if !config.mcp_servers.is_empty() {
         warnings.push(Warning::NoEffectOverMcp { setting: "mcp_servers" });
+    }
+    // IMPORT-11: likewise for the tools of remote agents.
+    if !config.remote_tools.is_empty() {
+        warnings.push(Warning::NoEffectOverMcp { setting: "remote_tools" });
     }
     let servable: HashSet<&str> = config
         .harness

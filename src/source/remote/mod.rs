@@ -1,0 +1,268 @@
+//! Tools imported from other agents over NATS (SPEC section 16.2, IMPORT-1..11; docs/nats-wire.md §2): one
+//! [`RemoteAgent`] per `remote_tools` host.
+//!
+//! At load time the source sends one discovery request to the host's discovery subject, bounded by its timeout,
+//! and reads the agent card. A reply that is too large, not JSON, of the wrong protocol or against the schema, or
+//! the services framework's error reply, fails the whole host (and so the run: IMPORT-7); a tool with an empty
+//! description is skipped with a warning. The host's `include` then `exclude` pick tools by name (IMPORT-2), and
+//! the tools join the one assembly pipeline, where final naming (IMPORT-5/6) and selection apply.
+//!
+//! Each call is one tool request on the host's tool subject, bounded by the smaller of the call's timeout and the
+//! source's, and by the call's cancellation. The outgoing request is checked against the schema first, so a
+//! non-object input fails locally. A transport failure becomes the error result
+//! `calling tool "<name>" on agent "<host>": <error>`, an `is_error` reply its `output` verbatim, anything else
+//! the EXEC-13 JSON rebuilt from `output` and `exec` (IMPORT-9). Nothing a peer sends can panic the caller.
+//!
+//! ```no_run
+//! use fisk_ai::nats::{NatsConnection, NatsContext};
+//! use fisk_ai::select::Rule;
+//! use fisk_ai::source::ToolSource;
+//! use fisk_ai::source::remote::RemoteAgent;
+//! use std::time::Duration;
+//!
+//! # async fn demo() -> fisk_ai::Result<()> {
+//! let nats = NatsConnection::connect(&NatsContext::load(Some("prod"))?, "ops").await?;
+//! let storage = RemoteAgent::new(nats, "ops", "storage")?
+//!     .with_alias("st")?
+//!     .with_filters(Some(Rule::tools(["^stream_"])?), Some(Rule::tools(["_rm$"])?))
+//!     .with_timeout(Duration::from_secs(30));
+//! let found = storage.discover().await?;
+//! println!("{} {}: {} of {} tools", storage.host(), found.version, found.loaded.tools.len(), found.advertised);
+//! # Ok(())
+//! # }
+//! ```
+
+mod exchange;
+mod tool;
+
+use crate::config::{Filter, RemoteToolsHost, check_identity_name};
+use crate::error::{Error, Result};
+use crate::nats::NatsConnection;
+use crate::nats::wire::{self, Card, DiscoveryRequest, Header, MessageKind};
+use crate::select::Rule;
+use crate::source::{Loaded, ToolSource};
+use crate::tool::{CancellationToken, Origin, Tool};
+use crate::warning::Warning;
+use async_trait::async_trait;
+use exchange::{Failure, exchange};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The bound of discovery and of every call when none is configured (docs/nats-wire.md §2).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The bound of a configuration's discovery and calls: `llm.budget.call_timeout`, or [`DEFAULT_TIMEOUT`] only
+/// when none is configured (docs/nats-wire.md §2).
+pub fn configured_timeout(config: &crate::Config) -> Duration {
+    (config.llm.budget.call_timeout)
+        .and_then(crate::config::GoDuration::to_std)
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT_TIMEOUT)
+}
+
+/// A [`ToolSource`] importing the tools of one remote agent over NATS (IMPORT-1..11).
+///
+/// Built from a `remote_tools` host by the assembly pipeline ([`RemoteAgent::from_host`]) or by a host directly;
+/// builders by value. See the [module docs](self) for an example.
+#[derive(Debug, Clone)]
+pub struct RemoteAgent {
+    nats: NatsConnection,
+    caller: String,
+    host: String,
+    alias: Option<String>,
+    timeout: Duration,
+    include: Option<Rule>,
+    exclude: Option<Rule>,
+}
+
+/// What one discovery found: the card's facts and the tools imported from it, as `info` reports them (INFO-9).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Discovery {
+    /// The version the agent advertises (`dev` when it sent none, as A2A-8 says a server writes it).
+    pub version: String,
+    /// How long the discovery request took to be answered.
+    pub round_trip: Duration,
+    /// How many tools the card lists.
+    pub advertised: usize,
+    /// The tools kept after the IMPORT-4 skips and the host's filters, with the warnings.
+    pub loaded: Loaded,
+}
+
+impl RemoteAgent {
+    /// The tools of the agent `host` (its identity), asked for by `caller` (this agent's identity) over `nats`,
+    /// which is borrowed and never closed by the source. Calls are bounded by [`DEFAULT_TIMEOUT`] until
+    /// [`with_timeout`](RemoteAgent::with_timeout) says otherwise.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error when `host` or `caller` is not `^[a-zA-Z0-9_-]+$` (IMPORT-1, A2A-6).
+    pub fn new(nats: NatsConnection, caller: impl Into<String>, host: impl Into<String>) -> Result<Self> {
+        let (caller, host) = (caller.into(), host.into());
+        check_identity_name(&host).map_err(|e| Error::config(format!("remote_tools host name: {e}")))?;
+        check_identity_name(&caller).map_err(|e| Error::config(format!("remote_tools caller identity: {e}")))?;
+        Ok(RemoteAgent { nats, caller, host, alias: None, timeout: DEFAULT_TIMEOUT, include: None, exclude: None })
+    }
+
+    /// The source for `remote_tools[index]`, bounded by `call_timeout` (IMPORT-9). The host has passed
+    /// [`Config::validate`](crate::Config::validate); `index` locates its key in errors.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error naming `remote_tools[index]` for a host that did not pass validation (a bad name,
+    /// alias or filter regex).
+    pub fn from_host(
+        index: usize,
+        host: &RemoteToolsHost,
+        nats: NatsConnection,
+        caller: &str,
+        call_timeout: Duration,
+    ) -> Result<Self> {
+        let key = format!("remote_tools[{index}]");
+        let at = |e: Error| Error::config_key(&key, format!("{key}: {e}"));
+        let mut agent = RemoteAgent::new(nats, caller, &host.name).map_err(at)?;
+        if let Some(alias) = host.alias.as_deref().filter(|a| !a.is_empty()) {
+            agent = agent.with_alias(alias).map_err(at)?;
+        }
+        let include = rule(&format!("{key}.include"), host.include.as_ref())?;
+        let exclude = rule(&format!("{key}.exclude"), host.exclude.as_ref())?;
+        Ok(agent.with_timeout(call_timeout).with_filters(include, exclude))
+    }
+
+    /// The prefix for colliding names (IMPORT-5); the host name by default.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error when `alias` is not `^[a-zA-Z0-9_-]+$`.
+    pub fn with_alias(mut self, alias: impl Into<String>) -> Result<Self> {
+        let alias = alias.into();
+        check_identity_name(&alias).map_err(|e| Error::config(format!("remote_tools alias: {e}")))?;
+        self.alias = Some(alias);
+        Ok(self)
+    }
+
+    /// The bound of discovery and of every call (IMPORT-9); a zero duration keeps the current one.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        if !timeout.is_zero() {
+            self.timeout = timeout;
+        }
+        self
+    }
+
+    /// Keep the host's tools whose names match `include` (when set), then drop those matching `exclude`
+    /// (IMPORT-2, regex semantics as SEL-6). Tags never match: discovery carries none.
+    #[must_use]
+    pub fn with_filters(mut self, include: Option<Rule>, exclude: Option<Rule>) -> Self {
+        self.include = include;
+        self.exclude = exclude;
+        self
+    }
+
+    /// The host's identity.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The effective alias: the alias, or the host name.
+    pub fn alias(&self) -> &str {
+        self.alias.as_deref().unwrap_or(&self.host)
+    }
+
+    /// The NATS context the connection came from, as errors name it.
+    pub fn context(&self) -> &str {
+        self.nats.context()
+    }
+
+    /// The bound of discovery and of every call.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Discover the host's tools (A2A-7, IMPORT-2, IMPORT-4, IMPORT-8): one discovery request, the card checked,
+    /// the tools filtered. [`load`](ToolSource::load) is this without the card's facts.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Nats`](crate::ErrorKind::Nats) when the host does not answer (no responders, the timeout) or
+    /// the request fails; [`ErrorKind::Source`](crate::ErrorKind::Source) for the framework's error reply or a
+    /// reply that is too large, not JSON, of the wrong protocol or against the schema. Both name the host and the
+    /// NATS context (IMPORT-7).
+    pub async fn discover(&self) -> Result<Discovery> {
+        let request =
+            DiscoveryRequest { header: Header::request(MessageKind::DiscoveryRequest, &self.caller, &self.host) };
+        let started = Instant::now();
+        let subject = wire::discovery_subject(&self.host);
+        let never = CancellationToken::new();
+        let client = self.nats.client();
+        let kind = MessageKind::DiscoveryReply;
+        let value = exchange(client, &self.host, &subject, wire::encode(&request), kind, self.timeout, &never)
+            .await
+            .map_err(|f| self.error(&f))?;
+        let round_trip = started.elapsed();
+        let card: Card = wire::typed(value).map_err(|e| {
+            self.error(&Failure::BadReply(format!("remote agent \"{}\" sent an invalid reply: {e}", self.host)))
+        })?;
+        let advertised = card.tools.len();
+        let version = if card.version.is_empty() { "dev".to_owned() } else { card.version.clone() };
+        Ok(Discovery { version, round_trip, advertised, loaded: self.import(card) })
+    }
+
+    /// IMPORT-2, IMPORT-4, IMPORT-8: the filters first (on the peer's names), then the per-tool skips.
+    fn import(&self, card: Card) -> Loaded {
+        let host = tool::Host {
+            nats: self.nats.clone(),
+            caller: self.caller.clone(),
+            name: self.host.clone(),
+            timeout: self.timeout,
+        };
+        let origin = self.origin();
+        let mut warnings = Vec::new();
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for descriptor in card.tools.into_iter().filter(|d| self.keeps(&d.name)) {
+            match tool::RemoteTool::new(&host, &origin, descriptor) {
+                Ok(imported) => tools.push(Arc::new(imported)),
+                Err((tool, reason)) => {
+                    warnings.push(Warning::ImportSkipped { source: self.host.clone(), tool, reason });
+                }
+            }
+        }
+        if tools.is_empty() {
+            warnings.push(Warning::ImportEmpty { section: "remote_tools", name: self.host.clone() });
+        }
+        Loaded::new(tools).with_warnings(warnings)
+    }
+
+    fn keeps(&self, name: &str) -> bool {
+        let matches = |r: &Option<Rule>| r.as_ref().filter(|r| !r.is_empty()).map(|r| r.matches_name(name));
+        matches(&self.include).unwrap_or(true) && !matches(&self.exclude).unwrap_or(false)
+    }
+
+    /// IMPORT-7: every import failure names the host and the NATS context.
+    fn error(&self, failure: &Failure) -> Error {
+        let message = format!("remote_tools host \"{}\" (NATS context {}): {failure}", self.host, self.context());
+        if failure.is_transport() { Error::nats(message) } else { Error::source_failed(message) }
+    }
+}
+
+/// IMPORT-3: only a filter's `tools` patterns match; `include.tags` is ignored (validation warns about it), so a
+/// filter of tags alone is no filter at all.
+fn rule(key: &str, filter: Option<&Filter>) -> Result<Option<Rule>> {
+    filter.filter(|f| !f.tools.is_empty()).map(|f| Rule::from_filter(key, f)).transpose()
+}
+
+#[async_trait]
+impl ToolSource for RemoteAgent {
+    fn name(&self) -> &str {
+        &self.host
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::remote_host(&self.host, self.alias())
+    }
+
+    /// IMPORT-7: strict. A host that cannot be reached or whose card is refused fails the load.
+    async fn load(&self) -> Result<Loaded> {
+        self.discover().await.map(|d| d.loaded)
+    }
+}
