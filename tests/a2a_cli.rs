@@ -3,9 +3,11 @@
 #![cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal"))]
 
 mod common;
+mod fake_anthropic;
 
 use common::cli::Cli;
 use common::nats::NatsServer;
+use fake_anthropic::{FakeAnthropic, streamed};
 use serde_json::json;
 
 /// `cli a2a` for the cowsay demo, with `home` as `XDG_CONFIG_HOME` (its `fisk-demo` context names the server).
@@ -93,4 +95,52 @@ async fn cli_a2a_refuses_a_missing_context_naming_it_and_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     let file = home.path().join("nats/context/fisk-demo.json");
     assert!(err.contains(&format!("unknown context \"fisk-demo\": {} does not exist", file.display())), "{err}");
+}
+
+/// The end to end: `cli a2a` serves the cowsay demo, and a second agent (`cli run` with
+/// examples/cowsay/remote.yaml, no application of its own) imports it over NATS and calls a tool for the model.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn cli_run_imports_the_served_cowsay_demo_and_calls_it_end_to_end() {
+    let demo = demo();
+    let mut server = serve(demo.home.path());
+    let model = FakeAnthropic::with_replies([
+        streamed(
+            &[json!({"type": "tool_use", "id": "toolu_1", "name": "cow_say", "input": {"message": "moo"}})],
+            "tool_use",
+        ),
+        streamed(&[json!({"type": "text", "text": "The cow said moo."})], "end_turn"),
+    ])
+    .await;
+    let home = demo.home.path().to_owned();
+    let url = model.url();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(common::example("cli"))
+            .args(["run", "--config", "examples/cowsay/remote.yaml", "--base-url", &url, "joke please"])
+            .current_dir(common::root())
+            .env("XDG_CONFIG_HOME", &home)
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "The cow said moo.\n");
+    assert!(stderr.contains("-> cow_say (remote cowsay)"), "{stderr}");
+    // The model saw the served tools, less the excluded `list` and the never-served gated ones.
+    let requests = model.requests();
+    let first = requests[0].body_json();
+    let offered: Vec<&str> = first["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(offered, ["say", "cow_say"], "{first}");
+    // The result is the serving side's EXEC-13 result, rebuilt.
+    let result = &requests[1].body_json()["messages"][2]["content"][0];
+    let exec: serde_json::Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    assert_eq!(exec["command"], "cow say -- moo");
+    assert_eq!(exec["exit_code"], 0);
+    assert!(exec["output"].as_str().unwrap().contains("moo"), "{exec}");
+    assert!(server.wait_for("-> cow say -- moo (for jokester)"), "{}", server.stderr());
 }

@@ -434,3 +434,48 @@ async fn a2a_5_zero_served_tools_is_a_startup_error() {
     assert_eq!(err.kind(), ErrorKind::Selection, "{err}");
     assert!(err.to_string().contains("no tools can be served over a2a"), "{err}");
 }
+
+/// The issue's restart case, from both sides: calls while the NATS server is down come back as clear error results
+/// within the importer's timeout (never a hang), and once it is back the server resumes and calls succeed again.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_restart_calls_in_the_gap_are_clear_errors_then_serving_resumes() {
+    use fisk_ai::source::ToolSource;
+    use fisk_ai::source::remote::RemoteAgent;
+    use fisk_ai::tool::{CallContext, ToolInput};
+    let mut nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let contexts = common::nats::context_dir("test", json!({"url": nats.url()}), false);
+    let ctx = fisk_ai::nats::NatsContext::load_from(contexts.path(), Some("test")).unwrap();
+    let serving = NatsConnection::connect(&ctx, "farm").await.unwrap();
+    let server = A2aServer::builder().config(config(dir.path(), "")).nats(serving).build().await.unwrap();
+    let running = server.start().await.unwrap();
+    let importing = NatsConnection::connect(&ctx, "caller").await.unwrap();
+    let timeout = std::time::Duration::from_secs(2);
+    let remote = RemoteAgent::new(importing, "caller", "farm").unwrap().with_timeout(timeout);
+    let tools = remote.load().await.unwrap().tools;
+    let echo = tools.iter().find(|t| t.spec().name() == "echo").unwrap();
+    let input = ToolInput::from_json(r#"{"words":["hi"]}"#).unwrap();
+    assert!(!echo.call(&input, &CallContext::new()).await.is_error());
+
+    nats.kill();
+    // A hang detector, not a timing assertion: the importer's own 2 s timeout must end the call long before.
+    let gap = tokio::time::timeout(std::time::Duration::from_secs(60), echo.call(&input, &CallContext::new()));
+    let out = gap.await.expect("a call while NATS is down ends on its own");
+    assert!(out.is_error(), "{out:?}");
+    assert!(out.content().starts_with("calling tool \"echo\" on agent \"farm\": "), "{}", out.content());
+
+    nats.restart();
+    let mut back = None;
+    for _ in 0..100 {
+        let out = echo.call(&input, &CallContext::new()).await;
+        if !out.is_error() {
+            back = Some(out);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let out = back.expect("calls succeed again once NATS is back");
+    assert!(out.content().contains("echo: hi"), "{}", out.content());
+    running.shutdown().await;
+}
