@@ -460,7 +460,8 @@ async fn a2a_restart_calls_in_the_gap_are_clear_errors_then_serving_resumes() {
 
     nats.kill();
     // A hang detector, not a timing assertion: the importer's own 2 s timeout must end the call long before.
-    let gap = tokio::time::timeout(std::time::Duration::from_secs(60), echo.call(&input, &CallContext::new()));
+    let call_ctx = CallContext::new();
+    let gap = tokio::time::timeout(std::time::Duration::from_secs(60), echo.call(&input, &call_ctx));
     let out = gap.await.expect("a call while NATS is down ends on its own");
     assert!(out.is_error(), "{out:?}");
     assert!(out.content().starts_with("calling tool \"echo\" on agent \"farm\": "), "{}", out.content());
