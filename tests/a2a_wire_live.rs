@@ -44,3 +44,33 @@ async fn a2a_6_every_reply_the_server_sends_validates_against_the_reference() {
     }
     running.shutdown().await;
 }
+
+#[tokio::test]
+#[ignore = "needs nats-server and FISK_AI_WIRE_SCHEMAS; .ci/run provides both"]
+async fn a2a_6_every_request_the_importer_sends_validates_against_the_reference() {
+    use common::a2a_peer::{A2aPeer, Reply, client, descriptor, tool_reply};
+    use fisk_ai::source::ToolSource;
+    use fisk_ai::source::remote::RemoteAgent;
+    use fisk_ai::tool::{CallContext, ToolInput};
+    let nats = NatsServer::start();
+    let peer = A2aPeer::serving(client(&nats.url()).await, "cow", vec![descriptor("say", "Say it")], |req| {
+        Reply::Json(tool_reply(req, "cow", json!({"output": "moo"})))
+    })
+    .await;
+    let conn = NatsConnection::borrowed(client(&nats.url()).await, "t");
+    let tools = RemoteAgent::new(conn, "caller", "cow").unwrap().load().await.unwrap().tools;
+    for input in ["{}", "null", r#"{"text":"hi","n":[1,{"deep":true}]}"#] {
+        let out = tools[0].call(&ToolInput::from_json(input).unwrap(), &CallContext::new()).await;
+        assert!(!out.is_error(), "{input}: {}", out.content());
+    }
+    let discovery = peer.requests("choria.fisk-ai.discovery.cow");
+    assert_eq!(discovery.len(), 1);
+    assert_reference_valid(MessageKind::DiscoveryRequest, &discovery[0]);
+    let calls = peer.requests("choria.fisk-ai.tool.cow");
+    assert_eq!(calls.len(), 3);
+    for request in &calls {
+        assert_reference_valid(MessageKind::ToolRequest, request);
+    }
+    // An empty or null input is left out, never sent as `null` or `{}`.
+    assert!(calls[0].get("input").is_none() && calls[1].get("input").is_none(), "{calls:?}");
+}

@@ -149,8 +149,8 @@ impl A2aServer {
             .map_err(|e| failed("subscribing to discovery", &e))?;
         let tools = (service.endpoint_builder().name("tool").add(tool_subject(&identity)).await)
             .map_err(|e| failed("subscribing to tool", &e))?;
-        // The subscriptions reach the server before anyone is told the agent is up.
-        self.nats.client().flush().await.map_err(|e| failed("flushing the subscriptions", &e))?;
+        // The subscriptions are in place before anyone is told the agent is up.
+        settle(self.nats.client()).await.map_err(|e| failed("confirming the subscriptions", &e))?;
         let stop = CancellationToken::new();
         let mut tasks = tokio::task::JoinSet::new();
         tasks.spawn(intake::discovery(Arc::clone(&self.shared), discovery, stop.clone()));
@@ -204,6 +204,21 @@ impl Running {
         while self.tasks.join_next().await.is_some() {}
         let _ = self.service.stop().await;
         self.nats.close().await;
+    }
+}
+
+/// Wait until the server has processed this connection's subscriptions. `flush` only empties the socket; the
+/// server handles one connection's commands in order, so once a message sent after them comes back to us, every
+/// client's requests reach them.
+async fn settle(client: &async_nats::Client) -> std::result::Result<(), String> {
+    use futures::StreamExt;
+    let inbox = client.new_inbox();
+    let mut probe = client.subscribe(inbox.clone()).await.map_err(|e| e.to_string())?;
+    client.publish(inbox, bytes::Bytes::new()).await.map_err(|e| e.to_string())?;
+    match tokio::time::timeout(Duration::from_secs(10), probe.next()).await {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err("the connection closed".to_owned()),
+        Err(_) => Err("the server did not answer within 10s".to_owned()),
     }
 }
 
