@@ -5,6 +5,8 @@
 //! request to `choria.fisk-ai.tool.<identity>`, answered through the queue group. It needs `nats-server` on PATH
 //! (or `FISK_AI_NATS_SERVER`), like the NATS tests.
 
+#[path = "common/echo_app.rs"]
+mod echo_app;
 #[path = "../tests/common/nats.rs"]
 mod nats;
 
@@ -13,26 +15,11 @@ use fisk_ai::Config;
 use fisk_ai::nats::NatsConnection;
 use fisk_ai::serve::a2a::A2aServer;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const CONCURRENCY: [usize; 2] = [1, 8];
-
-/// The same trivial application as benches/mcp.rs: one command that prints its words with the shell's `echo`.
-fn app(dir: &Path) -> PathBuf {
-    let doc = r#"{"name":"bench","help":"A trivial application","version":"0.0.1","commands":[{"name":"echo","help":"Print the words back","flags":[],"args":[{"name":"words","help":"Words to print","required":false,"cumulative":true}],"restricted_schema":{"additionalProperties":false,"properties":{"words":{"description":"Words to print","items":{"type":"string"},"type":"array"}},"type":"object"}}]}"#;
-    std::fs::write(dir.join("doc.json"), doc).unwrap();
-    let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = --fisk-introspect ]; then exec cat '{}'; fi\nshift\necho \"$@\"\n",
-        dir.join("doc.json").display()
-    );
-    let path = dir.join("bench-app");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    path
-}
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -74,7 +61,7 @@ fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let nats = nats::NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let app = app(dir.path());
+    let app = echo_app::write(dir.path());
     let yaml = format!(
         "identity: bench\napplication_path: {}\nnats_context: bench\nexpose:\n  agent:\n    agent_to_agent: true\n    \
          a2a:\n      max_concurrent_tools: 8\n",

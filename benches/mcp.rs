@@ -7,32 +7,20 @@
 //! p99 under 5 ms) and the server's CPU per call: the server runs on its own runtime whose worker threads are
 //! named, and their user+system time is read from `/proc/self/task/*/stat` (the children's CPU is not in it).
 
+#[path = "common/echo_app.rs"]
+mod echo_app;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fisk_ai::Config;
 use fisk_ai::serve::mcp::McpServer;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const SERVER_THREAD: &str = "fisk-mcp-bench-server";
 const CONCURRENCY: [usize; 3] = [1, 8, 32];
-
-/// A trivial fisk application: `sh` (dash on Debian) whose only command prints its words with the shell's own
-/// `echo`, so a call costs one small spawn, as the issue's one-line shell command does.
-fn app(dir: &Path) -> PathBuf {
-    let doc = r#"{"name":"bench","help":"A trivial application","version":"0.0.1","commands":[{"name":"echo","help":"Print the words back","flags":[],"args":[{"name":"words","help":"Words to print","required":false,"cumulative":true}],"restricted_schema":{"additionalProperties":false,"properties":{"words":{"description":"Words to print","items":{"type":"string"},"type":"array"}},"type":"object"}}]}"#;
-    std::fs::write(dir.join("doc.json"), doc).unwrap();
-    let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = --fisk-introspect ]; then exec cat '{}'; fi\nshift\necho \"$@\"\n",
-        dir.join("doc.json").display()
-    );
-    let path = dir.join("bench-app");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    path
-}
 
 /// A client as the SDKs build one: its own connection pool of one kept-alive connection, one session.
 struct SdkClient {
@@ -149,7 +137,7 @@ fn benches(c: &mut Criterion) {
         .unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let app = app(dir.path());
+    let app = echo_app::write(dir.path());
     let yaml = format!(
         "identity: bench\napplication_path: {}\nexpose:\n  agent:\n    mcp:\n      max_concurrent_tools: 32\n",
         app.display()

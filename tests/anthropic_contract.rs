@@ -16,7 +16,7 @@ use fisk_ai::llm::anthropic::AnthropicProvider;
 use fisk_ai::llm::{Block, CacheMode, Message, ModelProvider, Request, Role, StopReason, ToolPlan};
 use fisk_ai::select::Selection;
 use fisk_ai::source::fisk::{AppModel, FiskApp};
-use fisk_ai::tool::{Tool, ToolKind, ToolSpec};
+use fisk_ai::tool::Tool;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -27,19 +27,8 @@ use common::tools::FakeTool;
 
 /// The fixture's 12 tools: 10 deferred behind tool search, 2 sent directly.
 fn deferred_plan() -> ToolPlan {
-    let req = fixture_json("requests/req_03a_initial.json");
-    let tools: Vec<Arc<dyn Tool>> = req["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["type"] == "custom")
-        .map(|t| {
-            let spec = ToolSpec::new(t["name"].as_str().unwrap(), ToolKind::Command, t["input_schema"].clone())
-                .with_description(t["description"].as_str().unwrap())
-                .with_no_defer(t["defer_loading"] == false);
-            Arc::new(FakeTool(spec)) as Arc<dyn Tool>
-        })
-        .collect();
+    let tools: Vec<Arc<dyn Tool>> =
+        fake_anthropic::fixture_specs().into_iter().map(|spec| Arc::new(FakeTool(spec)) as Arc<dyn Tool>).collect();
     let plan = ToolPlan::new(Selection::new().apply(tools).unwrap(), true);
     assert!(plan.search());
     plan

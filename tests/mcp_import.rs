@@ -296,3 +296,20 @@ fn origin_names_the_server_for_traces_and_info() {
     assert_eq!(Origin::mcp_server("github", "gh").imported_from().unwrap(), "mcp github");
     assert_eq!(Origin::mcp_server("github", "gh").to_string(), "gh");
 }
+
+/// MCPI-5: `include.tags` is ignored with a warning, so an include of tags alone filters nothing (it used to match
+/// no name and drop every tool).
+#[tokio::test]
+async fn mcpi_5_an_include_of_tags_alone_keeps_every_tool() {
+    let command: Vec<String> = stdio_command(&[]);
+    let yaml = format!(
+        "mcp_servers:\n  - name: f\n    command: {}\n    include: {{tags: [\"impact:ro\"]}}\n",
+        serde_json::to_string(&command).unwrap()
+    );
+    let config = fisk_ai::Config::from_yaml_str(&yaml).unwrap();
+    let warnings = config.validate(fisk_ai::config::Mode::Lenient).unwrap();
+    assert!(warnings.iter().any(|w| matches!(w, Warning::ImportIncludeTagsIgnored { .. })), "{warnings:?}");
+    let import = McpImport::from_entry(0, &config.mcp_servers[0], Duration::from_secs(30)).unwrap();
+    let all = stdio("f", &[]).load().await.unwrap().tools.len();
+    assert_eq!(import.load().await.unwrap().tools.len(), all);
+}

@@ -124,6 +124,24 @@ impl LoadContext {
     }
 }
 
+/// An import's `include`/`exclude` (IMPORT-2/3, MCPI-5/6): only the `tools` patterns match the source's own names.
+/// `include.tags` is ignored (validation warns about it), so a filter of tags alone is no filter at all.
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) fn import_rule(key: &str, filter: Option<&crate::config::Filter>) -> Result<Option<crate::select::Rule>> {
+    filter.filter(|f| !f.tools.is_empty()).map(|f| crate::select::Rule::from_filter(key, f)).transpose()
+}
+
+/// Whether an imported tool named `name` survives `include` (when set) then `exclude`.
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) fn import_keeps(
+    include: Option<&crate::select::Rule>,
+    exclude: Option<&crate::select::Rule>,
+    name: &str,
+) -> bool {
+    let matches = |r: Option<&crate::select::Rule>| r.filter(|r| !r.is_empty()).map(|r| r.matches_name(name));
+    matches(include).unwrap_or(true) && !matches(exclude).unwrap_or(false)
+}
+
 /// OVR-6: a directory option, when set, must be an absolute path to an existing directory.
 pub(crate) fn checked_dir<'a>(what: &str, dir: Option<&'a std::path::Path>) -> Result<Option<&'a std::path::Path>> {
     match dir {

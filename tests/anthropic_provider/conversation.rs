@@ -4,13 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn prov_15_transcript_03_is_echoed_block_for_block_with_server_blocks_byte_identical() {
-    let server = FakeAnthropic::with_replies([
-        Reply::fixture("03_tool_search_then_deferred_tool_use.json"),
-        Reply::fixture("07_end_turn_after_tool_result.json"),
-    ])
-    .await;
-    let p = provider(&server);
-    let mut convo = Convo::new("Do the tests of the core crate pass?", fixture_plan());
+    let (server, p, mut convo) = transcript_03().await;
     let first = convo.turn(&p).await;
     assert_eq!(first.stop_reason, StopReason::ToolUse);
     let kinds: Vec<&str> = first

@@ -29,22 +29,9 @@ const KEY: &str = "sk-ant-test-key-0123456789";
 
 use common::tools::fake_tool as tool;
 
-/// The 12 tools of `requests/req_03a_initial.json`, as command tools (selection keeps their order); the two the
-/// fixture sends directly opt out of deferral.
+/// The 12 tools of `requests/req_03a_initial.json`, as command tools (selection keeps their order).
 fn fixture_tools() -> Vec<Arc<dyn Tool>> {
-    let req = fixture_json("requests/req_03a_initial.json");
-    req["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["type"] == "custom")
-        .map(|t| {
-            let spec = ToolSpec::new(t["name"].as_str().unwrap(), ToolKind::Command, t["input_schema"].clone())
-                .with_description(t["description"].as_str().unwrap())
-                .with_no_defer(t["defer_loading"] == false);
-            tool(spec)
-        })
-        .collect()
+    fake_anthropic::fixture_specs().into_iter().map(tool).collect()
 }
 
 fn plan_of(tools: Vec<Arc<dyn Tool>>, search_allowed: bool) -> ToolPlan {
@@ -64,6 +51,18 @@ fn fisk_tools(fixture: &str) -> Vec<Arc<dyn Tool>> {
 fn system() -> Vec<String> {
     let req = fixture_json("requests/req_03a_initial.json");
     req["system"].as_array().unwrap().iter().map(|b| b["text"].as_str().unwrap().to_owned()).collect()
+}
+
+/// Transcript 03's two turns (a tool search then a deferred tool use, then the end turn after its result) served
+/// to a provider, with a conversation asking the fixture's question over the fixture's tools.
+async fn transcript_03() -> (FakeAnthropic, AnthropicProvider, Convo) {
+    let server = FakeAnthropic::with_replies([
+        Reply::fixture("03_tool_search_then_deferred_tool_use.json"),
+        Reply::fixture("07_end_turn_after_tool_result.json"),
+    ])
+    .await;
+    let p = provider(&server);
+    (server, p, Convo::new("Do the tests of the core crate pass?", fixture_plan()))
 }
 
 fn provider(server: &FakeAnthropic) -> AnthropicProvider {

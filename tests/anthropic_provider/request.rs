@@ -137,13 +137,7 @@ async fn prov_9_cache_breakpoints_stay_within_four_and_the_prefix_is_identical_a
         (CacheMode::OneHour, Some(json!({"type": "ephemeral", "ttl": "1h"}))),
         (CacheMode::Off, None),
     ] {
-        let server = FakeAnthropic::with_replies([
-            Reply::fixture("03_tool_search_then_deferred_tool_use.json"),
-            Reply::fixture("07_end_turn_after_tool_result.json"),
-        ])
-        .await;
-        let p = provider(&server);
-        let mut convo = Convo::new("Do the tests of the core crate pass?", fixture_plan());
+        let (server, p, mut convo) = transcript_03().await;
         convo.cache = cache;
         convo.turn(&p).await;
         convo.answer_tools(|_| ("41 passed; 1 failed".into(), false));

@@ -50,6 +50,21 @@ pub fn fixture_json(name: &str) -> Value {
     serde_json::from_slice(&fixture_bytes(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 
+/// The 12 tools of `requests/req_03a_initial.json` as command tool specs, in order; the two the fixture sends
+/// directly opt out of deferral.
+pub fn fixture_specs() -> Vec<fisk_ai::tool::ToolSpec> {
+    use fisk_ai::tool::{ToolKind, ToolSpec};
+    let req = fixture_json("requests/req_03a_initial.json");
+    let tools = req["tools"].as_array().expect("the fixture lists tools");
+    (tools.iter().filter(|t| t["type"] == "custom"))
+        .map(|t| {
+            ToolSpec::new(t["name"].as_str().unwrap(), ToolKind::Command, t["input_schema"].clone())
+                .with_description(t["description"].as_str().unwrap())
+                .with_no_defer(t["defer_loading"] == false)
+        })
+        .collect()
+}
+
 /// One piece of a streamed body.
 #[derive(Debug, Clone)]
 pub enum Part {

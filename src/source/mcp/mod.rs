@@ -37,7 +37,7 @@ mod oversize;
 mod stdio;
 mod tool;
 
-use crate::config::{Filter, McpServerEntry, check_http_url};
+use crate::config::{McpServerEntry, check_http_url};
 use crate::error::{Error, Result};
 use crate::exec::ChildEnv;
 use crate::select::Rule;
@@ -148,8 +148,8 @@ impl McpImport {
         if let Some(var) = entry.bearer_token_env.as_deref().filter(|v| !v.is_empty()) {
             import = import.with_bearer_token_env(var);
         }
-        let include = rule(&format!("{key}.include"), entry.include.as_ref())?;
-        let exclude = rule(&format!("{key}.exclude"), entry.exclude.as_ref())?;
+        let include = super::import_rule(&format!("{key}.include"), entry.include.as_ref())?;
+        let exclude = super::import_rule(&format!("{key}.exclude"), entry.exclude.as_ref())?;
         Ok(import
             .with_timeout(entry.timeout().unwrap_or(call_timeout))
             .with_confirm(entry.confirm)
@@ -212,13 +212,8 @@ impl McpImport {
     }
 
     fn keeps(&self, name: &str) -> bool {
-        let matches = |r: &Option<Rule>| r.as_ref().filter(|r| !r.is_empty()).map(|r| r.matches_name(name));
-        matches(&self.include).unwrap_or(true) && !matches(&self.exclude).unwrap_or(false)
+        super::import_keeps(self.include.as_ref(), self.exclude.as_ref(), name)
     }
-}
-
-fn rule(key: &str, filter: Option<&Filter>) -> Result<Option<Rule>> {
-    filter.map(|f| Rule::from_filter(key, f)).transpose()
 }
 
 #[async_trait]

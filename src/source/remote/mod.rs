@@ -35,7 +35,7 @@
 mod exchange;
 mod tool;
 
-use crate::config::{Filter, RemoteToolsHost, check_identity_name};
+use crate::config::{RemoteToolsHost, check_identity_name};
 use crate::error::{Error, Result};
 use crate::nats::NatsConnection;
 use crate::nats::wire::{self, Card, DiscoveryRequest, Header, MessageKind};
@@ -124,8 +124,8 @@ impl RemoteAgent {
         if let Some(alias) = host.alias.as_deref().filter(|a| !a.is_empty()) {
             agent = agent.with_alias(alias).map_err(at)?;
         }
-        let include = rule(&format!("{key}.include"), host.include.as_ref())?;
-        let exclude = rule(&format!("{key}.exclude"), host.exclude.as_ref())?;
+        let include = super::import_rule(&format!("{key}.include"), host.include.as_ref())?;
+        let exclude = super::import_rule(&format!("{key}.exclude"), host.exclude.as_ref())?;
         Ok(agent.with_timeout(call_timeout).with_filters(include, exclude))
     }
 
@@ -234,8 +234,7 @@ impl RemoteAgent {
     }
 
     fn keeps(&self, name: &str) -> bool {
-        let matches = |r: &Option<Rule>| r.as_ref().filter(|r| !r.is_empty()).map(|r| r.matches_name(name));
-        matches(&self.include).unwrap_or(true) && !matches(&self.exclude).unwrap_or(false)
+        super::import_keeps(self.include.as_ref(), self.exclude.as_ref(), name)
     }
 
     /// IMPORT-7: every import failure names the host and the NATS context.
@@ -243,12 +242,6 @@ impl RemoteAgent {
         let message = format!("remote_tools host \"{}\" (NATS context {}): {failure}", self.host, self.context());
         if failure.is_transport() { Error::nats(message) } else { Error::source_failed(message) }
     }
-}
-
-/// IMPORT-3: only a filter's `tools` patterns match; `include.tags` is ignored (validation warns about it), so a
-/// filter of tags alone is no filter at all.
-fn rule(key: &str, filter: Option<&Filter>) -> Result<Option<Rule>> {
-    filter.filter(|f| !f.tools.is_empty()).map(|f| Rule::from_filter(key, f)).transpose()
 }
 
 #[async_trait]
