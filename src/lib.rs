@@ -62,7 +62,9 @@
 //!
 //! Without an agent, [`FiskApp::load`] introspects the application and [`Selection`] narrows its tools; every
 //! surface calls a tool through [`dispatch::dispatch`] (lookup, validation, approval, the call).
-//! `McpServer::builder()` serves the same tools over MCP's streamable HTTP (feature `mcp`, module `serve::mcp`).
+//! `McpServer::builder()` serves the same tools over MCP's streamable HTTP (feature `mcp`, module `serve::mcp`),
+//! and `A2aServer::builder()` to other agents over NATS (feature `nats`, module `serve::a2a`); an agent imports an
+//! MCP server's tools (`source::mcp`) and another agent's (`source::remote`) as more sources.
 //! Runs can be checkpointed to a session and resumed ([`RunOptions::with_checkpoint`], [`Agent::resume`]), and
 //! every run, model call, tool call and MCP request is a [`tracing`] span with OpenTelemetry GenAI fields
 //! ([`telemetry`]).
@@ -71,7 +73,7 @@
 //!
 //! | trait | what it decides | shipped |
 //! | --- | --- | --- |
-//! | [`ToolSource`] | where tools come from | [`FiskApp`] |
+//! | [`ToolSource`] | where tools come from | [`FiskApp`], `McpImport`, `RemoteAgent` |
 //! | [`Tool`] | a tool of the host's own | commands, built-ins |
 //! | [`ModelProvider`] | which model answers | `AnthropicProvider`, `OpenAiProvider`, `ScriptedProvider` |
 //! | [`ConfirmGate`] | who approves gated calls | [`DenyAll`](gate::DenyAll), `TerminalGate` |
@@ -88,6 +90,7 @@
 //! | `anthropic` | yes | `llm::anthropic::AnthropicProvider`: the Anthropic Messages API |
 //! | `openai` | yes | `llm::openai::OpenAiProvider`: OpenAI Chat Completions and compatible local servers |
 //! | `mcp` | yes | `serve::mcp::McpServer`: the tools over MCP's streamable HTTP transport |
+//! | `nats` | yes | `nats::NatsConnection` from NATS CLI contexts, `serve::a2a::A2aServer`, `source::remote::RemoteAgent` |
 //! | `terminal` | yes | `gate::TerminalGate` and `operator::TerminalPrompter`: approval and `ask_human_*` prompts |
 //!
 //! The tool model, selection, execution, the agent loop, sessions, `ScriptedProvider` and the traits above work
@@ -103,10 +106,11 @@
 //! cargo run --example cli -- info --config examples/cowsay/agent.yaml     # the tools, what is gated and why
 //! cargo run --example cli -- run --config examples/cowsay/agent.yaml "tell me a joke about a cow"
 //! cargo run --example cli -- mcp --config examples/cowsay/agent.yaml      # serve them over MCP
+//! cargo run --example cli -- a2a --config examples/cowsay/a2a.yaml        # serve them to agents over NATS
 //! cargo run --example cli -- session ls                                   # checkpointed runs
 //! ```
 //!
-//! The README describes its flags, the checkpoint and resume workflow and the MCP setup.
+//! The README describes its flags, the checkpoint and resume workflow, and the MCP and NATS setups.
 #![forbid(unsafe_code)]
 // Input from models, configs, CLIs and peers must never panic the library; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -156,6 +160,8 @@ pub use llm::ModelProvider;
 pub use memory::{MemoryBackend, MemoryStore};
 pub use operator::Prompter;
 pub use select::{Selection, Toolset};
+#[cfg(feature = "nats")]
+pub use serve::a2a::A2aServer;
 #[cfg(feature = "mcp")]
 pub use serve::mcp::McpServer;
 pub use session::{SessionBackend, SessionStore};

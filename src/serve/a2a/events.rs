@@ -1,7 +1,7 @@
 use crate::nats::ConnectionEvent;
 
-/// Something the a2a server did, for the host to log (the SDK never prints). Borrowed, like
-/// [`McpEvent`](crate::serve::mcp::McpEvent).
+/// Something the a2a server did, for the host to log (the SDK never prints). Borrowed, like the agent's
+/// [`RunEvent`](crate::agent::RunEvent).
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum A2aEvent<'a> {
