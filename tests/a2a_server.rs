@@ -480,3 +480,70 @@ async fn a2a_restart_calls_in_the_gap_are_clear_errors_then_serving_resumes() {
     assert!(out.content().contains("echo: hi"), "{}", out.content());
     running.shutdown().await;
 }
+
+/// A key a peer chose, with a newline and an escape in it, reaches the `Nats-Service-Error` header only sanitized
+/// (a raw newline would make the client library panic and kill the endpoint); the endpoint keeps serving.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_10_a_hostile_key_in_a_rejected_request_leaves_the_endpoint_serving() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let running = start(&nats, config(dir.path(), ""), &log).await;
+    let client = client(&nats).await;
+    for subject in ["choria.fisk-ai.tool.farm", "choria.fisk-ai.discovery.farm"] {
+        let mut hostile = if subject.contains("tool") {
+            a2a::tool_request("farm", "echo", None)
+        } else {
+            a2a::discovery_request("farm")
+        };
+        hostile["a\nb\r\u{1b}[31mc"] = json!(1);
+        hostile[format!("long{}", "k".repeat(100_000))] = json!(2);
+        let (code, text) = rejected(a2a::send_json(&client, subject, &hostile).await);
+        assert_eq!(code, "400");
+        assert!(text.starts_with("invalid request: ") && !text.contains(['\n', '\r', '\u{1b}']), "{text:?}");
+        assert!(text.len() < 4 * 1024, "capped: {} bytes", text.len());
+    }
+    let reply = a2a::call(&client, "farm", "echo", Some(json!({"words": ["alive"]}))).await;
+    assert_eq!(reply["output"], "echo: alive\n");
+    let card = a2a::send_json(&client, "choria.fisk-ai.discovery.farm", &a2a::discovery_request("farm")).await;
+    assert_eq!(card.body["name"], "farm");
+    assert!(log.lines().iter().all(|l| !l.contains('\n') && !l.contains('\u{1b}')), "{:?}", log.lines());
+    running.shutdown().await;
+}
+
+/// A plain publish (no reply subject) never runs a command: nobody could read its result.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_9_a_request_without_a_reply_subject_runs_nothing() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let running = start(&nats, config(dir.path(), ""), &log).await;
+    let client = client(&nats).await;
+    let published = serde_json::to_vec(&a2a::tool_request("farm", "echo", Some(json!({"words": ["fire"]})))).unwrap();
+    client.publish("choria.fisk-ai.tool.farm", published.into()).await.unwrap();
+    // A request sent after it is answered after it (one connection, one subscription, in order).
+    let reply = a2a::call(&client, "farm", "echo", Some(json!({"words": ["asked"]}))).await;
+    assert_eq!(reply["output"], "echo: asked\n");
+    let calls: Vec<String> = log.lines().into_iter().filter(|l| l.starts_with("call ")).collect();
+    assert_eq!(calls, ["call echo -- asked for tester"]);
+    running.shutdown().await;
+}
+
+/// A reply that would exceed what peers accept (a huge resolved command line) is an error reply saying so.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_10_a_reply_over_the_limit_becomes_an_error_reply() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
+    let client = client(&nats).await;
+    // Ten words of 74,000 bytes (one argument may not pass 128 KiB): a 740 KB command line, then its output.
+    let words: Vec<String> = (0..10).map(|_| "x".repeat(74_000)).collect();
+    let reply = a2a::call(&client, "farm", "echo", Some(json!({"words": words}))).await;
+    let output = reply["output"].as_str().unwrap();
+    assert_eq!(reply["is_error"], true, "{}", &output[..output.len().min(300)]);
+    assert!(output.contains("over the 786432 bytes peers accept"), "{}", &output[..output.len().min(300)]);
+    running.shutdown().await;
+}

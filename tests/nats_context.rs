@@ -621,3 +621,21 @@ async fn a2a_13_the_inbox_prefix_is_applied() {
     assert!(reply_subject.starts_with("_INBOX_fisk."), "{reply_subject}");
     echo.await.unwrap();
 }
+
+/// A context's secrets never show in `{:?}` (a host's log, a failing test's output), and a URL's user
+/// information never shows in a connection error.
+#[tokio::test]
+async fn a2a_13_secrets_stay_out_of_debug_output_and_errors() {
+    let dir = common::nats::context_dir(
+        "s",
+        serde_json::json!({"url": "nats://someone:hunter2-url@127.0.0.1:1", "user": "u", "password": "hunter2-pw",
+                           "token": "hunter2-token", "user_seed": "SUhunter2seed", "user_jwt": "hunter2.jwt"}),
+        false,
+    );
+    let ctx = fisk_ai::nats::NatsContext::load_from(dir.path(), Some("s")).unwrap();
+    let debug = format!("{ctx:?}");
+    assert!(debug.contains("\"s\"") && !debug.contains("hunter2"), "{debug}");
+    let err = fisk_ai::nats::NatsConnection::connect(&ctx, "x").await.unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("nats://***@127.0.0.1:1") && !text.contains("hunter2"), "{text}");
+}

@@ -202,3 +202,60 @@ async fn a_cancelled_call_is_an_error_result() {
     assert!(out.is_error());
     assert!(out.content().ends_with("the call was cancelled"), "{}", out.content());
 }
+
+/// A reply must answer the request sent, from the host asked (a sanity check against a racing subscriber, not
+/// authentication).
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_6_a_reply_to_another_request_or_from_another_agent_is_refused() {
+    let (_server, caller, peers) = setup().await;
+    type Forge = fn(&Value) -> Value;
+    let forged: [(&str, Forge); 2] = [
+        ("sent a reply to another request", |req| {
+            let mut reply = good_reply(req);
+            reply["request"] = json!("0000000000000000000000forged");
+            reply
+        }),
+        ("sent a reply from another agent", |req| {
+            let mut reply = good_reply(req);
+            reply["sender"] = json!({"name": "mallory"});
+            reply
+        }),
+    ];
+    for (expected, forge) in forged {
+        let answer = move |req: &Value| Reply::Json(forge(req));
+        let peer = A2aPeer::start(peers.clone(), "bad", |req| Reply::Json(good_card(req)), answer).await;
+        let agent = RemoteAgent::new(caller.clone(), "ops", "bad").unwrap().with_timeout(TIMEOUT);
+        let loaded = fisk_ai::source::ToolSource::load(&agent).await.unwrap();
+        let out = loaded.tools[0].call(&ToolInput::empty(), &CallContext::new()).await;
+        assert!(out.is_error() && out.content().contains(expected), "{expected}: {}", out.content());
+        drop(peer);
+    }
+}
+
+/// EXEC-12 holds for what the model reads whoever ran the command: a peer's 200 KB output is cut to its head and
+/// tail, and flagged truncated.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn exec_12_a_peers_long_output_is_capped_like_a_local_one() {
+    let (_server, caller, peers) = setup().await;
+    let peer = A2aPeer::start(
+        peers.clone(),
+        "big",
+        |req| Reply::Json(card(req, "big", vec![descriptor("t", "T")])),
+        |req| {
+            let output = format!("{}{}", "h".repeat(100_000), "t".repeat(100_000));
+            Reply::Json(tool_reply(req, "big", json!({"output": output, "exec": {"command": "big"}})))
+        },
+    )
+    .await;
+    let agent = RemoteAgent::new(caller, "ops", "big").unwrap().with_timeout(Duration::from_secs(10));
+    let loaded = fisk_ai::source::ToolSource::load(&agent).await.unwrap();
+    let out = loaded.tools[0].call(&ToolInput::empty(), &CallContext::new()).await;
+    assert!(!out.is_error(), "{}", out.content());
+    let exec: Value = serde_json::from_str(out.content()).unwrap();
+    let text = exec["output"].as_str().unwrap();
+    assert_eq!(text, format!("{}\n...[output truncated]...\n{}", "h".repeat(32_768), "t".repeat(32_768)));
+    assert_eq!(exec["truncated"], true);
+    drop(peer);
+}

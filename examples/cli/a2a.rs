@@ -20,7 +20,8 @@ fn log(event: &A2aEvent<'_>) {
         A2aEvent::Rejected { endpoint, code, description } => {
             eprintln!("rejected a {endpoint} request ({code}): {description}")
         }
-        A2aEvent::Connection(change) => eprintln!("NATS: {change}"),
+        // A server error can quote a subject a peer chose (GATE-8).
+        A2aEvent::Connection(change) => eprintln!("NATS: {}", fisk_ai::gate::sanitize(&change.to_string(), 500)),
         other => eprintln!("{other:?}"),
     }
 }

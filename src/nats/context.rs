@@ -29,7 +29,7 @@ pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
 /// assert_eq!(NatsContext::load_from(empty.path(), None)?.servers(), ["nats://127.0.0.1:4222"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct NatsContext {
     name: Option<String>,
     file: Option<PathBuf>,
@@ -38,7 +38,7 @@ pub struct NatsContext {
 
 /// The keys of a context file the connection uses. Unknown keys are ignored, as the NATS CLI does; so are the
 /// JetStream domain and prefixes, which the reference parses but never applies.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(default)]
 struct Settings {
     url: Option<String>,
@@ -61,13 +61,43 @@ struct Settings {
 pub(crate) type Tls = (Option<PathBuf>, Option<(PathBuf, PathBuf)>);
 
 /// How the connection authenticates, in the reference's precedence: user/password, creds, nkey, jwt+seed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) enum Auth {
     None,
     UserPassword(String, String),
     CredsFile(PathBuf),
     NkeySeedFile(PathBuf),
     JwtSeed(String, String),
+}
+
+/// Names, files and servers only: a context's password, token, seed and JWT never reach a log through `{:?}`.
+impl std::fmt::Debug for NatsContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let servers: Vec<String> = self.servers().iter().map(|u| redact_url(u)).collect();
+        f.debug_struct("NatsContext")
+            .field("name", &self.label())
+            .field("file", &self.file)
+            .field("servers", &servers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `url` with any user information (`nats://user:pass@host`, `nats://token@host`) replaced by `***`, for errors
+/// and logs.
+pub(crate) fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let redacted = match rest[..authority_end].rfind('@') {
+        Some(at) => format!("***{}", &rest[at..]),
+        None => rest.to_owned(),
+    };
+    match scheme {
+        Some(scheme) => format!("{scheme}://{redacted}"),
+        None => redacted,
+    }
 }
 
 impl NatsContext {
@@ -308,6 +338,15 @@ mod tests {
         assert_eq!(expand_env("$NOPE/c", env), "/c");
         assert_eq!(expand_env("a$", env), "a$");
         assert_eq!(expand_env("${D", env), "${D");
+    }
+
+    #[test]
+    fn urls_lose_their_user_information() {
+        assert_eq!(redact_url("nats://u:p@h:4222"), "nats://***@h:4222");
+        assert_eq!(redact_url("tls://t0ken@h"), "tls://***@h");
+        assert_eq!(redact_url("nats://h:4222/x@y"), "nats://h:4222/x@y");
+        assert_eq!(redact_url("u:p@h"), "***@h");
+        assert_eq!(redact_url("nats://h"), "nats://h");
     }
 
     #[test]

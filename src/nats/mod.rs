@@ -31,7 +31,7 @@ pub mod wire;
 pub use context::{DEFAULT_URL, NatsContext};
 
 use crate::error::{Error, Result};
-use context::Auth;
+use context::{Auth, redact_url};
 use std::fmt;
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -92,15 +92,32 @@ impl NatsConnection {
     /// (naming the context and file); [`ErrorKind::Nats`](crate::ErrorKind::Nats) when no server accepts the
     /// connection, naming the context and the servers.
     pub async fn connect(context: &NatsContext, identity: &str) -> Result<NatsConnection> {
+        Self::connect_with(context, identity, None).await
+    }
+
+    /// [`connect`](NatsConnection::connect), buffering at most `subscription_capacity` undelivered messages per
+    /// subscription (async-nats drops the rest and reports a slow consumer): a server's intake stays bounded in
+    /// memory however fast peers publish.
+    pub(crate) async fn connect_with(
+        context: &NatsContext,
+        identity: &str,
+        subscription_capacity: Option<usize>,
+    ) -> Result<NatsConnection> {
         let (events, _) = broadcast::channel(64);
-        let options = options(context, identity, events.clone()).await?;
+        let mut options = options(context, identity, events.clone()).await?;
+        if let Some(capacity) = subscription_capacity {
+            options = options.subscription_capacity(capacity);
+        }
         let servers = context.servers();
         let addrs: Vec<async_nats::ServerAddr> = servers
             .iter()
-            .map(|s| s.parse().map_err(|e| context.error(&format!("has an invalid server URL {s:?}: {e}"))))
+            .map(|s| {
+                s.parse().map_err(|e| context.error(&format!("has an invalid server URL {:?}: {e}", redact_url(s))))
+            })
             .collect::<Result<_>>()?;
         let client = options.connect(addrs).await.map_err(|e| {
-            Error::nats(format!("cannot connect to NATS at {} (context {}): {e}", servers.join(","), context.label()))
+            let shown: Vec<String> = servers.iter().map(|s| redact_url(s)).collect();
+            Error::nats(format!("cannot connect to NATS at {} (context {}): {e}", shown.join(","), context.label()))
                 .with_source(e)
         })?;
         Ok(NatsConnection { client, context: context.label().into(), owned: true, events })

@@ -99,14 +99,14 @@ impl MessageKind {
         if body.len() > MAX_MESSAGE_BYTES {
             return Err(Rejection::Oversize);
         }
-        let value: Value = serde_json::from_slice(body).map_err(|e| Rejection::Invalid(e.to_string()))?;
+        let value: Value = serde_json::from_slice(body).map_err(|e| Rejection::invalid(&e.to_string()))?;
         match value.get("protocol").and_then(Value::as_str) {
             Some(p) if p != self.protocol() => {
-                return Err(Rejection::Protocol { got: p.to_owned(), want: self.protocol() });
+                return Err(Rejection::Protocol { got: peer_text(p), want: self.protocol() });
             }
             _ => {}
         }
-        self.validate(&value).map_err(Rejection::Invalid)?;
+        self.validate(&value).map_err(|e| Rejection::invalid(&e))?;
         Ok(value)
     }
 }
@@ -133,12 +133,28 @@ fn compiled() -> &'static Compiled {
     })
 }
 
+/// The longest piece of a peer's text (a key it sent, a protocol it named) a rejection quotes.
+const PEER_TEXT_LIMIT: usize = 512;
+
+/// Text a peer controls, made safe for a NATS header, the operator's log and a terminal: control characters
+/// (CR and LF would break the header) and escape sequences out, invisible characters escaped, length capped.
+pub(crate) fn peer_text(text: &str) -> String {
+    crate::gate::sanitize(text, PEER_TEXT_LIMIT)
+}
+
 /// Why an inbound body was refused: the services framework's `400` error reply (A2A-10).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Rejection {
     Oversize,
     Invalid(String),
     Protocol { got: String, want: &'static str },
+}
+
+impl Rejection {
+    /// A validation failure whose text quotes the peer's message (an unexpected key, say): sanitized and capped.
+    pub(crate) fn invalid(why: &str) -> Rejection {
+        Rejection::Invalid(crate::gate::sanitize(why, 4 * PEER_TEXT_LIMIT))
+    }
 }
 
 impl fmt::Display for Rejection {
@@ -316,7 +332,7 @@ pub(crate) fn encode<T: Serialize>(message: &T) -> Vec<u8> {
 
 /// Decode a validated value into its message type.
 pub(crate) fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Rejection> {
-    serde_json::from_value(value).map_err(|e| Rejection::Invalid(e.to_string()))
+    serde_json::from_value(value).map_err(|e| Rejection::invalid(&e.to_string()))
 }
 
 #[cfg(test)]

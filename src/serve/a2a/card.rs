@@ -39,7 +39,7 @@ impl CardBody {
         let value = serde_json::to_vec(&Fields { name: identity, version, protocols: [NAMESPACE], tools })
             .map_err(|e| Error::config(format!("the agent card cannot be serialized: {e}")))?;
         // `{...}` without its braces.
-        let fields = value[1..value.len() - 1].to_vec();
+        let fields = value.strip_prefix(b"{").and_then(|v| v.strip_suffix(b"}")).unwrap_or_default().to_vec();
         let card = CardBody { fields };
         let sample = card.reply(&wire::Header::request(MessageKind::DiscoveryRequest, "probe", identity), identity);
         if sample.len() > MAX_MESSAGE_BYTES {
@@ -59,8 +59,10 @@ impl CardBody {
     /// The discovery reply to `request`: its header, then the card's fields.
     pub(crate) fn reply(&self, request: &wire::Header, identity: &str) -> Vec<u8> {
         let header = wire::encode(&wire::Header::reply(MessageKind::DiscoveryReply, request, identity));
+        // An encoded header is a JSON object: it ends with its closing brace.
+        let open = header.strip_suffix(b"}").unwrap_or(&header);
         let mut out = Vec::with_capacity(header.len() + self.fields.len() + 1);
-        out.extend_from_slice(&header[..header.len() - 1]);
+        out.extend_from_slice(open);
         out.push(b',');
         out.extend_from_slice(&self.fields);
         out.push(b'}');

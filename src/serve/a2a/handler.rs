@@ -42,8 +42,11 @@ pub(crate) struct Call {
 }
 
 impl Shared {
-    /// Answer a discovery request (or refuse it, A2A-10).
+    /// Answer a discovery request (or refuse it, A2A-10). A publish without a reply subject is dropped.
     pub(crate) async fn discovery(&self, request: &Request) {
+        if request.message.reply.is_none() {
+            return;
+        }
         let decoded = MessageKind::DiscoveryRequest
             .decode(&request.message.payload)
             .and_then(wire::typed::<wire::DiscoveryRequest>);
@@ -55,6 +58,8 @@ impl Shared {
 
     /// A2A-10 then the unknown-tool check, both before a slot is taken. `None` when the request was answered.
     pub(crate) async fn intake(&self, request: &Request) -> Option<Call> {
+        // Nobody could read the result, so nothing runs: a plain publish takes no slot and starts no command.
+        request.message.reply.as_ref()?;
         let decoded =
             MessageKind::ToolRequest.decode(&request.message.payload).and_then(wire::typed::<wire::ToolRequest>);
         let message = match decoded {
@@ -75,7 +80,9 @@ impl Shared {
 
     /// Run an admitted call holding `permit`, and answer it.
     pub(crate) async fn call(&self, request: &Request, call: Call, permit: OwnedSemaphorePermit) {
-        let mut surface = A2aSurface { shared: self, caller: &call.header.sender.name };
+        // The schema holds the name to [a-zA-Z0-9_-]; only its length is the peer's choice.
+        let caller = sanitize(&call.header.sender.name, 128);
+        let mut surface = A2aSurface { shared: self, caller: &caller };
         let outcome = dispatch(&mut surface, &self.tools, &call.name, &call.input).await;
         drop(permit);
         let body = match outcome {
@@ -97,8 +104,20 @@ impl Shared {
         respond(request, self.reply(&call.header, error(output))).await;
     }
 
+    /// The encoded reply; one over the limit peers accept (a huge resolved command line) becomes an error reply
+    /// saying so, since the caller would refuse it anyway (A2A-10).
     fn reply(&self, to: &wire::Header, body: ToolReplyBody) -> Vec<u8> {
-        wire::encode(&ToolReply { header: wire::Header::reply(MessageKind::ToolReply, to, &self.identity), body })
+        let header = wire::Header::reply(MessageKind::ToolReply, to, &self.identity);
+        let bytes = wire::encode(&ToolReply { header: header.clone(), body });
+        if bytes.len() <= wire::MAX_MESSAGE_BYTES {
+            return bytes;
+        }
+        let why = format!(
+            "the reply would be {} bytes, over the {} bytes peers accept",
+            bytes.len(),
+            wire::MAX_MESSAGE_BYTES
+        );
+        wire::encode(&ToolReply { header, body: error(why) })
     }
 
     /// The services framework's error reply: code 400 and the description (A2A-10).

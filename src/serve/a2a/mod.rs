@@ -9,7 +9,10 @@
 //! - Every inbound body is checked for size, protocol and schema; a failure gets the framework's `400` error reply
 //!   (A2A-10). An unknown tool gets an in-band error reply before any slot is taken.
 //! - At most `expose.agent.a2a.max_concurrent_tools` calls run at once, each bounded by `tool_timeout`; intake
-//!   blocks while every slot is busy (A2A-11). Shutdown unsubscribes first, then gives calls in progress
+//!   blocks while every slot is busy (A2A-11). Core NATS has already delivered what is waiting, so on a connection
+//!   the server makes itself the client library buffers only a few requests per slot (at least 32) and drops the
+//!   rest, whose callers time out: memory stays bounded under any flood. A request without a reply subject is
+//!   dropped unanswered and never runs. Shutdown unsubscribes first, then gives calls in progress
 //!   [`SHUTDOWN_GRACE`].
 //!
 //! ```no_run
@@ -60,6 +63,10 @@ use tokio_util::sync::CancellationToken;
 /// The services framework needs SemVer, so the framework version is fixed; the build version goes in the card.
 const FRAMEWORK_VERSION: &str = "0.0.0";
 const DESCRIPTION: &str = "fisk-ai a2a tool server";
+/// Requests the client library holds for a busy server, per slot, and at least: beyond them it drops requests
+/// (their callers time out) rather than buffering up to 64 Ki bodies of up to 1 MiB each.
+const INTAKE_BUFFER_PER_SLOT: usize = 4;
+const MIN_INTAKE_BUFFER: usize = 32;
 
 /// A loaded a2a server: the served tools, the card and a NATS connection, ready to [`start`](A2aServer::start).
 pub struct A2aServer {
@@ -290,7 +297,8 @@ impl A2aServerBuilder {
     }
 
     /// Serve over this connection instead of one made from `nats_context`. It is borrowed: the server never
-    /// closes it (OVR-7).
+    /// closes it (OVR-7). Its subscription buffer is the host's choice (async-nats's default holds 64 Ki messages
+    /// per subscription); set `ConnectOptions::subscription_capacity` to bound a flood's memory.
     #[must_use]
     pub fn nats(mut self, nats: NatsConnection) -> Self {
         self.nats = Some(nats);
@@ -336,14 +344,15 @@ impl A2aServerBuilder {
         let identity = config.identity()?;
         let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
         let card = card::CardBody::new(&identity, &version, &tools)?;
+        let max_concurrent = a2a.max_concurrent_tools();
         let nats = match self.nats {
             Some(nats) => nats,
             None => {
                 let context = NatsContext::load(config.nats_context.as_deref()).map_err(|e| config.locate(e))?;
-                NatsConnection::connect(&context, &identity).await?
+                let buffered = max_concurrent.saturating_mul(INTAKE_BUFFER_PER_SLOT).max(MIN_INTAKE_BUFFER);
+                NatsConnection::connect_with(&context, &identity, Some(buffered)).await?
             }
         };
-        let max_concurrent = a2a.max_concurrent_tools();
         let shared = Shared {
             identity,
             tools,

@@ -46,23 +46,31 @@ impl Failure {
     }
 }
 
-/// Send `body` to `subject` on `host` and return the reply, decoded and validated as `kind`.
+/// One request: where it goes, what it is, and the id its reply must echo.
+pub(crate) struct Outgoing<'a> {
+    pub(crate) host: &'a str,
+    pub(crate) subject: &'a str,
+    pub(crate) id: &'a str,
+    pub(crate) body: Vec<u8>,
+    /// The kind of the reply.
+    pub(crate) kind: MessageKind,
+}
+
+/// Send the request and return the reply, decoded and validated as its kind, and answering this very request.
 pub(crate) async fn exchange(
     client: &async_nats::Client,
-    host: &str,
-    subject: &str,
-    body: Vec<u8>,
-    kind: MessageKind,
+    out: Outgoing<'_>,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<Value, Failure> {
+    let Outgoing { host, subject, id, body, kind } = out;
     let request = Request::new().payload(body.into()).timeout(Some(timeout));
     let sent = client.send_request(subject.to_owned(), request);
     // The client's own timeout bounds the wait; the outer one is a second fence should it not fire.
     let reply = tokio::select! {
         biased;
         () = cancel.cancelled() => return Err(Failure::Cancelled),
-        r = tokio::time::timeout(timeout + Duration::from_secs(1), sent) => r,
+        r = tokio::time::timeout(timeout.saturating_add(Duration::from_secs(1)), sent) => r,
     };
     let unavailable = |why: String| Failure::Unavailable(format!("remote agent \"{host}\" unavailable: {why}"));
     let within = crate::config::format_duration(timeout);
@@ -80,7 +88,16 @@ pub(crate) async fn exchange(
     if let Some(refused) = service_error(host, message.headers.as_ref()) {
         return Err(refused);
     }
-    decode(host, kind, &message.payload)
+    let value = decode(host, kind, &message.payload)?;
+    // A sanity check, not authentication (NATS permissions are the boundary): a reply must answer this request
+    // and come from the host asked.
+    if value.get("request").and_then(Value::as_str) != Some(id) {
+        return Err(Failure::BadReply(format!("remote agent \"{host}\" sent a reply to another request")));
+    }
+    if value.pointer("/sender/name").and_then(Value::as_str) != Some(host) {
+        return Err(Failure::BadReply(format!("remote agent \"{host}\" sent a reply from another agent")));
+    }
+    Ok(value)
 }
 
 /// A2A-10: the framework's error reply, reported with its code and description.

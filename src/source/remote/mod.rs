@@ -44,7 +44,7 @@ use crate::source::{Loaded, ToolSource};
 use crate::tool::{CancellationToken, Origin, Tool};
 use crate::warning::Warning;
 use async_trait::async_trait;
-use exchange::{Failure, exchange};
+use exchange::{Failure, Outgoing, exchange};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -196,9 +196,14 @@ impl RemoteAgent {
         let never = CancellationToken::new();
         let client = self.nats.client();
         let kind = MessageKind::DiscoveryReply;
-        let value = exchange(client, &self.host, &subject, wire::encode(&request), kind, self.timeout, &never)
-            .await
-            .map_err(|f| self.error(&f))?;
+        let out = Outgoing {
+            host: &self.host,
+            subject: &subject,
+            id: &request.header.id,
+            body: wire::encode(&request),
+            kind,
+        };
+        let value = exchange(client, out, self.timeout, &never).await.map_err(|f| self.error(&f))?;
         let round_trip = started.elapsed();
         let card: Card = wire::typed(value).map_err(|e| {
             self.error(&Failure::BadReply(format!("remote agent \"{}\" sent an invalid reply: {e}", self.host)))

@@ -1,7 +1,7 @@
 //! One tool imported from a remote agent (IMPORT-9, IMPORT-10): the peer's description and schema as advertised,
 //! each call one tool request on the host's tool subject.
 
-use super::exchange::{Failure, exchange};
+use super::exchange::{Failure, Outgoing, exchange};
 use crate::nats::NatsConnection;
 use crate::nats::wire::{self, Descriptor, Header, MessageKind, ToolReply, ToolRequest};
 use crate::tool::{CallContext, ExecReport, Origin, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
@@ -46,7 +46,8 @@ impl RemoteTool {
     }
 
     /// The outgoing request, checked against the schema (docs/nats-wire.md §2): a non-object input fails here.
-    fn request(&self, input: &ToolInput) -> Result<Vec<u8>, String> {
+    /// The request's id and its bytes.
+    fn request(&self, input: &ToolInput) -> Result<(String, Vec<u8>), String> {
         let input = if input.is_null() || input.as_str().trim().is_empty() {
             None
         } else {
@@ -70,7 +71,7 @@ impl RemoteTool {
                 wire::MAX_MESSAGE_BYTES
             ));
         }
-        Ok(body)
+        Ok((request.header.id, body))
     }
 }
 
@@ -95,24 +96,15 @@ impl Tool for RemoteTool {
         let failed = |e: &dyn std::fmt::Display| {
             ToolOutput::error(format!("calling tool \"{}\" on agent \"{}\": {e}", self.remote_name, self.host.name))
         };
-        let body = match self.request(input) {
-            Ok(body) => body,
+        let (id, body) = match self.request(input) {
+            Ok(request) => request,
             Err(e) => return failed(&e),
         };
         let timeout = ctx.timeout().map_or(self.host.timeout, |t| t.min(self.host.timeout));
         let subject = wire::tool_subject(&self.host.name);
         let client = self.host.nats.client();
-        let value = match exchange(
-            client,
-            &self.host.name,
-            &subject,
-            body,
-            MessageKind::ToolReply,
-            timeout,
-            ctx.cancel_token(),
-        )
-        .await
-        {
+        let out = Outgoing { host: &self.host.name, subject: &subject, id: &id, body, kind: MessageKind::ToolReply };
+        let value = match exchange(client, out, timeout, ctx.cancel_token()).await {
             Ok(value) => value,
             Err(Failure::Cancelled) => return failed(&"the call was cancelled"),
             Err(e) => return failed(&e),
@@ -128,16 +120,22 @@ impl Tool for RemoteTool {
 /// The tool result a validated reply stands for.
 fn result(reply: ToolReply) -> ToolOutput {
     let body = reply.body;
+    // EXEC-12 holds for what the model reads whoever ran the command: a peer may send up to 768 KiB.
+    let (output, cut) = if body.output.len() > crate::exec::OUTPUT_CAP {
+        crate::exec::captured_output([body.output.as_bytes()])
+    } else {
+        (body.output, false)
+    };
     if body.is_error {
-        return ToolOutput::error(body.output);
+        return ToolOutput::error(output);
     }
     match body.exec {
         Some(exec) => {
             // A peer's exit code is any JSON integer; one outside i32 is shown as the nearest bound.
             let code = i32::try_from(exec.exit_code).unwrap_or(if exec.exit_code < 0 { i32::MIN } else { i32::MAX });
-            ToolOutput::exec(ExecReport::new(exec.command, code, exec.truncated), body.output)
+            ToolOutput::exec(ExecReport::new(exec.command, code, exec.truncated || cut), output)
         }
-        None => ToolOutput::success(body.output),
+        None => ToolOutput::success(output),
     }
 }
 
