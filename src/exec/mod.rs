@@ -22,4 +22,7 @@ pub use process::captured_output;
 pub(crate) use process::{Capture, RunError, into_text, run};
 // The MCP import's stdio child and its result capping share them.
 #[cfg(feature = "mcp")]
-pub(crate) use process::{GroupGuard, HeadTail, OUTPUT_CAP, TRUNCATION_MARKER};
+pub(crate) use process::{GroupGuard, HeadTail, TRUNCATION_MARKER};
+// Both imports cap what a server sent as EXEC-12 caps a command's output.
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) use process::OUTPUT_CAP;
