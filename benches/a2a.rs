@@ -15,7 +15,6 @@ use fisk_ai::Config;
 use fisk_ai::nats::NatsConnection;
 use fisk_ai::serve::a2a::A2aServer;
 use std::hint::black_box;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -81,14 +80,7 @@ fn benches(c: &mut Criterion) {
     for n in CONCURRENCY {
         g.throughput(Throughput::Elements(n as u64));
         g.bench_with_input(BenchmarkId::new("direct_spawn", n), &n, |b, &n| {
-            b.iter(|| {
-                rt.block_on(async {
-                    let calls = (0..n).map(|_| {
-                        tokio::process::Command::new(&app).args(["echo", "--", "hello"]).stdin(Stdio::null()).output()
-                    });
-                    black_box(futures::future::join_all(calls).await)
-                })
-            })
+            b.iter(|| rt.block_on(async { black_box(echo_app::spawn_directly(&app, n).await) }))
         });
         // One connection per concurrent caller, as separate peer processes would have.
         let clients: Vec<async_nats::Client> = (0..n).map(|_| connect()).collect();

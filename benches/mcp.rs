@@ -156,14 +156,7 @@ fn benches(c: &mut Criterion) {
     for n in CONCURRENCY {
         g.throughput(Throughput::Elements(n as u64));
         g.bench_with_input(BenchmarkId::new("direct_spawn", n), &n, |b, &n| {
-            b.iter(|| {
-                rt.block_on(async {
-                    let calls = (0..n).map(|_| {
-                        tokio::process::Command::new(&app).args(["echo", "--", "hello"]).stdin(Stdio::null()).output()
-                    });
-                    black_box(futures::future::join_all(calls).await)
-                })
-            })
+            b.iter(|| rt.block_on(async { black_box(echo_app::spawn_directly(&app, n).await) }))
         });
         let clients: Vec<SdkClient> = rt.block_on(futures::future::join_all((0..n).map(|_| SdkClient::open(&url))));
         g.bench_with_input(BenchmarkId::new("mcp_sdk_pattern", n), &n, |b, _| {

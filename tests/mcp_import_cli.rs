@@ -62,16 +62,7 @@ fn write_config(dir: &Path, url: &str, extra: &str) -> std::path::PathBuf {
 }
 
 fn cli(args: &[&str], dir: &Path) -> std::process::Output {
-    Command::new(example("cli"))
-        .args(args)
-        .current_dir(dir)
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("NO_COLOR", "1")
-        .env_remove("FISK_AI_VERBOSE")
-        .env_remove("FISK_AI_TOOL_OUTPUT")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    example_cli(args, dir).output().unwrap()
 }
 
 #[tokio::test]

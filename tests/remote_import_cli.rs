@@ -29,17 +29,8 @@ fn write_config(dir: &Path, hosts: &str) -> PathBuf {
 async fn cli(args: Vec<String>, dir: &Path, xdg: &Path) -> std::process::Output {
     let (dir, xdg) = (dir.to_owned(), xdg.to_owned());
     tokio::task::spawn_blocking(move || {
-        Command::new(example("cli"))
-            .args(&args)
-            .current_dir(&dir)
-            .env("XDG_CONFIG_HOME", &xdg)
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .env("NO_COLOR", "1")
-            .env_remove("FISK_AI_VERBOSE")
-            .env_remove("FISK_AI_TOOL_OUTPUT")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        example_cli(&args, &dir).env("XDG_CONFIG_HOME", &xdg).output().unwrap()
     })
     .await
     .unwrap()

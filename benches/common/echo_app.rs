@@ -17,3 +17,11 @@ pub fn write(dir: &Path) -> PathBuf {
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     path
 }
+
+/// The baseline both serving benches compare against: `n` concurrent bare spawns of the argv a served call runs.
+pub async fn spawn_directly(app: &Path, n: usize) -> Vec<std::io::Result<std::process::Output>> {
+    let calls = (0..n).map(|_| {
+        tokio::process::Command::new(app).args(["echo", "--", "hello"]).stdin(std::process::Stdio::null()).output()
+    });
+    futures::future::join_all(calls).await
+}

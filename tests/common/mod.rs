@@ -75,6 +75,20 @@ pub fn raw(s: &str) -> fisk_ai::ToolInput {
     fisk_ai::ToolInput::from_json(s).unwrap()
 }
 
+/// The example CLI as a one-shot child in `dir`: a test API key, no colour, none of the
+/// developer's trace or output settings, stdin closed.
+pub fn example_cli(args: &[&str], dir: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(example("cli"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("NO_COLOR", "1")
+        .env_remove("FISK_AI_VERBOSE")
+        .env_remove("FISK_AI_TOOL_OUTPUT")
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
 /// The example binary `name`, (re)built once per test binary with this test's own features so it is never stale.
 pub fn example(name: &str) -> PathBuf {
     use std::collections::HashMap;
