@@ -13,7 +13,6 @@ use common::*;
 use fake_anthropic::{FakeAnthropic, streamed};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 fn write_config(dir: &Path, hosts: &str) -> PathBuf {
     let path = dir.join("agent.yaml");
