@@ -33,7 +33,7 @@ pub(crate) struct Inputs<'a> {
     /// The host's NATS connection for `remote_tools` (OVR-7: borrowed, never closed); without one the pipeline
     /// connects from `nats_context` when a host is configured.
     #[cfg(feature = "nats")]
-    pub(crate) nats: Option<crate::nats::NatsConnection>,
+    pub(crate) nats: Option<crate::nats::SharedNats>,
 }
 
 /// The loaded candidates.
@@ -128,20 +128,20 @@ impl Candidates {
 mod remote {
     use crate::config::Config;
     use crate::error::{Error, Result};
-    use crate::nats::{NatsConnection, NatsContext};
+    use crate::nats::{NatsConnection, NatsContext, SharedNats};
     use crate::source::ToolSource;
     use crate::source::remote::{RemoteAgent, configured_timeout};
     use std::sync::Arc;
 
     /// One [`RemoteAgent`] per host, in config order, over the injected connection or one made from
     /// `nats_context` with the agent's identity. None when no host is configured (nothing connects).
-    pub(super) async fn sources(config: &Config, nats: Option<NatsConnection>) -> Result<Vec<Arc<dyn ToolSource>>> {
+    pub(super) async fn sources(config: &Config, nats: Option<SharedNats>) -> Result<Vec<Arc<dyn ToolSource>>> {
         if config.remote_tools.is_empty() {
             return Ok(Vec::new());
         }
         let identity = config.identity()?;
         let nats = match nats {
-            Some(nats) => nats,
+            Some(shared) => shared.get().await.map_err(|e| failure(config, e))?,
             None => connect(config, &identity).await?,
         };
         let timeout = configured_timeout(config);
@@ -156,9 +156,12 @@ mod remote {
 
     /// IMPORT-7: a connection failure names every host it stops, and the context.
     async fn connect(config: &Config, identity: &str) -> Result<NatsConnection> {
+        let context = NatsContext::load(config.nats_context.as_deref()).map_err(|e| failure(config, e))?;
+        NatsConnection::connect(&context, identity).await.map_err(|e| failure(config, e))
+    }
+
+    fn failure(config: &Config, e: Error) -> Error {
         let hosts: Vec<String> = config.remote_tools.iter().map(|h| format!("\"{}\"", h.name)).collect();
-        let fail = |e: Error| Error::new(e.kind(), format!("remote_tools host {}: {e}", hosts.join(", ")));
-        let context = NatsContext::load(config.nats_context.as_deref()).map_err(fail)?;
-        NatsConnection::connect(&context, identity).await.map_err(fail)
+        Error::new(e.kind(), format!("remote_tools host {}: {e}", hosts.join(", ")))
     }
 }

@@ -132,6 +132,9 @@ pub mod agent;
 mod assemble;
 pub mod builtin;
 pub mod config;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod conformance;
 pub mod dispatch;
 pub mod error;
 pub mod exec;

@@ -245,13 +245,22 @@ impl AgentBuilder {
         // PROV-16: the active provider's credentials and every registered one's.
         let credentials: Vec<String> =
             provider.capabilities().credentials.iter().cloned().chain(self.providers.credentials()).collect();
+        // CFG-15: one connection for remote hosts and JetStream stores, made when the first of them needs it.
+        #[cfg(feature = "nats")]
+        let nats = match self.nats.take() {
+            Some(connection) => Some(crate::nats::SharedNats::injected(connection)),
+            None => config
+                .identity()
+                .ok()
+                .map(|id| crate::nats::SharedNats::from_context(config.nats_context.as_deref(), id)),
+        };
         let inputs = assemble::Inputs {
             sources: std::mem::take(&mut self.sources),
             credentials,
             working_dir: self.working_dir.as_deref(),
             imports: true,
             #[cfg(feature = "nats")]
-            nats: self.nats.take(),
+            nats: nats.clone(),
         };
         let mut candidates = assemble::load(&config, inputs, &mut warnings).await?;
         candidates.extend(std::mem::take(&mut self.tools));
@@ -261,20 +270,27 @@ impl AgentBuilder {
         if config.harness.human_in_the_loop.enabled {
             candidates.extend(crate::operator::hitl_tools(prompter.clone()));
         }
-        let memory = self.open_memory(&config, &env).await?;
+        #[cfg(not(feature = "nats"))]
+        let nats = None;
+        let memory = self.open_memory(&config, &env, nats.as_ref()).await?;
         if let Some(store) = &memory {
             candidates.extend(crate::memory::memory_tools(store.clone()));
         }
         candidates.extend(self.registry.build_enabled(&config, &env)?);
         let toolset = candidates.select(&config, &mut warnings)?;
         toolset.ensure_not_empty(config.application_path.is_some())?;
-        let sessions = self.open_sessions(&config).await?;
+        let sessions = self.open_sessions(&config, nats.as_ref()).await?;
         let tools = Tools { toolset, memory, prompter, sessions };
         Ok(finish(config, model, provider, self.gate.take(), tools, warnings, self.trace_content))
     }
 
     /// MEM-18, OVR-7: the injected store, else the configured backend from the registry; `None` when memory is off.
-    async fn open_memory(&mut self, config: &Config, env: &BuiltinEnv) -> Result<Option<Arc<dyn MemoryStore>>> {
+    async fn open_memory(
+        &mut self,
+        config: &Config,
+        env: &BuiltinEnv,
+        nats: Option<&SharedNats>,
+    ) -> Result<Option<Arc<dyn MemoryStore>>> {
         let memory = &config.harness.memory;
         if !memory.enabled {
             return Ok(None);
@@ -285,21 +301,39 @@ impl AgentBuilder {
         let identity = config.identity()?;
         let base = checked_dir("store base", self.store_base.as_deref())?;
         let settings = MemorySettings::new(config, &identity, &env.working_dir).with_store_base(base);
+        #[cfg(feature = "nats")]
+        let settings = settings.with_nats(nats);
+        #[cfg(not(feature = "nats"))]
+        let _ = nats;
         self.memory_backends.open(&settings).await.map(Some)
     }
 
     /// SESS-25, OVR-7: the injected store, else the configured backend; a backend that cannot open fails only the
     /// checkpointed runs, with its reason.
-    async fn open_sessions(&mut self, config: &Config) -> Result<std::result::Result<Arc<dyn SessionStore>, String>> {
+    async fn open_sessions(
+        &mut self,
+        config: &Config,
+        nats: Option<&SharedNats>,
+    ) -> Result<std::result::Result<Arc<dyn SessionStore>, String>> {
         let backend = config.harness.sessions.backend.as_str();
         if let Some(store) = self.sessions.take() {
             return if backend == "file" { Ok(Ok(store)) } else { Err(conflict("sessions", backend)) };
         }
         let base = checked_dir("store base", self.store_base.as_deref())?;
         let settings = SessionSettings::new(config).with_store_base(base);
+        #[cfg(feature = "nats")]
+        let settings = settings.with_nats(nats);
+        #[cfg(not(feature = "nats"))]
+        let _ = nats;
         Ok(self.session_backends.open(&settings).await.map_err(|e| e.to_string()))
     }
 }
+
+#[cfg(feature = "nats")]
+use crate::nats::SharedNats;
+/// Without NATS there is never a shared connection; the stand-in keeps one signature for both builds.
+#[cfg(not(feature = "nats"))]
+enum SharedNats {}
 
 /// OVR-7: an injected store and a configured non-default backend cannot both be meant.
 fn conflict(what: &str, backend: &str) -> Error {

@@ -20,12 +20,36 @@ pub struct MemorySettings<'a> {
     pub store_base: Option<&'a Path>,
     /// The process working directory when the agent was built.
     pub working_dir: &'a Path,
+    #[cfg(feature = "nats")]
+    nats: Option<&'a crate::nats::SharedNats>,
 }
 
 impl<'a> MemorySettings<'a> {
     /// Settings for `config` under `identity`, resolving relative paths against `working_dir`.
     pub fn new(config: &'a Config, identity: &'a str, working_dir: &'a Path) -> Self {
-        MemorySettings { config, identity, store_base: None, working_dir }
+        MemorySettings {
+            config,
+            identity,
+            store_base: None,
+            working_dir,
+            #[cfg(feature = "nats")]
+            nats: None,
+        }
+    }
+
+    /// Give backends the agent's shared NATS connection (CFG-15).
+    #[cfg(feature = "nats")]
+    #[must_use]
+    pub fn with_nats(mut self, nats: Option<&'a crate::nats::SharedNats>) -> Self {
+        self.nats = nats;
+        self
+    }
+
+    /// The agent's shared NATS connection, for backends that keep memory in NATS; `None` when the settings were
+    /// built without one.
+    #[cfg(feature = "nats")]
+    pub fn nats(&self) -> Option<&'a crate::nats::SharedNats> {
+        self.nats
     }
 
     /// Resolve relative store paths under `base` instead.

@@ -1,6 +1,7 @@
 //! The one NATS connection every NATS feature borrows (DESIGN §4, feature `nats`): a2a serving
 //! ([`serve::a2a`](crate::serve::a2a)), remote import ([`source::remote`](crate::source::remote)) and, later, the
-//! JetStream stores.
+//! JetStream stores ([`memory::jetstream`](crate::memory), [`session`](crate::session)), all through one
+//! [`SharedNats`] per agent.
 //!
 //! - A connection is made from a NATS CLI context ([`NatsContext`], A2A-13, CFG-16) and names itself
 //!   `fisk-ai <identity>`.
@@ -26,9 +27,11 @@
 //! ```
 
 mod context;
+mod shared;
 pub mod wire;
 
 pub use context::{DEFAULT_URL, NatsContext};
+pub use shared::SharedNats;
 
 use crate::error::{Error, Result};
 use context::{Auth, redact_url};

@@ -16,12 +16,34 @@ pub struct SessionSettings<'a> {
     pub config: &'a Config,
     /// Where relative store paths resolve (OVR-6), when the host set one.
     pub store_base: Option<&'a Path>,
+    #[cfg(feature = "nats")]
+    nats: Option<&'a crate::nats::SharedNats>,
 }
 
 impl<'a> SessionSettings<'a> {
     /// Settings for `config`.
     pub fn new(config: &'a Config) -> Self {
-        SessionSettings { config, store_base: None }
+        SessionSettings {
+            config,
+            store_base: None,
+            #[cfg(feature = "nats")]
+            nats: None,
+        }
+    }
+
+    /// Give backends the agent's shared NATS connection (CFG-15).
+    #[cfg(feature = "nats")]
+    #[must_use]
+    pub fn with_nats(mut self, nats: Option<&'a crate::nats::SharedNats>) -> Self {
+        self.nats = nats;
+        self
+    }
+
+    /// The agent's shared NATS connection, for backends that keep journals in NATS; `None` when the settings were
+    /// built without one.
+    #[cfg(feature = "nats")]
+    pub fn nats(&self) -> Option<&'a crate::nats::SharedNats> {
+        self.nats
     }
 
     /// Resolve relative store paths under `base`.

@@ -1,0 +1,1 @@
+//! The session store kit (being written).
