@@ -351,8 +351,8 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
         ),
         (
             "harness.memory.backend",
-            cfg.harness.memory.backend == "jetstream",
-            "the jetstream memory backend is not built yet",
+            cfg!(not(feature = "nats")) && cfg.harness.memory.backend == "jetstream",
+            "the jetstream memory backend needs the nats feature",
         ),
         (
             "harness.sessions.backend",

@@ -35,6 +35,8 @@ pub struct Report {
     pub passed: Vec<&'static str>,
     /// Cases that did not, in the order run.
     pub failed: Vec<Failure>,
+    /// Cases that do not apply to this store, with why (a store without revisions has no compare-and-swap).
+    pub skipped: Vec<(&'static str, String)>,
 }
 
 impl Report {
@@ -50,7 +52,12 @@ impl Report {
         }
     }
 
-    /// Whether every case held.
+    /// Record that `case` does not apply, and why.
+    pub(crate) fn skip(&mut self, case: &'static str, why: impl Into<String>) {
+        self.skipped.push((case, why.into()));
+    }
+
+    /// Whether every case that applies held.
     pub fn is_ok(&self) -> bool {
         self.failed.is_empty()
     }
@@ -69,9 +76,12 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let total = self.passed.len() + self.failed.len();
-        writeln!(f, "{}: {} of {total} cases held", self.suite, self.passed.len())?;
+        writeln!(f, "{}: {} of {total} cases held, {} skipped", self.suite, self.passed.len(), self.skipped.len())?;
         for failure in &self.failed {
             writeln!(f, "  FAILED {}: {}", failure.case, failure.message)?;
+        }
+        for (case, why) in &self.skipped {
+            writeln!(f, "  skipped {case}: {why}")?;
         }
         Ok(())
     }

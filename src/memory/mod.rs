@@ -10,7 +10,8 @@
 //! Pieces:
 //!
 //! - [`MemoryStore`]: a backend. [`FileMemoryStore`] keeps one `<key>.md` file per entry (MEM-19..21);
-//!   [`InMemoryStore`] keeps entries in the process and reports revisions like a KV bucket.
+//!   [`InMemoryStore`] keeps entries in the process and reports revisions like a KV bucket; `JetStreamMemory`
+//!   (feature `nats`) keeps them in a JetStream KV bucket with compare-and-swap overwrites (MEM-22..27).
 //! - [`MemorySession`]: one run's view of a store. It applies the rules, the entry cap and the read-before-update
 //!   guard (MEM-25) for stores that ask for it, and turns outcomes into the tools' results.
 //! - [`memory_note`] and [`memory_index`]: the system segments of LOOP-2 (MEM-17, MEM-15).
@@ -41,15 +42,21 @@ mod backend;
 mod file;
 mod format;
 mod in_memory;
+#[cfg(feature = "nats")]
+mod jetstream;
 mod prompt;
 mod rules;
 mod session;
 mod tools;
 
+#[cfg(feature = "nats")]
+pub use backend::JetStreamMemoryBackend;
 pub use backend::{FileMemoryBackend, MemoryBackend, MemoryBackends, MemorySettings};
 pub use file::FileMemoryStore;
 pub use format::{decode, encode};
 pub use in_memory::InMemoryStore;
+#[cfg(feature = "nats")]
+pub use jetstream::{JetStreamMemory, MIN_MAX_VALUE_SIZE};
 pub use prompt::{memory_index, memory_note};
 pub use rules::{
     MAX_CONTENT_BYTES, MAX_DESCRIPTION_CHARS, MAX_ENTRIES, MAX_INDEX_DESCRIPTION_CHARS, MAX_KEY_CHARS,

@@ -111,8 +111,9 @@ impl MemorySession {
     /// Store `record` under `key` (MEM-4..6, MEM-11, MEM-25).
     ///
     /// Without `overwrite` the key must be new: an existing key is [`WriteOutcome::Refused`] with a reason naming
-    /// it and its description. With `overwrite` the value is replaced; on a store that requires read-before-update
-    /// the key must have been read or written by this session at its current revision, or be missing. Creating a
+    /// it and its description. With `overwrite` the value is replaced (a missing key is created); on a store that
+    /// requires read-before-update the key must have been read or written by this session at its current revision,
+    /// and an overwrite of a key this session never saw is refused, never a create (nats-wire §5). Creating a
     /// key in a full store is [`MemoryError::Full`].
     ///
     /// # Errors
@@ -140,16 +141,14 @@ impl MemorySession {
                     }
                 });
             }
-            // Guarded and never seen: creating is still safe (it is atomic); replacing is not.
+            // Guarded and never seen: refused whether or not the key exists, and never a create (nats-wire §5):
+            // the run cannot know what it would replace.
+            return Ok(WriteOutcome::Refused { reason: unread_reason(key) });
         }
         if self.entry_count().await? >= MAX_ENTRIES {
             return match self.store.read(key).await? {
                 Some(existing) => Ok(WriteOutcome::Refused {
-                    reason: if overwrite {
-                        unread_reason(key)
-                    } else {
-                        exists_reason(key, Some(existing.description).filter(|d| !d.is_empty()).as_deref())
-                    },
+                    reason: exists_reason(key, Some(existing.description).filter(|d| !d.is_empty()).as_deref()),
                 }),
                 None => Err(MemoryError::Full { limit: MAX_ENTRIES }),
             };
@@ -160,13 +159,9 @@ impl MemorySession {
                 self.adjust_count(1);
                 WriteOutcome::Written
             }
-            CreateOutcome::Exists { existing_description } => WriteOutcome::Refused {
-                reason: if overwrite {
-                    unread_reason(key)
-                } else {
-                    exists_reason(key, existing_description.as_deref())
-                },
-            },
+            CreateOutcome::Exists { existing_description } => {
+                WriteOutcome::Refused { reason: exists_reason(key, existing_description.as_deref()) }
+            }
         })
     }
 
@@ -241,8 +236,8 @@ fn exists_reason(key: &str, description: Option<&str>) -> String {
 
 fn unread_reason(key: &str) -> String {
     format!(
-        "memory key {} already exists and this run has not read it, so nothing was written; call memory_read on it \
-         first, then retry memory_write with overwrite: true",
+        "this run has not read memory key {}, so nothing was written; call memory_read on it first, then retry \
+         memory_write with overwrite: true (if memory_read finds nothing, create the key with overwrite: false)",
         shown_key(key)
     )
 }

@@ -8,6 +8,8 @@ pub mod a2a_peer;
 pub mod cli;
 pub mod dispatch;
 pub mod gate;
+#[cfg(feature = "nats")]
+pub mod kv;
 pub mod nats;
 pub mod tools;
 pub mod trace;

@@ -195,17 +195,24 @@ async fn mem_25_listing_and_the_index_never_grant_overwrite_authority() {
     assert!(out["reason"].as_str().unwrap().contains("(description: \"d\")"), "{out}");
 }
 
+/// nats-wire §5: with the guard on, `overwrite: true` on a key this run never saw is refused, never a create.
 #[tokio::test]
-async fn mem_25_overwrite_of_a_missing_key_creates_it_and_a_delete_forgets_the_key() {
+async fn mem_25_guarded_overwrite_of_a_missing_key_is_refused_and_never_creates() {
     let store = guarded();
     let tools = Tools::new(store.clone());
-    assert_eq!(ok(tools.write("new", "d", "v", true).await), written());
-    assert_eq!(ok(tools.delete("new").await), json!({"deleted": true}));
+    let out = ok(tools.write("new", "d", "v", true).await);
+    assert_eq!(out["written"], false);
+    assert!(out["reason"].as_str().unwrap().contains("overwrite: false"), "{out}");
+    assert!(store.read("new").await.unwrap().is_none());
+    // A read that finds nothing grants nothing either; a create does.
+    ok(tools.read("new").await);
+    assert_eq!(ok(tools.write("new", "d", "v", true).await)["written"], false);
+    assert_eq!(ok(tools.create("new", "d", "v").await), written());
     assert_eq!(ok(tools.write("new", "d", "again", true).await), written());
-    // Someone else recreates a key this run deleted: the run must read it first.
-    ok(tools.delete("new").await);
-    store.create("new", &record("theirs", "x")).await.unwrap();
-    assert_eq!(ok(tools.write("new", "d", "mine", true).await)["written"], false);
+    // The run's own delete forgets the key.
+    assert_eq!(ok(tools.delete("new").await), json!({"deleted": true}));
+    assert_eq!(ok(tools.write("new", "d", "x", true).await)["written"], false);
+    assert!(store.read("new").await.unwrap().is_none());
 }
 
 #[tokio::test]
