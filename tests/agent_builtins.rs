@@ -180,7 +180,7 @@ async fn mem_15_no_index_leaves_the_index_out_and_ovr_7_injected_stores_are_used
 }
 
 #[tokio::test]
-async fn ovr_7_mem_18_an_injected_store_with_another_backend_and_unsupported_backends_fail_at_build() {
+async fn ovr_7_mem_18_an_injected_store_with_another_backend_and_an_unopenable_backend_fail_at_build() {
     let jet = "  memory: {enabled: true, backend: jetstream, options: {bucket: B}}\n";
     let err = Agent::builder()
         .config(config(jet))
@@ -189,13 +189,22 @@ async fn ovr_7_mem_18_an_injected_store_with_another_backend_and_unsupported_bac
         .build()
         .await
         .unwrap_err();
-    // Until the jetstream backend is built, the configuration is refused at build, injected store or not, with the
-    // key's location (issue 11: no key is silently ignored).
-    assert!(err.to_string().contains("not supported by this version"), "{err}");
+    assert!(
+        err.to_string().contains("a memory store was injected but harness.memory.backend names \"jetstream\""),
+        "{err}"
+    );
     assert_eq!(err.key(), Some("harness.memory.backend"));
-    assert!(err.location().is_some(), "{err:?}");
-    let err = Agent::builder().config(config(jet)).provider(ScriptedProvider::new([])).build().await.unwrap_err();
-    assert!(err.to_string().contains("jetstream memory backend") && err.to_string().contains("not supported"), "{err}");
+    let mut cfg = config(jet);
+    cfg.nats_context = Some("fisk-ai-test-no-such-context".into());
+    let err = Agent::builder().config(cfg).provider(ScriptedProvider::new([])).build().await.unwrap_err();
+    #[cfg(feature = "nats")]
+    assert!(
+        err.to_string().contains("harness.memory (jetstream)")
+            && err.to_string().contains("fisk-ai-test-no-such-context"),
+        "the backend opens at build and its failure names the key and the context: {err}"
+    );
+    #[cfg(not(feature = "nats"))]
+    assert!(err.to_string().contains("needs the nats feature"), "{err}");
 }
 
 #[tokio::test]

@@ -129,9 +129,9 @@ impl MemoryBackend for JetStreamMemoryBackend {
                 "harness.memory.options.bucket is required for the jetstream memory backend",
             )
         })?;
-        let located = |e: Error| match e.kind() {
-            crate::ErrorKind::Config => e,
-            kind => Error::new(kind, format!("harness.memory (jetstream): {e}")),
+        // A keyed configuration error (the prefix) already names its key.
+        let located = |e: Error| {
+            if e.key().is_some() { e } else { Error::new(e.kind(), format!("harness.memory (jetstream): {e}")) }
         };
         let nats = match s.nats() {
             Some(shared) => shared.get().await.map_err(located)?,
