@@ -218,3 +218,36 @@ async fn mem_18_the_configured_backend_keeps_an_agents_memory_in_the_bucket() {
     // OVR-7: the injected connection is still open after the runs.
     assert_eq!(nats.client().connection_state(), async_nats::connection::State::Connected);
 }
+
+/// MEM-28, INFO-7: `info` shows the backend, bucket, context and prefix, and whether the bucket could be bound;
+/// a missing bucket is reported with the command that creates it, not fatal.
+#[tokio::test]
+#[ignore = "needs nats-server (apt-get install -y nats-server); .ci/run runs it on 2.9 and 2.15"]
+async fn mem_28_info_shows_the_bucket_and_its_reachability() {
+    let (server, _nats) = server_with_bucket("AGENTS").await;
+    let contexts = server.context_dir("t", json!({"url": server.url()}), false);
+    let xdg = common::nats::xdg_home_for(contexts.path());
+    let dir = tempfile::tempdir().unwrap();
+    let info = move |bucket: &str| {
+        let yaml = format!(
+            "identity: farm\napplication_path: {}\nnats_context: t\nsystem_prompt: s\nllm:\n  model: m\nharness:\n  \
+             memory: {{enabled: true, backend: jetstream, options: {{bucket: {bucket}}}}}\n",
+            common::root().join("examples/cowsay/cowsay").display()
+        );
+        std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
+        let out = common::example_cli(&["info", "--config", "agent.yaml"], dir.path())
+            .env("XDG_CONFIG_HOME", xdg.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let shown = tokio::task::spawn_blocking(move || (info("AGENTS"), info("MISSING"))).await.unwrap();
+    let memory = |text: &str| text.split("Memory:").nth(1).unwrap().split("\n\n\n").next().unwrap().to_owned();
+    let ok = memory(&shown.0);
+    for row in ["jetstream", "Bucket", "AGENTS", "Context", "Prefix", "farm", "Reachability  reachable"] {
+        assert!(ok.contains(row), "{row} in {ok}");
+    }
+    let missing = memory(&shown.1);
+    assert!(missing.contains("unreachable") && missing.contains("nats kv add MISSING"), "{missing}");
+}

@@ -43,6 +43,8 @@ struct Report {
     servers: Vec<(String, String, Reachability)>,
     /// Each `remote_tools` host and whether it could be reached (INFO-9).
     hosts: Vec<crate::remote::HostReport>,
+    /// Whether the JetStream memory and session stores could be bound (MEM-28).
+    stores: crate::stores::StoreReach,
 }
 
 pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -89,7 +91,8 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     if let Err(e) = toolset.ensure_not_empty(config.application_path.is_some()) {
         eprintln!("warning: {e}");
     }
-    let report = Report { config, path: args.config, identity, toolset, globals, warnings, servers, hosts };
+    let stores = crate::stores::probe(&config, &identity, &env.working_dir).await;
+    let report = Report { config, path: args.config, identity, toolset, globals, warnings, servers, hosts, stores };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -205,6 +208,7 @@ impl Report {
                     None => self.identity.clone(),
                 },
             ));
+            rows.push(("Reachability", self.stores.memory.clone().unwrap_or_else(|| "not checked".into())));
         } else {
             let dir = mem.options.directory.clone().unwrap_or_else(|| PathBuf::from("memory").join(&self.identity));
             rows.push(("Directory", dir.display().to_string()));
@@ -221,6 +225,7 @@ impl Report {
             rows.push(("Stream", s.options.stream.clone().unwrap_or_else(|| "(not set)".into())));
             rows.push(("Context", self.config.nats_context.clone().unwrap_or_else(|| "(default)".into())));
             rows.push(("Prefix", "derived from the stream's subject at connect time".into()));
+            rows.push(("Reachability", self.stores.sessions.clone().unwrap_or_else(|| "not checked".into())));
         } else {
             let dir = s.options.directory.as_ref().map_or_else(|| XDG_DEFAULT.into(), |d| d.display().to_string());
             rows.push(("Directory", dir));

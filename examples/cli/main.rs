@@ -12,6 +12,7 @@ mod mcp;
 mod remote;
 mod run;
 mod session;
+mod stores;
 mod trace;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
