@@ -52,29 +52,51 @@ async fn mcpi_6_8_a_python_sdk_server_over_stdio() {
     check(&loaded.tools).await;
 }
 
-#[tokio::test]
-#[ignore = "needs FISK_AI_PYTHON with the mcp SDK; .ci/run provides it"]
-async fn mcpi_2_6_8_a_python_sdk_server_over_http() {
+/// The Python server over streamable HTTP in `mode` (`http`: SSE replies; `http-json`: one JSON body), loaded.
+async fn over_http(mode: &str) -> (tokio::process::Child, fisk_ai::source::Loaded) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = tokio::process::Command::new(python())
-        .args([script(), "http".into(), port.to_string()])
+    let child = tokio::process::Command::new(python())
+        .args([script(), mode.into(), port.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let mut loaded = None;
     for _ in 0..100 {
         if let Ok(l) = McpImport::http("pyweb", url.clone()).unwrap().with_timeout(Duration::from_secs(5)).load().await
         {
-            loaded = Some(l);
-            break;
+            return (child, l);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let loaded = loaded.expect("the Python server came up");
+    panic!("the Python server did not come up on {url}");
+}
+
+#[tokio::test]
+#[ignore = "needs FISK_AI_PYTHON with the mcp SDK; .ci/run provides it"]
+async fn mcpi_2_6_8_a_python_sdk_server_over_http() {
+    let (mut child, loaded) = over_http("http").await;
     check(&loaded.tools).await;
     drop(loaded);
     child.kill().await.unwrap();
+}
+
+/// MCPI-8 over HTTP, both reply shapes: a 40 MiB result (past rmcp's 16 MiB body limit) as an SSE event and as a
+/// JSON body is capped exactly as EXEC-12, and the session stays usable.
+#[tokio::test]
+#[ignore = "needs FISK_AI_PYTHON with the mcp SDK; .ci/run provides it"]
+async fn mcpi_8_a_huge_result_is_capped_over_http_as_sse_and_as_json() {
+    for mode in ["http", "http-json"] {
+        let (mut child, loaded) = over_http(mode).await;
+        let big = loaded.tools.iter().find(|t| t.spec().name() == "big").unwrap();
+        let input = ToolInput::from_json(format!(r#"{{"size": {}}}"#, 40 << 20)).unwrap();
+        let out = big.call(&input, &CallContext::new()).await;
+        assert!(!out.is_error(), "{mode}: {}", &out.content()[..out.content().len().min(300)]);
+        assert_eq!(out.content().len(), 65536 + "\n...[output truncated]...\n".len(), "{mode}: capped as EXEC-12");
+        assert!(out.content().starts_with("HEADxxx") && out.content().ends_with("xxxTAIL"), "{mode}");
+        check(&loaded.tools).await;
+        drop(loaded);
+        child.kill().await.unwrap();
+    }
 }

@@ -59,7 +59,7 @@ pub(crate) struct Connection {
 
 /// What it takes to open an HTTP session again.
 struct HttpDial {
-    client: reqwest::Client,
+    client: super::http::CappingClient,
     config: StreamableHttpClientTransportConfig,
     timeout: Duration,
 }
@@ -107,7 +107,8 @@ impl Connection {
                     .connect_timeout(import.timeout)
                     .build()
                     .map_err(|e| fail("cannot build the HTTP client", &e))?;
-                let dial = HttpDial { client, config, timeout: import.timeout };
+                let dial =
+                    HttpDial { client: super::http::CappingClient::new(client), config, timeout: import.timeout };
                 let service = dial.dial().await.map_err(|e| fail(&format!("cannot initialize {url}"), &capped(&e)))?;
                 (service, None, Some(dial))
             }
@@ -203,8 +204,7 @@ impl Connection {
         let reason = match &self.http {
             None => format!("mcp server {} is gone: {}", self.server, self.explain(&capped(&e.to_string()))),
             Some(_) => format!(
-                "mcp server {}: the connection was lost during {tool} ({e}; a reply over the 16 MiB limit ends it \
-                 too); the next call reconnects",
+                "mcp server {}: the connection was lost during {tool} ({e}); the next call reconnects",
                 self.server
             ),
         };

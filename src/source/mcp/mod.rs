@@ -32,6 +32,7 @@
 
 mod connection;
 mod content;
+mod http;
 mod lines;
 mod oversize;
 mod stdio;

@@ -1,0 +1,433 @@
+//! The streamable HTTP client under an HTTP import: rmcp's reqwest client for everything but `tools/call`, whose
+//! reply is read here as it streams, so a result of any size is capped exactly as EXEC-12 in bounded memory
+//! (MCPI-8). rmcp's own client refuses a body over its limit instead, which would lose the result.
+//!
+//! A `tools/call` reply is either one JSON body or an SSE stream of JSON-RPC messages. Each message up to
+//! [`LINE_LIMIT`] is passed on whole; a longer one is reduced while it streams ([`Oversize`]) to the small result
+//! MCPI-8 keeps of it.
+
+use super::lines::LINE_LIMIT;
+use super::oversize::Oversize;
+use futures::stream::{BoxStream, StreamExt};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+const SESSION_HEADER: &str = "Mcp-Session-Id";
+/// How much of a failed reply's body is kept for the error.
+const ERROR_PREFIX: usize = 64 * 1024;
+
+/// rmcp's reqwest client, with `tools/call` replies read in bounded memory.
+#[derive(Clone)]
+pub(crate) struct CappingClient {
+    inner: reqwest::Client,
+}
+
+impl CappingClient {
+    pub(crate) fn new(inner: reqwest::Client) -> Self {
+        CappingClient { inner }
+    }
+
+    async fn post_call(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let mut request = self.inner.post(uri.as_ref()).header(ACCEPT, "text/event-stream, application/json");
+        if let Some(token) = auth_token {
+            request = request.bearer_auth(token);
+        }
+        // rmcp's transport made these headers (protocol version, method and name); they pass through as they are.
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        let had_session = session_id.is_some();
+        if let Some(id) = &session_id {
+            request = request.header(SESSION_HEADER, id.as_ref());
+        }
+        let response = request.json(&message).send().await.map_err(StreamableHttpError::Client)?;
+        let status = response.status();
+        if status == reqwest::StatusCode::ACCEPTED || status == reqwest::StatusCode::NO_CONTENT {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == reqwest::StatusCode::NOT_FOUND && had_session {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let session = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let content_type = response.headers().get(CONTENT_TYPE).map(|v| v.as_bytes().to_ascii_lowercase());
+        let is = |mime: &str| content_type.as_deref().is_some_and(|ct| ct.starts_with(mime.as_bytes()));
+        if !status.is_success() {
+            return failed(status, is("application/json"), response, session).await;
+        }
+        if is("text/event-stream") {
+            Ok(StreamableHttpPostResponse::Sse(sse(response.bytes_stream().boxed()), session))
+        } else if is("application/json") {
+            let message = json_body(response.bytes_stream().boxed()).await?;
+            Ok(StreamableHttpPostResponse::Json(message, session))
+        } else {
+            Err(StreamableHttpError::UnexpectedContentType(
+                content_type.map(|ct| String::from_utf8_lossy(&ct).into_owned()),
+            ))
+        }
+    }
+}
+
+fn is_tool_call(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_)))
+}
+
+/// A non-success reply: a JSON-RPC error in the body is the answer; anything else fails the request, naming the
+/// status and the start of the body.
+async fn failed(
+    status: reqwest::StatusCode,
+    json: bool,
+    response: reqwest::Response,
+    session: Option<String>,
+) -> Result<StreamableHttpPostResponse, HttpError> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk[..chunk.len().min(ERROR_PREFIX - body.len())]);
+        if body.len() >= ERROR_PREFIX {
+            break;
+        }
+    }
+    if json && let Ok(error @ JsonRpcMessage::Error(_)) = serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+        return Ok(StreamableHttpPostResponse::Json(error, session));
+    }
+    let text = String::from_utf8_lossy(&body);
+    Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("HTTP {status}: {text}"))))
+}
+
+/// Bytes of one message: held whole up to [`LINE_LIMIT`], reduced while they stream past it.
+#[derive(Default)]
+struct Message {
+    held: Vec<u8>,
+    big: Option<Oversize>,
+}
+
+impl Message {
+    fn feed(&mut self, bytes: &[u8]) {
+        match &mut self.big {
+            Some(o) => o.feed(bytes),
+            None if self.held.len() + bytes.len() > LINE_LIMIT => {
+                let mut o = Oversize::new();
+                o.feed(&std::mem::take(&mut self.held));
+                o.feed(bytes);
+                self.big = Some(o);
+            }
+            None => self.held.extend_from_slice(bytes),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.big.is_none() && self.held.is_empty()
+    }
+
+    fn finish(self) -> Vec<u8> {
+        match self.big {
+            Some(o) => o.finish().into_bytes(),
+            None => self.held,
+        }
+    }
+}
+
+async fn json_body(
+    mut body: BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+) -> Result<ServerJsonRpcMessage, HttpError> {
+    let mut message = Message::default();
+    while let Some(chunk) = body.next().await {
+        message.feed(&chunk.map_err(StreamableHttpError::Client)?);
+    }
+    serde_json::from_slice(&message.finish()).map_err(|e| {
+        StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("the reply is not a JSON-RPC message: {e}")))
+    })
+}
+
+/// The SSE parser (WHATWG event-stream rules), with each event's data a [`Message`].
+#[derive(Default)]
+struct Events {
+    /// The current line, when it is not data (field names and short values only).
+    line: Vec<u8>,
+    /// Whether the current line is a `data` line whose value goes straight into `data`.
+    in_data: Option<bool>,
+    /// A `\r` ended the last chunk: a `\n` first in the next one belongs to it.
+    after_cr: bool,
+    /// A data line's value has not started yet, so a leading space is still to be dropped.
+    strip_space: bool,
+    data: Message,
+    has_data: bool,
+    event: Option<String>,
+    id: Option<String>,
+    retry: Option<u64>,
+}
+
+/// The longest non-data line kept (field name, event name, id, retry); longer ones are ignored.
+const SHORT_LINE: usize = 4096;
+
+impl Events {
+    /// Parse `chunk`, pushing completed events onto `out`.
+    fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Sse>) {
+        if self.after_cr && chunk.first() == Some(&b'\n') {
+            chunk = &chunk[1..];
+        }
+        self.after_cr = false;
+        while !chunk.is_empty() {
+            let end = memchr::memchr2(b'\n', b'\r', chunk);
+            let (part, rest) = match end {
+                Some(i) => (&chunk[..i], Some(i)),
+                None => (chunk, None),
+            };
+            self.take(part);
+            let Some(i) = rest else { break };
+            if chunk[i] == b'\r' {
+                if chunk.get(i + 1) == Some(&b'\n') {
+                    chunk = &chunk[i + 2..];
+                } else {
+                    self.after_cr = i + 1 == chunk.len();
+                    chunk = &chunk[i + 1..];
+                }
+            } else {
+                chunk = &chunk[i + 1..];
+            }
+            self.end_line(out);
+        }
+    }
+
+    /// Part of the current line.
+    fn take(&mut self, mut part: &[u8]) {
+        if self.in_data.is_none() {
+            // Five bytes tell a data line (`data:`) from any other; only those are held before deciding.
+            let need = 5usize.saturating_sub(self.line.len()).min(part.len());
+            self.line.extend_from_slice(&part[..need]);
+            part = &part[need..];
+            if self.line.starts_with(b"data:") {
+                self.in_data = Some(true);
+                if self.has_data {
+                    self.data.feed(b"\n");
+                }
+                self.has_data = true;
+                self.line.clear();
+                self.strip_space = true;
+            } else if self.line.len() >= 5 || self.line.contains(&b':') {
+                self.in_data = Some(false);
+            }
+        }
+        if self.in_data == Some(true) {
+            // One space after the colon is not part of the value.
+            if self.strip_space && !part.is_empty() {
+                part = part.strip_prefix(b" ").unwrap_or(part);
+                self.strip_space = false;
+            }
+            return self.data.feed(part);
+        }
+        let room = SHORT_LINE.saturating_sub(self.line.len()).min(part.len());
+        self.line.extend_from_slice(&part[..room]);
+    }
+
+    fn end_line(&mut self, out: &mut Vec<Sse>) {
+        let line = std::mem::take(&mut self.line);
+        self.strip_space = false;
+        if self.in_data.take() == Some(true) {
+            return;
+        }
+        if line.is_empty() {
+            return self.dispatch(out);
+        }
+        if line == b"data" {
+            // A data line with no colon adds an empty line.
+            if self.has_data {
+                self.data.feed(b"\n");
+            }
+            self.has_data = true;
+            return;
+        }
+        let (field, value) = match memchr::memchr(b':', &line) {
+            Some(0) => return, // a comment
+            Some(i) => (&line[..i], line[i + 1..].strip_prefix(b" ").unwrap_or(&line[i + 1..])),
+            None => (&line[..], &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value).into_owned();
+        match field {
+            b"event" => self.event = Some(value),
+            b"id" if !value.contains('\0') => self.id = Some(value),
+            b"retry" => self.retry = value.parse().ok(),
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<Sse>) {
+        let data = std::mem::take(&mut self.data);
+        let has_data = std::mem::take(&mut self.has_data);
+        let (event, id, retry) = (self.event.take(), self.id.take(), self.retry.take());
+        if !has_data && data.is_empty() && event.is_none() && id.is_none() && retry.is_none() {
+            return;
+        }
+        let data = has_data.then(|| String::from_utf8_lossy(&data.finish()).into_owned());
+        out.push(Sse { event, data, id, retry });
+    }
+}
+
+fn sse(body: BoxStream<'static, reqwest::Result<bytes::Bytes>>) -> BoxStream<'static, Result<Sse, SseError>> {
+    let state = (body, Events::default(), std::collections::VecDeque::<Sse>::new(), false);
+    futures::stream::unfold(state, |(mut body, mut events, mut ready, mut done)| async move {
+        loop {
+            if let Some(event) = ready.pop_front() {
+                return Some((Ok(event), (body, events, ready, done)));
+            }
+            if done {
+                return None;
+            }
+            match body.next().await {
+                Some(Ok(chunk)) => {
+                    let mut out = Vec::new();
+                    events.feed(&chunk, &mut out);
+                    ready.extend(out);
+                }
+                Some(Err(e)) => {
+                    done = true;
+                    return Some((Err(SseError::Body(Box::new(e))), (body, events, ready, done)));
+                }
+                None => done = true,
+            }
+        }
+    })
+    .boxed()
+}
+
+impl StreamableHttpClient for CappingClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits).await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        if is_tool_call(&message) {
+            return self.post_call(uri, message, session_id, auth_header, custom_headers).await;
+        }
+        self.inner
+            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        self.inner.delete_session(uri, session_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        self.inner.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        self.inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(chunks: &[&[u8]]) -> Vec<Sse> {
+        let mut events = Events::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            events.feed(chunk, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn sse_events_split_anywhere_parse_as_whole_events() {
+        let stream = b"event: message\r\nid: 7\ndata: {\"a\":\ndata: 1}\n\n: keep-alive\n\ndata:x\rretry: 5\r\r";
+        let whole = parse(&[stream]);
+        for split in 0..stream.len() {
+            let (a, b) = stream.split_at(split);
+            assert_eq!(parse(&[a, b]), whole, "split at {split}");
+        }
+        assert_eq!(whole.len(), 2, "{whole:?}");
+        assert_eq!(whole[0].event.as_deref(), Some("message"));
+        assert_eq!(whole[0].id.as_deref(), Some("7"));
+        assert_eq!(whole[0].data.as_deref(), Some("{\"a\":\n1}"));
+        assert_eq!(whole[1].data.as_deref(), Some("x"));
+        assert_eq!(whole[1].retry, Some(5));
+    }
+
+    #[test]
+    fn an_event_over_the_limit_is_reduced_while_it_streams() {
+        let text = "y".repeat(LINE_LIMIT + 1000);
+        let reply = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{{"content":[{{"type":"text","text":"{text}"}}],"isError":false}}}}"#
+        );
+        let mut events = Events::default();
+        let mut out = Vec::new();
+        events.feed(b"event: message\ndata: ", &mut out);
+        for piece in reply.as_bytes().chunks(64 * 1024) {
+            events.feed(piece, &mut out);
+            assert!(events.data.held.len() <= LINE_LIMIT, "held data stays bounded");
+        }
+        events.feed(b"\n\n", &mut out);
+        assert_eq!(out.len(), 1);
+        let data = out[0].data.as_deref().unwrap();
+        assert!(data.len() < 200 * 1024, "reduced to the EXEC-12 head and tail: {} bytes", data.len());
+        let message: ServerJsonRpcMessage = serde_json::from_str(data).unwrap();
+        assert!(matches!(message, JsonRpcMessage::Response(_)), "{data:.200}");
+    }
+}
