@@ -35,6 +35,8 @@ pub struct Report {
     pub passed: Vec<&'static str>,
     /// Cases that did not, in the order run.
     pub failed: Vec<Failure>,
+    /// Cases not run, with why (a hook the store under test did not provide): never counted as held.
+    pub skipped: Vec<(&'static str, String)>,
 }
 
 impl Report {
@@ -50,7 +52,12 @@ impl Report {
         }
     }
 
-    /// Whether every case held.
+    /// Record `case` as not run, and why.
+    pub(crate) fn skip(&mut self, case: &'static str, why: impl Into<String>) {
+        self.skipped.push((case, why.into()));
+    }
+
+    /// Whether every case that ran held (skipped cases are listed in [`skipped`](Self::skipped)).
     pub fn is_ok(&self) -> bool {
         self.failed.is_empty()
     }
@@ -69,9 +76,16 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let total = self.passed.len() + self.failed.len();
-        writeln!(f, "{}: {} of {total} cases held", self.suite, self.passed.len())?;
+        write!(f, "{}: {} of {total} cases held", self.suite, self.passed.len())?;
+        if !self.skipped.is_empty() {
+            write!(f, "; {} skipped", self.skipped.len())?;
+        }
+        writeln!(f)?;
         for failure in &self.failed {
             writeln!(f, "  FAILED {}: {}", failure.case, failure.message)?;
+        }
+        for (case, why) in &self.skipped {
+            writeln!(f, "  SKIPPED {case}: {why}")?;
         }
         Ok(())
     }
