@@ -330,7 +330,7 @@ fn with_some_location(yaml: &str, err: Error) -> Error {
 /// agent and the MCP server call before anything starts) refuses them with their location rather than silently
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
 fn refuse_unbuilt(cfg: &Config) -> Result<()> {
-    let unbuilt: [(&str, bool, &str); 5] = [
+    let unbuilt: [(&str, bool, &str); 4] = [
         // Built with the `mcp` feature (source::mcp).
         (
             "mcp_servers",
@@ -353,11 +353,6 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             "harness.memory.backend",
             cfg.harness.memory.backend == "jetstream",
             "the jetstream memory backend is not built yet",
-        ),
-        (
-            "harness.sessions.backend",
-            cfg.harness.sessions.backend == "jetstream",
-            "the jetstream session backend is not built yet",
         ),
     ];
     match unbuilt.into_iter().find(|(_, used, _)| *used) {
