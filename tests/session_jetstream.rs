@@ -105,7 +105,10 @@ async fn sess_31_a_missing_stream_is_refused_with_the_command_that_creates_it() 
     let server = NatsServer::start_fencing();
     let nats = connect(&server).await;
     let text = JetStreamSessions::bind(&nats, "NOPE").await.unwrap_err().to_string();
-    assert!(text.contains("NOPE") && text.contains("does not exist") && text.contains("nats stream add NOPE"), "{text}");
+    assert!(
+        text.contains("NOPE") && text.contains("does not exist") && text.contains("nats stream add NOPE"),
+        "{text}"
+    );
     assert!(text.contains("--discard-per-subject") && text.contains("--max-msgs-per-subject 1"), "{text}");
 }
 

@@ -35,7 +35,9 @@ async fn cli_19_24_session_ls_show_and_rm_read_the_jetstream_backend_a_configura
     assert_eq!(lines.len(), 2, "{ls}{err}");
     assert!(lines[1].starts_with("first") && lines[1].contains("test-model") && lines[1].contains("completed"), "{ls}");
     let (show, err) = text(&s.session(&["show", "first", "--transcript"]));
-    for expect in ["Session:        first", "Status:         completed", "LLM calls:      2", "Tool calls:     2", "> go"] {
+    for expect in
+        ["Session:        first", "Status:         completed", "LLM calls:      2", "Tool calls:     2", "> go"]
+    {
         assert!(show.contains(expect), "{expect:?}:\n{show}{err}");
     }
     let (rm, err) = text(&s.session(&["rm", "first"]));
@@ -70,7 +72,11 @@ async fn sess_33_a_nats_restart_mid_run_ends_it_with_error_and_resume_after_the_
     let f = finish(child).await;
     assert_ne!(f.code, Some(0), "{}", f.stderr);
     assert!(f.stderr.contains("Run error") || f.stderr.contains("error"), "{}", f.stderr);
-    assert!(f.stderr.contains("restarted") && f.stderr.contains("RUNS"), "the failure names session and stream: {}", f.stderr);
+    assert!(
+        f.stderr.contains("restarted") && f.stderr.contains("RUNS"),
+        "the failure names session and stream: {}",
+        f.stderr
+    );
     assert_eq!(s.ends(), ["slow-1"], "the step itself completed");
 
     nats.restart();

@@ -8,9 +8,9 @@ use fisk_ai::nats::SharedNats;
 use fisk_ai::session::{
     ConfirmChoice, FileSessionStore, Journal, SessionBackends, SessionId, SessionSettings, SessionStore, rfc3339,
 };
-use std::sync::Arc;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(Args)]
 pub(crate) struct SessionArgs {

@@ -175,4 +175,3 @@ where
     }
     eprintln!("crash suite: {done} kills over {n} scenarios; {repeated} calls repeated by a kill mid-step");
 }
-
