@@ -170,6 +170,9 @@ async fn sess_32_a_concurrent_second_writer_gets_the_lock_error_and_nothing_is_o
         })
         .collect();
     assert_eq!(texts, ["first 1", "first 2", winner_text, "winner 4"]);
+    // Listed, with the time of its last message as "updated".
+    let listed = sessions.list().await.unwrap();
+    assert!(listed.iter().any(|e| e.id == id && e.updated.is_some()), "{listed:?}");
     // A second create of the session is "already exists".
     let e = sessions.create(&id).await.unwrap_err().to_string();
     assert!(e.contains("already exists"), "{e}");

@@ -1,6 +1,7 @@
 //! The example CLI with the jetstream session backend against a real nats-server (2.11+) and the fake Messages
 //! API: `session ls/show/rm` (CLI-19..24), `--state-dir` refused (SESS-27), a server restart mid-run (SESS-33),
 //! the crash suite (SESS-14, SESS-15, DESIGN §6.9) and byte-identical bodies across backends (SESS-32).
+#![cfg(feature = "nats")]
 
 mod common;
 mod fake_anthropic;

@@ -344,3 +344,14 @@ async fn sess_28_a_session_directory_every_user_can_write_is_refused() {
     assert!(err.to_string().contains("writable by every user"), "{err}");
     assert!(!store.journal_path(&id("open-dir")).exists());
 }
+
+#[cfg(feature = "nats")]
+#[test]
+fn sess_25_31_the_cowsay_jetstream_sessions_example_is_a_valid_configuration() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cowsay/sessions-jetstream.yaml");
+    let cfg = fisk_ai::Config::load(&path).unwrap();
+    cfg.validate(fisk_ai::config::Mode::Lenient).unwrap();
+    cfg.check_supported().unwrap();
+    assert_eq!(cfg.harness.sessions.backend, "jetstream");
+    assert_eq!(cfg.harness.sessions.options.stream.as_deref(), Some("RUNS"));
+}

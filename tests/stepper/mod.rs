@@ -29,6 +29,7 @@ pub struct Stepper {
 }
 
 /// Where a [`Stepper`]'s journals live when its configuration names the jetstream backend.
+#[cfg(feature = "nats")]
 pub struct JetStreamJournals {
     /// The NATS CLI configuration directory (holding context `test`) and the `XDG_CONFIG_HOME` that points at it.
     pub contexts: tempfile::TempDir,
@@ -37,6 +38,50 @@ pub struct JetStreamJournals {
     pub stream: String,
     /// The stream, for counting a journal's messages cheaply.
     pub raw: async_nats::jetstream::stream::Stream,
+}
+
+/// Without NATS there are no JetStream journals.
+#[cfg(not(feature = "nats"))]
+pub enum JetStreamJournals {}
+
+#[cfg(feature = "nats")]
+impl JetStreamJournals {
+    fn xdg(&self) -> &std::path::Path {
+        self.xdg.path()
+    }
+
+    fn store(&self) -> Box<dyn SessionStore> {
+        Box::new(self.sessions.clone())
+    }
+
+    /// One message per subject: the journal's subjects are its records. Blocks this worker thread (tests using
+    /// it run on a multi-thread runtime).
+    fn count(&self, id: &SessionId) -> usize {
+        let filter = format!("{}.{id}.>", self.stream.to_lowercase());
+        let raw = self.raw.clone();
+        tokio::task::block_in_place(move || {
+            tokio::runtime::Handle::current().block_on(async move {
+                use futures::StreamExt;
+                let Ok(info) = raw.info_builder().subjects(filter).fetch().await else { return 0 };
+                info.filter(|s| std::future::ready(s.is_ok())).count().await
+            })
+        })
+    }
+}
+
+#[cfg(not(feature = "nats"))]
+impl JetStreamJournals {
+    fn xdg(&self) -> &std::path::Path {
+        match *self {}
+    }
+
+    fn store(&self) -> Box<dyn SessionStore> {
+        match *self {}
+    }
+
+    fn count(&self, _: &SessionId) -> usize {
+        match *self {}
+    }
 }
 
 /// Which turn a request asks for: how many assistant messages it carries.
@@ -126,7 +171,7 @@ impl Stepper {
             .kill_on_drop(true);
         match &self.jetstream {
             Some(js) => {
-                cmd.env("XDG_CONFIG_HOME", js.xdg.path());
+                cmd.env("XDG_CONFIG_HOME", js.xdg());
             }
             None => {
                 cmd.arg("--state-dir").arg(&self.state);
@@ -140,7 +185,7 @@ impl Stepper {
         let mut cmd = std::process::Command::new(example("cli"));
         cmd.arg("session").args(args);
         match &self.jetstream {
-            Some(js) => cmd.arg("--config").arg(&self.config).env("XDG_CONFIG_HOME", js.xdg.path()),
+            Some(js) => cmd.arg("--config").arg(&self.config).env("XDG_CONFIG_HOME", js.xdg()),
             None => cmd.arg("--state-dir").arg(&self.state),
         };
         cmd.output().unwrap()
@@ -149,7 +194,7 @@ impl Stepper {
     /// The store the journals are in.
     pub fn sessions(&self) -> Box<dyn SessionStore> {
         match &self.jetstream {
-            Some(js) => Box::new(js.sessions.clone()),
+            Some(js) => js.store(),
             None => Box::new(self.store()),
         }
     }
@@ -190,20 +235,10 @@ impl Stepper {
         Journal::fold(self.sessions().read(id).await?)
     }
 
-    /// Complete lines in the journal file (0 when it does not exist), or records in the stream. The JetStream
-    /// count blocks this worker thread (tests using it run on a multi-thread runtime).
+    /// Complete lines in the journal file (0 when it does not exist), or records in the stream.
     pub fn journal_lines(&self, id: &SessionId) -> usize {
         if let Some(js) = &self.jetstream {
-            // One message per subject: the journal's subjects are its records.
-            let filter = format!("{}.{id}.>", js.stream.to_lowercase());
-            let raw = js.raw.clone();
-            return tokio::task::block_in_place(move || {
-                tokio::runtime::Handle::current().block_on(async move {
-                    use futures::StreamExt;
-                    let Ok(info) = raw.info_builder().subjects(filter).fetch().await else { return 0 };
-                    info.filter(|s| std::future::ready(s.is_ok())).count().await
-                })
-            });
+            return js.count(id);
         }
         std::fs::read(self.store().journal_path(id)).map_or(0, |b| b.iter().filter(|c| **c == b'\n').count())
     }
