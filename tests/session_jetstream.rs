@@ -143,7 +143,7 @@ async fn sess_31_each_stream_misconfiguration_is_refused_with_its_fix() {
 #[ignore = "needs nats-server 2.11+"]
 async fn sess_32_a_concurrent_second_writer_gets_the_lock_error_and_nothing_is_overwritten() {
     let server = NatsServer::start_fencing();
-    let (_nats, sessions) = bound(&server, "RUNS", "ops.runs").await;
+    let (nats, sessions) = bound(&server, "RUNS", "ops.runs").await;
     let id = SessionId::new("shared").unwrap();
     let mut first = sessions.create(&id).await.unwrap();
     first.append(&user(1, "first 1")).await.unwrap();
@@ -170,6 +170,9 @@ async fn sess_32_a_concurrent_second_writer_gets_the_lock_error_and_nothing_is_o
         })
         .collect();
     assert_eq!(texts, ["first 1", "first 2", winner_text, "winner 4"]);
+    // Reads leave no consumer behind.
+    let mut raw = jetstream::new(nats.client().clone()).get_stream("RUNS").await.unwrap();
+    assert_eq!(raw.info().await.unwrap().state.consumer_count, 0);
     // Listed, with the time of its last message as "updated".
     let listed = sessions.list().await.unwrap();
     assert!(listed.iter().any(|e| e.id == id && e.updated.is_some()), "{listed:?}");

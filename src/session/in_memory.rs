@@ -102,7 +102,7 @@ impl InMemorySessionStore {
 #[async_trait]
 impl SessionStore for InMemorySessionStore {
     fn backend(&self) -> &str {
-        "memory"
+        "in-memory"
     }
 
     async fn create(&self, id: &SessionId) -> Result<Box<dyn JournalWriter>> {

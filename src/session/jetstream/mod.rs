@@ -223,9 +223,27 @@ impl JetStreamSessions {
             })
             .await
             .map_err(|e| s.error(id, format!("cannot read {filter}: {e}")))?;
-        let mut messages = consumer.messages().await.map_err(|e| s.error(id, format!("cannot read {filter}: {e}")))?;
-        let mut out = Vec::with_capacity(subjects.len());
-        while out.len() < subjects.len() {
+        // Deleted after the read rather than left to expire, so listings that read many journals leave no trail.
+        let name = consumer.cached_info().name.clone();
+        let messages = consumer.messages().await.map_err(|e| s.error(id, format!("cannot read {filter}: {e}")))?;
+        let read = self.collect(id, &filter, messages, subjects.len()).await;
+        let _ = s.stream.delete_consumer(&name).await;
+        let mut out = read?;
+        out.sort_by_key(|r| r.record.seq);
+        Ok(out)
+    }
+
+    /// `n` messages of `filter`, parsed.
+    async fn collect(
+        &self,
+        id: &SessionId,
+        filter: &str,
+        mut messages: jetstream::consumer::pull::Ordered,
+        n: usize,
+    ) -> Result<Vec<Stored>> {
+        let s = &self.shared;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
             let next = tokio::time::timeout(FETCH_WAIT, messages.next()).await;
             let message = match next {
                 Ok(Some(Ok(m))) => m,
@@ -236,7 +254,6 @@ impl JetStreamSessions {
             let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or_default();
             out.push(self.parse(id, &message.subject, stream_seq, &message.payload)?);
         }
-        out.sort_by_key(|r| r.record.seq);
         Ok(out)
     }
 
