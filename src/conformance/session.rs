@@ -16,6 +16,7 @@ type Hook = Arc<dyn Fn(&SessionId) + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct SessionHooks {
     fail_next_append: Option<Hook>,
+    recover: Option<Hook>,
     tear_tail: Option<Hook>,
 }
 
@@ -23,6 +24,7 @@ impl fmt::Debug for SessionHooks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SessionHooks")
             .field("fail_next_append", &self.fail_next_append.is_some())
+            .field("recover", &self.recover.is_some())
             .field("tear_tail", &self.tear_tail.is_some())
             .finish()
     }
@@ -38,6 +40,14 @@ impl SessionHooks {
     #[must_use]
     pub fn fail_next_append(mut self, hook: impl Fn(&SessionId) + Send + Sync + 'static) -> Self {
         self.fail_next_append = Some(Arc::new(hook));
+        self
+    }
+
+    /// `hook` undoes what the [`fail_next_append`](Self::fail_next_append) hook did (a store whose failure is a
+    /// condition, such as a stream limit, rather than one failed call), before the kit resumes the session.
+    #[must_use]
+    pub fn recover(mut self, hook: impl Fn(&SessionId) + Send + Sync + 'static) -> Self {
+        self.recover = Some(Arc::new(hook));
         self
     }
 
@@ -84,7 +94,10 @@ where
     report.record("a_gap_is_an_error", gap(fresh().await).await);
     report.record("a_second_writer_gets_a_lock_error_and_writes_nothing", second_writer(fresh().await).await);
     match &hooks.fail_next_append {
-        Some(hook) => report.record("no_append_after_a_failed_one", after_failure(fresh().await, hook).await),
+        Some(hook) => {
+            let outcome = after_failure(fresh().await, hook, hooks.recover.as_ref()).await;
+            report.record("no_append_after_a_failed_one", outcome);
+        }
         None => report.skip("no_append_after_a_failed_one", "no fail_next_append hook"),
     }
     match &hooks.tear_tail {
@@ -220,12 +233,16 @@ async fn second_writer(store: Arc<dyn SessionStore>) -> Outcome {
     holds(&*store, &id, 4, "first").await
 }
 
-async fn after_failure(store: Arc<dyn SessionStore>, fail: &Hook) -> Outcome {
+async fn after_failure(store: Arc<dyn SessionStore>, fail: &Hook, recover: Option<&Hook>) -> Outcome {
     let id = id("after-failure");
     let mut w = store.create(&id).await.map_err(err("create"))?;
     append(&mut w, 1, 2, "kept").await?;
     fail(&id);
     ensure(w.append(&record(3, "lost")).await.is_err(), || "the append the hook made fail succeeded".into())?;
+    // Whatever failed is over now; the writer must still refuse: its journal's tail is unknown (SESS-33).
+    if let Some(recover) = recover {
+        recover(&id);
+    }
     for seq in [3, 4] {
         ensure(w.append(&record(seq, "lost")).await.is_err(), || format!("record {seq} was taken after a failure"))?;
     }
