@@ -330,7 +330,7 @@ fn with_some_location(yaml: &str, err: Error) -> Error {
 /// agent and the MCP server call before anything starts) refuses them with their location rather than silently
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
 fn refuse_unbuilt(cfg: &Config) -> Result<()> {
-    let unbuilt: [(&str, bool, &str); 4] = [
+    let unbuilt: [(&str, bool, &str); 5] = [
         // Built with the `mcp` feature (source::mcp).
         (
             "mcp_servers",
@@ -353,6 +353,12 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             "harness.memory.backend",
             cfg.harness.memory.backend == "jetstream",
             "the jetstream memory backend is not built yet",
+        ),
+        // Built with the `nats` feature (session::jetstream).
+        (
+            "harness.sessions.backend",
+            !cfg!(feature = "nats") && cfg.harness.sessions.backend == "jetstream",
+            "this build has no `nats` feature, which keeps sessions in JetStream",
         ),
     ];
     match unbuilt.into_iter().find(|(_, used, _)| *used) {
