@@ -229,6 +229,19 @@ async fn sess_32_a_lost_acknowledgement_is_recognized_by_the_nonce_and_adopted()
     writer.append(&user(3, "three")).await.unwrap();
     assert_eq!(sessions.read(&id).await.unwrap().iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
 
+    // Within the default duplicate window (the server answers the retry as a duplicate or fences it): adopted too.
+    make(&nats, good("DEDUP", "dedup")).await;
+    let dedup = JetStreamSessions::bind(&nats, "DEDUP").await.unwrap();
+    let mut writer = dedup.create_writer(&id).await.unwrap();
+    writer.append(&user(1, "one")).await.unwrap();
+    let publish = jetstream::message::PublishMessage::build()
+        .payload(landed.to_json().into())
+        .message_id(format!("{}-2", writer.nonce()));
+    js.send_publish("dedup.lost-ack.2", publish).await.unwrap().await.unwrap();
+    writer.append(&landed).await.unwrap();
+    writer.append(&user(3, "three")).await.unwrap();
+    assert_eq!(dedup.read(&id).await.unwrap().iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
+
     // The same landing by a foreign writer is the lock error instead.
     let other = SessionId::new("foreign").unwrap();
     let mut writer = sessions.create_writer(&other).await.unwrap();
