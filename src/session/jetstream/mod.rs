@@ -77,6 +77,10 @@ impl Shared {
 
 /// Session journals in an existing JetStream stream (SESS-31, SESS-32). Cheap to clone.
 ///
+/// An append returns once the server acknowledges the record. The server syncs its store to disk on its own
+/// schedule (every two minutes by default); run it with `jetstream { sync_interval: always }` for records that
+/// survive a power loss as a file journal's do (SESS-14).
+///
 /// ```no_run
 /// use fisk_ai::nats::{NatsConnection, NatsContext};
 /// use fisk_ai::session::jetstream::JetStreamSessions;
