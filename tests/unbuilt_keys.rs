@@ -11,8 +11,8 @@ use fisk_ai::llm::ScriptedProvider;
 
 /// Each key with a snippet that uses it, and the line of the file the key is on (the snippet starts at line 6).
 /// `mcp_servers` is built with the `mcp` feature (tests/mcp_import.rs), `remote_tools` (tests/remote_import.rs) and
-/// `expose.agent.agent_to_agent` (tests/a2a_server.rs) and a jetstream memory backend (tests/memory_jetstream.rs)
-/// with the `nats` feature; each is refused only without it.
+/// `expose.agent.agent_to_agent` (tests/a2a_server.rs) and the jetstream memory and session backends
+/// (tests/memory_jetstream.rs, tests/session_jetstream.rs) with the `nats` feature; each is refused only without it.
 const UNBUILT: [(&str, &str, usize); 5] = [
     ("mcp_servers", "mcp_servers:\n  - name: gh\n    url: https://mcp.example\n    bearer_token_env: GH_TOKEN\n", 6),
     ("remote_tools", "nats_context: prod\nremote_tools:\n  - name: other\n", 7),
@@ -34,8 +34,10 @@ fn yaml(dir: &std::path::Path, snippet: &str) -> String {
 async fn every_unbuilt_key_is_refused_with_its_location_before_any_process_starts() {
     let built = |key: &str| {
         (key == "mcp_servers" && cfg!(feature = "mcp"))
-            || (matches!(key, "remote_tools" | "expose.agent.agent_to_agent" | "harness.memory.backend")
-                && cfg!(feature = "nats"))
+            || (matches!(
+                key,
+                "remote_tools" | "expose.agent.agent_to_agent" | "harness.memory.backend" | "harness.sessions.backend"
+            ) && cfg!(feature = "nats"))
     };
     for (key, snippet, line) in UNBUILT.into_iter().filter(|(k, ..)| !built(k)) {
         let dir = tempfile::tempdir().unwrap();

@@ -4,9 +4,13 @@ use clap::{Args, Subcommand};
 use fisk_ai::Config;
 use fisk_ai::config::Mode;
 use fisk_ai::llm::{Block, Role};
-use fisk_ai::session::{ConfirmChoice, FileSessionStore, Journal, SessionId, SessionStore, rfc3339};
+use fisk_ai::nats::SharedNats;
+use fisk_ai::session::{
+    ConfirmChoice, FileSessionStore, Journal, SessionBackends, SessionId, SessionSettings, SessionStore, rfc3339,
+};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(Args)]
 pub(crate) struct SessionArgs {
@@ -46,32 +50,51 @@ enum SessionCommand {
     },
 }
 
-/// CLI-19: the store `--state-dir` or `--config` names, else the file backend's default directory.
-fn store(args: &SessionArgs) -> Result<FileSessionStore, Box<dyn std::error::Error>> {
-    let options = match &args.config {
-        Some(path) => {
-            let config = Config::load(path)?;
-            config.validate(Mode::Lenient)?;
-            let backend = config.harness.sessions.backend.clone();
-            if backend != "file" {
-                return Err(match args.state_dir {
-                    Some(_) => format!(
-                        "--state-dir is for the file session backend, but {} names \"{backend}\"",
-                        path.display()
-                    ),
-                    None => format!("the {backend} session backend is not supported in this build; use backend: file"),
-                }
-                .into());
-            }
-            Some(config.harness.sessions.options)
-        }
-        None => None,
+/// The store sessions are read from, and where it is (for messages).
+struct Opened {
+    store: Arc<dyn SessionStore>,
+    place: String,
+}
+
+/// CLI-19: the store `--state-dir` or `--config` names (any registered backend, SESS-25), else the file backend's
+/// default directory.
+async fn store(args: &SessionArgs) -> Result<Opened, Box<dyn std::error::Error>> {
+    let file = |store: FileSessionStore| {
+        let place = store.dir().display().to_string();
+        Opened { store: Arc::new(store), place }
     };
-    Ok(match (&args.state_dir, options) {
-        (Some(dir), _) => FileSessionStore::new(dir),
-        (None, Some(options)) => FileSessionStore::from_config(&options, None)?,
-        (None, None) => FileSessionStore::new(FileSessionStore::default_dir()?),
-    })
+    let Some(path) = &args.config else {
+        return Ok(match &args.state_dir {
+            Some(dir) => file(FileSessionStore::new(dir)),
+            None => file(FileSessionStore::new(FileSessionStore::default_dir()?)),
+        });
+    };
+    let config = Config::load(path)?;
+    config.validate(Mode::Lenient)?;
+    let backend = config.harness.sessions.backend.clone();
+    if backend == "file" {
+        return Ok(match &args.state_dir {
+            Some(dir) => file(FileSessionStore::new(dir)),
+            None => file(FileSessionStore::from_config(&config.harness.sessions.options, None)?),
+        });
+    }
+    // SESS-27.
+    if args.state_dir.is_some() {
+        return Err(format!(
+            "--state-dir is for the file session backend, but {} names the \"{backend}\" session backend",
+            path.display()
+        )
+        .into());
+    }
+    let identity = config.identity().unwrap_or_else(|_| "fisk-ai".to_owned());
+    let nats = SharedNats::from_context(config.nats_context.as_deref(), identity);
+    let settings = SessionSettings::new(&config).with_nats(Some(&nats));
+    let store = SessionBackends::with_defaults().open(&settings).await?;
+    let place = match config.harness.sessions.options.stream.as_deref() {
+        Some(stream) => format!("the {backend} backend (stream {stream})"),
+        None => format!("the {backend} backend"),
+    };
+    Ok(Opened { store, place })
 }
 
 fn truncate(text: &str, limit: usize) -> String {
@@ -81,14 +104,14 @@ fn truncate(text: &str, limit: usize) -> String {
 }
 
 pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let store = store(&args)?;
+    let Opened { store, place } = store(&args).await?;
     let mut out = std::io::stdout().lock();
     match &args.command {
         SessionCommand::Ls => {
             let mut entries = store.list().await?;
             if entries.is_empty() {
                 let hint = if args.config.is_none() { " (use --config to read a configuration's backend)" } else { "" };
-                writeln!(out, "No sessions in {}{hint}", store.dir().display())?;
+                writeln!(out, "No sessions in {place}{hint}")?;
                 return Ok(());
             }
             entries.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| b.id.cmp(&a.id)));

@@ -35,7 +35,8 @@ pub struct Report {
     pub passed: Vec<&'static str>,
     /// Cases that did not, in the order run.
     pub failed: Vec<Failure>,
-    /// Cases that do not apply to this store, with why (a store without revisions has no compare-and-swap).
+    /// Cases not run, with why: a case that does not apply (a store without revisions has no compare-and-swap)
+    /// or needs a hook the store under test did not provide. Never counted as held.
     pub skipped: Vec<(&'static str, String)>,
 }
 
@@ -52,12 +53,12 @@ impl Report {
         }
     }
 
-    /// Record that `case` does not apply, and why.
+    /// Record `case` as not run, and why.
     pub(crate) fn skip(&mut self, case: &'static str, why: impl Into<String>) {
         self.skipped.push((case, why.into()));
     }
 
-    /// Whether every case that applies held.
+    /// Whether every case that ran held (skipped cases are listed in [`skipped`](Self::skipped)).
     pub fn is_ok(&self) -> bool {
         self.failed.is_empty()
     }
@@ -76,12 +77,16 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let total = self.passed.len() + self.failed.len();
-        writeln!(f, "{}: {} of {total} cases held, {} skipped", self.suite, self.passed.len(), self.skipped.len())?;
+        write!(f, "{}: {} of {total} cases held", self.suite, self.passed.len())?;
+        if !self.skipped.is_empty() {
+            write!(f, "; {} skipped", self.skipped.len())?;
+        }
+        writeln!(f)?;
         for failure in &self.failed {
             writeln!(f, "  FAILED {}: {}", failure.case, failure.message)?;
         }
         for (case, why) in &self.skipped {
-            writeln!(f, "  skipped {case}: {why}")?;
+            writeln!(f, "  SKIPPED {case}: {why}")?;
         }
         Ok(())
     }

@@ -102,6 +102,56 @@ impl SessionBackend for FileSessionBackend {
     }
 }
 
+/// The `jetstream` backend (SESS-31, SESS-32): journals in the existing stream `harness.sessions.options.stream`,
+/// reached through the agent's shared NATS connection (CFG-15), else a connection made from `nats_context`.
+///
+/// ```
+/// use fisk_ai::session::SessionBackends;
+///
+/// assert!(SessionBackends::with_defaults().get("jetstream").is_some());
+/// ```
+#[cfg(feature = "nats")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JetStreamSessionBackend;
+
+#[cfg(feature = "nats")]
+#[async_trait]
+impl SessionBackend for JetStreamSessionBackend {
+    fn name(&self) -> &str {
+        "jetstream"
+    }
+
+    async fn open(&self, s: &SessionSettings<'_>) -> Result<Arc<dyn SessionStore>> {
+        let context = s.config.nats_context.as_deref().unwrap_or("(default)");
+        let Some(stream) = s.config.harness.sessions.options.stream.as_deref().filter(|v| !v.is_empty()) else {
+            return Err(Error::config_key(
+                "harness.sessions.options.stream",
+                "harness.sessions.options.stream: the jetstream session backend needs the name of an existing stream",
+            ));
+        };
+        let connection = match s.nats() {
+            Some(shared) => shared.get().await,
+            None => {
+                let identity = s.config.identity().unwrap_or_else(|_| "fisk-ai".to_owned());
+                crate::nats::SharedNats::from_context(s.config.nats_context.as_deref(), identity).get().await
+            }
+        };
+        let connection = connection.map_err(|e| {
+            Error::nats(format!("jetstream session backend (stream {stream}, NATS context {context}): {e}"))
+        })?;
+        let store = super::jetstream::JetStreamSessions::bind(&connection, stream).await.map_err(|e| {
+            let message = format!("jetstream session backend: {e}");
+            if e.is_config() {
+                Error::config_key("harness.sessions.options.stream", message)
+            } else {
+                Error::nats(message)
+            }
+        })?;
+        Ok(Arc::new(store))
+    }
+}
+
 /// Session backends by name.
 #[derive(Clone)]
 pub struct SessionBackends {
@@ -126,10 +176,12 @@ impl SessionBackends {
         SessionBackends { backends: BTreeMap::new() }
     }
 
-    /// The backends this build ships: `file`.
+    /// The backends this build ships: `file`, and `jetstream` with the `nats` feature.
     pub fn with_defaults() -> Self {
         let mut r = Self::empty();
         r.register(Arc::new(FileSessionBackend));
+        #[cfg(feature = "nats")]
+        r.register(Arc::new(JetStreamSessionBackend));
         r
     }
 

@@ -1,5 +1,6 @@
 //! Checkpointed sessions (SPEC section 14): the journal records, folding a journal back into a conversation, the
-//! resume fingerprint, the [`SessionStore`] plug-in point and its file backend.
+//! resume fingerprint, the [`SessionStore`] plug-in point, its file backend, an in-memory store for tests and
+//! the JetStream backend ([`jetstream`], feature `nats`).
 //!
 //! A checkpointed run appends one [`JournalRecord`] per event (each model turn, each tool result, each confirmation
 //! answer) and makes it durable before going on, so a later process can continue the run with
@@ -23,11 +24,17 @@ mod backend;
 mod file;
 mod fingerprint;
 mod fold;
+mod in_memory;
+#[cfg(feature = "nats")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+pub mod jetstream;
 mod record;
 mod store;
 mod terminal;
 mod time;
 
+#[cfg(feature = "nats")]
+pub use backend::JetStreamSessionBackend;
 pub use backend::{FileSessionBackend, SessionBackend, SessionBackends, SessionSettings};
 pub use file::FileSessionStore;
 #[cfg(feature = "mcp")]
@@ -36,6 +43,7 @@ pub use file::FileSessionStore;
 pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Journal, Pending, PendingCall, RecordedAnswer};
+pub use in_memory::InMemorySessionStore;
 pub use record::{
     AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload, ResultBlock,
     TerminalRecord, ToolResultRecord, UserRecord,

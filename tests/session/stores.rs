@@ -100,17 +100,25 @@ async fn ovr_7_an_injected_session_store_with_a_non_file_backend_fails_at_build(
     assert_eq!(err.key(), Some("harness.sessions.backend"));
 }
 
+#[cfg(feature = "nats")]
 #[tokio::test]
-async fn sess_25_the_jetstream_backend_is_refused_at_build_with_its_location() {
-    // Until the jetstream backend is built, a configuration naming it is refused before anything runs (issue 11).
-    let cfg = config("harness:\n  sessions:\n    backend: jetstream\n    options:\n      stream: RUNS\n");
-    let provider = Arc::new(ScriptedProvider::new([answer("never")]));
-    let err =
-        Agent::builder().config(cfg).provider_arc(provider.clone()).tool(Logger::new("a")).build().await.unwrap_err();
-    assert!(err.to_string().contains("jetstream session backend is not built yet"), "{err}");
-    assert_eq!(err.key(), Some("harness.sessions.backend"));
-    assert!(err.location().is_some(), "{err:?}");
-    assert!(provider.requests().is_empty());
+async fn sess_25_31_a_jetstream_backend_that_cannot_connect_fails_only_checkpointed_runs_naming_backend_stream_and_context()
+ {
+    // A context that does not exist: the backend cannot connect.
+    let cfg = config(
+        "nats_context: fisk-ai-no-such-context\nharness:\n  sessions:\n    backend: jetstream\n    options:\n      \
+         stream: RUNS\n",
+    );
+    let provider = Arc::new(ScriptedProvider::new([answer("plain"), answer("never")]));
+    let agent = Agent::builder().config(cfg).provider_arc(provider.clone()).tool(Logger::new("a")).build().await;
+    let agent = agent.expect("the backend opens lazily: building never fails on it");
+    assert_eq!(agent.run("x", RunOptions::new()).await.answer.as_deref(), Some("plain"), "an ephemeral run works");
+    let out = agent.run("x", RunOptions::new().with_checkpoint(SessionId::new("js").unwrap())).await;
+    assert_eq!(out.reason, TerminalReason::Error);
+    let text = out.error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(text.contains("jetstream session backend") && text.contains("RUNS"), "{text}");
+    assert!(text.contains("fisk-ai-no-such-context"), "{text}");
+    assert_eq!(provider.requests().len(), 1, "no model call for the checkpointed run");
 }
 
 #[test]
@@ -335,4 +343,15 @@ async fn sess_28_a_session_directory_every_user_can_write_is_refused() {
     let err = store.create(&id("open-dir")).await.unwrap_err();
     assert!(err.to_string().contains("writable by every user"), "{err}");
     assert!(!store.journal_path(&id("open-dir")).exists());
+}
+
+#[cfg(feature = "nats")]
+#[test]
+fn sess_25_31_the_cowsay_jetstream_sessions_example_is_a_valid_configuration() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cowsay/sessions-jetstream.yaml");
+    let cfg = fisk_ai::Config::load(&path).unwrap();
+    cfg.validate(fisk_ai::config::Mode::Lenient).unwrap();
+    cfg.check_supported().unwrap();
+    assert_eq!(cfg.harness.sessions.backend, "jetstream");
+    assert_eq!(cfg.harness.sessions.options.stream.as_deref(), Some("RUNS"));
 }

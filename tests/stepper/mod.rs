@@ -5,6 +5,8 @@
 //! Users declare `mod common; mod fake_anthropic; mod stepper;`.
 #![allow(dead_code)]
 
+pub mod crash;
+
 use crate::common::{example, fake_app};
 use crate::fake_anthropic::{FakeAnthropic, streamed};
 use fisk_ai::session::{FileSessionStore, Journal, SessionId, SessionStore};
@@ -22,6 +24,64 @@ pub struct Stepper {
     pub log: PathBuf,
     pub state: PathBuf,
     pub config: PathBuf,
+    /// Set when the journals live in JetStream rather than under `state`.
+    pub jetstream: Option<JetStreamJournals>,
+}
+
+/// Where a [`Stepper`]'s journals live when its configuration names the jetstream backend.
+#[cfg(feature = "nats")]
+pub struct JetStreamJournals {
+    /// The NATS CLI configuration directory (holding context `test`) and the `XDG_CONFIG_HOME` that points at it.
+    pub contexts: tempfile::TempDir,
+    pub xdg: tempfile::TempDir,
+    pub sessions: fisk_ai::session::jetstream::JetStreamSessions,
+    pub stream: String,
+    /// The stream, for counting a journal's messages cheaply.
+    pub raw: async_nats::jetstream::stream::Stream,
+}
+
+/// Without NATS there are no JetStream journals.
+#[cfg(not(feature = "nats"))]
+pub enum JetStreamJournals {}
+
+#[cfg(feature = "nats")]
+impl JetStreamJournals {
+    fn xdg(&self) -> &std::path::Path {
+        self.xdg.path()
+    }
+
+    fn store(&self) -> Box<dyn SessionStore> {
+        Box::new(self.sessions.clone())
+    }
+
+    /// One message per subject: the journal's subjects are its records. Blocks this worker thread (tests using
+    /// it run on a multi-thread runtime).
+    fn count(&self, id: &SessionId) -> usize {
+        let filter = format!("{}.{id}.>", self.stream.to_lowercase());
+        let raw = self.raw.clone();
+        tokio::task::block_in_place(move || {
+            tokio::runtime::Handle::current().block_on(async move {
+                use futures::StreamExt;
+                let Ok(info) = raw.info_builder().subjects(filter).fetch().await else { return 0 };
+                info.filter(|s| std::future::ready(s.is_ok())).count().await
+            })
+        })
+    }
+}
+
+#[cfg(not(feature = "nats"))]
+impl JetStreamJournals {
+    fn xdg(&self) -> &std::path::Path {
+        match *self {}
+    }
+
+    fn store(&self) -> Box<dyn SessionStore> {
+        match *self {}
+    }
+
+    fn count(&self, _: &SessionId) -> usize {
+        match *self {}
+    }
 }
 
 /// Which turn a request asks for: how many assistant messages it carries.
@@ -58,7 +118,37 @@ impl Stepper {
         });
         let log = dir.path().join("steps.log");
         let state = dir.path().join("state");
-        Stepper { dir, server, log, state, config }
+        Stepper { dir, server, log, state, config, jetstream: None }
+    }
+
+    /// As [`start`](Self::start), journaling to stream `stream` (made here as SESS-31 asks) on the server at `url`
+    /// through NATS context `test`.
+    #[cfg(feature = "nats")]
+    pub async fn start_jetstream(turns: Vec<Vec<String>>, url: &str, stream: &str) -> Self {
+        use async_nats::jetstream::{self, stream as js};
+        let mut s = Self::start(turns).await;
+        let text = std::fs::read_to_string(&s.config).unwrap();
+        std::fs::write(
+            &s.config,
+            format!("{text}nats_context: test\nharness:\n  sessions:\n    backend: jetstream\n    options:\n      stream: {stream}\n"),
+        )
+        .unwrap();
+        let client = async_nats::connect(url).await.unwrap();
+        let config = js::Config {
+            name: stream.into(),
+            subjects: vec![format!("{}.>", stream.to_lowercase())],
+            max_messages_per_subject: 1,
+            discard: js::DiscardPolicy::New,
+            discard_new_per_subject: true,
+            ..Default::default()
+        };
+        let raw = jetstream::new(client.clone()).create_stream(config).await.unwrap();
+        let nats = fisk_ai::nats::NatsConnection::borrowed(client, "test");
+        let sessions = fisk_ai::session::jetstream::JetStreamSessions::bind(&nats, stream).await.unwrap();
+        let contexts = crate::common::nats::context_dir("test", json!({ "url": url }), false);
+        let xdg = crate::common::nats::xdg_home_for(contexts.path());
+        s.jetstream = Some(JetStreamJournals { contexts, xdg, sessions, stream: stream.into(), raw });
+        s
     }
 
     /// `fisk run` with this conversation's configuration, state directory and fake API; `extra` are more
@@ -68,8 +158,6 @@ impl Stepper {
         cmd.arg("run")
             .arg("--config")
             .arg(&self.config)
-            .arg("--state-dir")
-            .arg(&self.state)
             .arg("--base-url")
             .arg(self.server.url())
             .args(extra)
@@ -81,18 +169,34 @@ impl Stepper {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        match &self.jetstream {
+            Some(js) => {
+                cmd.env("XDG_CONFIG_HOME", js.xdg());
+            }
+            None => {
+                cmd.arg("--state-dir").arg(&self.state);
+            }
+        }
         cmd
     }
 
-    /// `fisk session ...` over this state directory.
+    /// `fisk session ...` over this state directory, or through the configuration naming the jetstream backend.
     pub fn session(&self, args: &[&str]) -> std::process::Output {
-        std::process::Command::new(example("cli"))
-            .arg("session")
-            .args(args)
-            .arg("--state-dir")
-            .arg(&self.state)
-            .output()
-            .unwrap()
+        let mut cmd = std::process::Command::new(example("cli"));
+        cmd.arg("session").args(args);
+        match &self.jetstream {
+            Some(js) => cmd.arg("--config").arg(&self.config).env("XDG_CONFIG_HOME", js.xdg()),
+            None => cmd.arg("--state-dir").arg(&self.state),
+        };
+        cmd.output().unwrap()
+    }
+
+    /// The store the journals are in.
+    pub fn sessions(&self) -> Box<dyn SessionStore> {
+        match &self.jetstream {
+            Some(js) => js.store(),
+            None => Box::new(self.store()),
+        }
     }
 
     /// Every `start TOKEN` logged so far, in order.
@@ -128,11 +232,14 @@ impl Stepper {
 
     /// The session's journal folded, or the error reading or folding it.
     pub async fn journal(&self, id: &SessionId) -> fisk_ai::Result<Journal> {
-        Journal::fold(self.store().read(id).await?)
+        Journal::fold(self.sessions().read(id).await?)
     }
 
-    /// Complete lines in the journal file (0 when it does not exist).
+    /// Complete lines in the journal file (0 when it does not exist), or records in the stream.
     pub fn journal_lines(&self, id: &SessionId) -> usize {
+        if let Some(js) = &self.jetstream {
+            return js.count(id);
+        }
         std::fs::read(self.store().journal_path(id)).map_or(0, |b| b.iter().filter(|c| **c == b'\n').count())
     }
 
