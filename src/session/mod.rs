@@ -44,6 +44,8 @@ pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Journal, Pending, PendingCall, RecordedAnswer};
 pub use in_memory::InMemorySessionStore;
+#[cfg(feature = "nats")]
+pub use jetstream::JetStreamSessions;
 pub use record::{
     AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload, ResultBlock,
     TerminalRecord, ToolResultRecord, UserRecord,
