@@ -70,6 +70,44 @@ async fn kit_reports_a_store_that_breaks_the_contract() {
     }
     let shown = report.to_string();
     assert!(shown.contains("FAILED create_of_an_existing_key_is_refused_and_keeps_the_value"), "{shown}");
+
+    /// Asks runs for the read-before-update guard, but has no revisions to compare: the kit must not pass it by
+    /// skipping the compare-and-swap cases.
+    struct GuardedWithoutRevisions(InMemoryStore);
+    #[async_trait]
+    impl MemoryStore for GuardedWithoutRevisions {
+        async fn list(&self) -> Result<Vec<Entry>, MemoryError> {
+            self.0.list().await
+        }
+        async fn read(&self, key: &str) -> Result<Option<Stored>, MemoryError> {
+            Ok(self.0.read(key).await?.map(|s| Stored::new(s.description, s.content, None)))
+        }
+        async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
+            Ok(match self.0.create(key, record).await? {
+                CreateOutcome::Created { .. } => CreateOutcome::Created { revision: None },
+                other => other,
+            })
+        }
+        async fn overwrite(
+            &self,
+            key: &str,
+            r: &MemoryRecord,
+            _: Option<u64>,
+        ) -> Result<OverwriteOutcome, MemoryError> {
+            self.0.overwrite(key, r, None).await.map(|_| OverwriteOutcome::Written { revision: None })
+        }
+        async fn delete(&self, key: &str) -> Result<bool, MemoryError> {
+            self.0.delete(key).await
+        }
+        fn requires_read_before_update(&self) -> bool {
+            true
+        }
+    }
+    let report = conformance::memory::check("guarded, no revisions", || async {
+        Arc::new(GuardedWithoutRevisions(InMemoryStore::new())) as Arc<dyn MemoryStore>
+    })
+    .await;
+    assert!(report.failed.iter().any(|f| f.case == "guarded_stores_report_revisions"), "{report}");
 }
 
 #[cfg(feature = "nats")]

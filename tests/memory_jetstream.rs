@@ -251,3 +251,24 @@ async fn mem_28_info_shows_the_bucket_and_its_reachability() {
     let missing = memory(&shown.1);
     assert!(missing.contains("unreachable") && missing.contains("nats kv add MISSING"), "{missing}");
 }
+
+/// Hostile input from a peer sharing the bucket: a description far over MEM-9's limit is cut in listings, and a
+/// prefix holding thousands more keys than the entry cap fails the listing instead of growing it without end.
+#[tokio::test]
+#[ignore = "needs nats-server (apt-get install -y nats-server); .ci/run runs it on 2.9 and 2.15"]
+async fn mem_27_a_peers_oversized_entries_and_key_flood_stay_bounded() {
+    let (_server, nats) = server_with_bucket("MEM").await;
+    let kv = async_nats::jetstream::new(nats.client().clone()).get_key_value("MEM").await.unwrap();
+    let long = format!("---\ndescription: {}\n---\n\nx", "d".repeat(20_000));
+    kv.put("team.long", long.into()).await.unwrap();
+    let store = JetStreamMemory::bind(&nats, "MEM", "team").await.unwrap();
+    let listed = store.list().await.unwrap();
+    assert_eq!(listed[0].description.chars().count(), fisk_ai::memory::MAX_DESCRIPTION_CHARS);
+
+    let puts = (0..4 * fisk_ai::memory::MAX_ENTRIES + 10).map(|i| kv.put(format!("team.k{i}"), "v".into()));
+    for put in futures::future::join_all(puts).await {
+        put.unwrap();
+    }
+    let err = store.list().await.unwrap_err().to_string();
+    assert!(err.contains("memory bucket \"MEM\"") && err.contains("too many entries"), "{err}");
+}

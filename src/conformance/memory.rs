@@ -44,7 +44,18 @@ where
     report.record("count_matches_the_listing", count(fresh().await).await);
     report.record("racing_creates_of_one_key_have_exactly_one_winner", racing_creates(fresh().await).await);
     let store = fresh().await;
-    if has_revisions(&store).await {
+    let revisions = match store.create("probe", &record("Probe", "p")).await {
+        Ok(CreateOutcome::Created { revision }) => revision.is_some(),
+        other => {
+            report.record("a_fresh_store_accepts_a_create", Err(format!("the probe create returned {other:?}")));
+            false
+        }
+    };
+    if store.requires_read_before_update() && !revisions {
+        let why = "the store requires read-before-update (MEM-25) but reports no revisions to compare";
+        report.record("guarded_stores_report_revisions", Err(why.into()));
+    }
+    if revisions {
         report.record("revisions_grow_with_every_write", revisions_grow(store).await);
         report.record("stale_compare_and_swap_is_a_conflict_and_writes_nothing", stale_cas(fresh().await).await);
         report.record("compare_and_swap_on_a_deleted_key_is_a_conflict", cas_after_delete(fresh().await).await);
@@ -69,10 +80,6 @@ fn record(description: &str, content: &str) -> MemoryRecord {
 
 fn err(what: &str, e: impl std::fmt::Display) -> String {
     format!("{what} failed: {e}")
-}
-
-async fn has_revisions(store: &Arc<dyn MemoryStore>) -> bool {
-    matches!(store.create("probe", &record("Probe", "p")).await, Ok(CreateOutcome::Created { revision: Some(_) }))
 }
 
 async fn missing(store: Arc<dyn MemoryStore>) -> Outcome {

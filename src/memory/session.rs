@@ -126,13 +126,19 @@ impl MemorySession {
         if overwrite {
             let seen = self.seen_revision(key);
             if !guarded || seen.is_some() {
-                if !guarded && self.entry_count().await? >= MAX_ENTRIES && self.store.read(key).await?.is_none() {
+                let expected = if guarded { Some(self.guard_revision(key, seen.flatten())?) } else { None };
+                // A blind overwrite of a missing key creates it: the cap applies and the count grows (MEM-11, MEM-27).
+                // A read error means something holds the name (a non-file entry, say): not a create.
+                let creates = !guarded && matches!(self.store.read(key).await, Ok(None));
+                if creates && self.entry_count().await? >= MAX_ENTRIES {
                     return Err(MemoryError::Full { limit: MAX_ENTRIES });
                 }
-                let expected = if guarded { seen.flatten() } else { None };
                 return Ok(match self.store.overwrite(key, record, expected).await? {
                     OverwriteOutcome::Written { revision } => {
                         self.remember(key, revision);
+                        if creates {
+                            self.adjust_count(1);
+                        }
                         WriteOutcome::Written
                     }
                     OverwriteOutcome::Conflict { reason } => {
@@ -178,6 +184,19 @@ impl MemorySession {
             self.adjust_count(-1);
         }
         Ok(deleted)
+    }
+
+    /// The revision a guarded overwrite compares against. A store that asks for the guard but gave no revision
+    /// cannot compare-and-swap; writing blindly would switch MEM-25 off without anyone noticing.
+    fn guard_revision(&self, key: &str, seen: Option<u64>) -> Result<u64, MemoryError> {
+        seen.ok_or_else(|| {
+            MemoryError::backend(format!(
+                "the {} memory backend requires a read before an update but reported no revision for key {}, so the \
+                 update cannot be checked; nothing was written",
+                self.store.backend(),
+                shown_key(key)
+            ))
+        })
     }
 
     /// The number of entries, for the cap (MEM-11, MEM-27).

@@ -137,6 +137,8 @@ impl SessionBackend for JetStreamSessionBackend {
                 crate::nats::SharedNats::from_context(s.config.nats_context.as_deref(), identity).get().await
             }
         };
+        // The injected or configured connection's own name for its context.
+        let context = s.nats().map_or(context, |shared| shared.label());
         let connection = connection.map_err(|e| {
             Error::nats(format!("jetstream session backend (stream {stream}, NATS context {context}): {e}"))
         })?;

@@ -245,3 +245,89 @@ async fn mem_25_session_api_tracks_revisions_through_the_store() {
     assert!(matches!(session.write("../k", &rec, true).await, Err(MemoryError::InvalidKey(_))));
     assert_eq!(store.backend(), "memory");
 }
+
+/// A store that counts once per run (as JetStream does, MEM-27) over the in-process one, with or without the guard.
+struct CountsOnce(InMemoryStore);
+
+#[async_trait]
+impl MemoryStore for CountsOnce {
+    async fn list(&self) -> Result<Vec<Entry>, MemoryError> {
+        self.0.list().await
+    }
+    async fn read(&self, key: &str) -> Result<Option<Stored>, MemoryError> {
+        self.0.read(key).await
+    }
+    async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
+        self.0.create(key, record).await
+    }
+    async fn overwrite(&self, key: &str, r: &MemoryRecord, e: Option<u64>) -> Result<OverwriteOutcome, MemoryError> {
+        self.0.overwrite(key, r, e).await
+    }
+    async fn delete(&self, key: &str) -> Result<bool, MemoryError> {
+        self.0.delete(key).await
+    }
+    fn count_once_per_run(&self) -> bool {
+        true
+    }
+    fn requires_read_before_update(&self) -> bool {
+        self.0.requires_read_before_update()
+    }
+}
+
+/// MEM-11, MEM-27, nats-wire §5: without the guard a blind overwrite of a missing key creates it, so it counts
+/// toward the cap the run tracks; the run cannot slip past the cap that way.
+#[tokio::test]
+async fn mem_11_27_blind_overwrites_that_create_count_toward_the_cap() {
+    let inner = InMemoryStore::new();
+    for i in 0..MAX_ENTRIES - 1 {
+        inner.create(&format!("k{i}"), &record("d", "v")).await.unwrap();
+    }
+    let tools = Tools::new(Arc::new(CountsOnce(inner)));
+    assert_eq!(ok(tools.write("new1", "d", "v", true).await), written(), "the last free entry");
+    let full = tools.write("new2", "d", "v", true).await;
+    assert!(full.is_error() && full.content().contains("memory is full"), "{}", full.content());
+    // Replacing an existing key still works at the cap.
+    assert_eq!(ok(tools.write("new1", "d", "v2", true).await), written());
+}
+
+/// MEM-25: a store that asks for the guard but reports no revision cannot compare-and-swap, so the session refuses
+/// rather than writing blindly.
+#[tokio::test]
+async fn mem_25_a_guarded_store_without_revisions_is_refused_not_written_blindly() {
+    struct NoRevisions(std::sync::Mutex<std::collections::BTreeMap<String, String>>);
+    #[async_trait]
+    impl MemoryStore for NoRevisions {
+        async fn list(&self) -> Result<Vec<Entry>, MemoryError> {
+            Ok(Vec::new())
+        }
+        async fn read(&self, key: &str) -> Result<Option<Stored>, MemoryError> {
+            Ok(self.0.lock().unwrap().get(key).map(|v| Stored::decode(v, None)))
+        }
+        async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
+            self.0.lock().unwrap().insert(key.into(), record.encode());
+            Ok(CreateOutcome::Created { revision: None })
+        }
+        async fn overwrite(
+            &self,
+            key: &str,
+            r: &MemoryRecord,
+            _: Option<u64>,
+        ) -> Result<OverwriteOutcome, MemoryError> {
+            self.0.lock().unwrap().insert(key.into(), r.encode());
+            Ok(OverwriteOutcome::Written { revision: None })
+        }
+        async fn delete(&self, _: &str) -> Result<bool, MemoryError> {
+            Ok(false)
+        }
+        fn requires_read_before_update(&self) -> bool {
+            true
+        }
+    }
+    let store = Arc::new(NoRevisions(Default::default()));
+    let tools = Tools::new(store.clone());
+    assert_eq!(ok(tools.create("k", "d", "v0").await), written());
+    ok(tools.read("k").await);
+    let out = tools.write("k", "d", "blind", true).await;
+    assert!(out.is_error() && out.content().contains("reported no revision"), "{}", out.content());
+    assert_eq!(store.read("k").await.unwrap().unwrap().content, "v0");
+}

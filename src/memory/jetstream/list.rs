@@ -2,12 +2,23 @@
 //! partial.
 
 use super::JetStreamMemory;
-use crate::memory::{Entry, MemoryError, decode};
+use crate::memory::{Entry, MAX_DESCRIPTION_CHARS, MAX_ENTRIES, MemoryError, decode};
 use async_nats::jetstream::consumer::push::OrderedConfig;
 use async_nats::jetstream::consumer::{DeliverPolicy, ReplayPolicy};
 use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// A listing holding more than this many keys fails (other writers can exceed the per-run cap; not this far).
+const MAX_LISTED: usize = 4 * MAX_ENTRIES;
+
+/// A description within [`MAX_DESCRIPTION_CHARS`].
+fn cut(mut description: String) -> String {
+    if let Some((at, _)) = description.char_indices().nth(MAX_DESCRIPTION_CHARS) {
+        description.truncate(at);
+    }
+    description
+}
 
 /// The whole listing, however many entries, must finish within this; past it the list fails rather than being
 /// returned short.
@@ -47,7 +58,18 @@ impl JetStreamMemory {
                     continue;
                 }
                 let description = std::str::from_utf8(&message.payload).map(|v| decode(v).0).unwrap_or_default();
-                entries.insert(key.to_owned(), description);
+                // A peer sharing the bucket is not trusted to keep to the limits: descriptions are cut to the
+                // stored maximum, and a listing far over the entry cap fails instead of growing without end.
+                entries.insert(key.to_owned(), cut(description));
+                if entries.len() > MAX_LISTED {
+                    return Err(fail(
+                        "too many entries",
+                        &format_args!(
+                            "over {MAX_LISTED} keys under this prefix, {} times the entry cap",
+                            MAX_LISTED / MAX_ENTRIES
+                        ),
+                    ));
+                }
             }
             Ok(entries.into_iter().map(|(key, description)| Entry::new(key, description)).collect())
         };

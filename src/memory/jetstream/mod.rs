@@ -13,6 +13,10 @@ use async_nats::jetstream::kv::{Operation, Store};
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::fmt;
+use std::time::Duration;
+
+/// Each read, create, overwrite or delete is bounded by this.
+const OP_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Memories in a JetStream KV bucket, one key per entry at `<prefix>.<key>` (MEM-24).
 ///
@@ -123,6 +127,19 @@ impl JetStreamMemory {
         ))
     }
 
+    /// `work` within [`OP_TIMEOUT`]: the client's own request timeout does not cover a send queued behind a long
+    /// disconnect.
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        key: &str,
+        work: impl std::future::Future<Output = Result<T, MemoryError>>,
+    ) -> Result<T, MemoryError> {
+        tokio::time::timeout(OP_TIMEOUT, work).await.unwrap_or_else(|_| {
+            Err(self.failure(what, key, format_args!("no answer within {}s", OP_TIMEOUT.as_secs())))
+        })
+    }
+
     /// The live value of a bucket key with its revision; `None` when absent or deleted.
     async fn entry(&self, key: &str, stored: &str) -> Result<Option<(Stored, u64)>, MemoryError> {
         let Some(entry) = self.kv.entry(stored).await.map_err(|e| self.failure("read", key, e))? else {
@@ -171,12 +188,62 @@ impl MemoryStore for JetStreamMemory {
 
     async fn read(&self, key: &str) -> Result<Option<Stored>, MemoryError> {
         let stored = self.stored_key(key)?;
-        Ok(self.entry(key, &stored).await?.map(|(value, _)| value))
+        self.bounded("read", key, async { Ok(self.entry(key, &stored).await?.map(|(value, _)| value)) }).await
     }
 
+    async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
+        self.bounded("create", key, self.create_unbounded(key, record)).await
+    }
+
+    async fn overwrite(
+        &self,
+        key: &str,
+        record: &MemoryRecord,
+        expected: Option<u64>,
+    ) -> Result<OverwriteOutcome, MemoryError> {
+        self.bounded("write", key, self.overwrite_unbounded(key, record, expected)).await
+    }
+
+    /// nats-wire §5: a read, then a KV delete (a `DEL` marker, not a purge), expecting the revision read, so a
+    /// value another agent wrote in between is never deleted unseen.
+    async fn delete(&self, key: &str) -> Result<bool, MemoryError> {
+        let stored = self.stored_key(key)?;
+        self.bounded("delete", key, async {
+            let Some((_, revision)) = self.entry(key, &stored).await? else {
+                return Ok(false);
+            };
+            match self.kv.delete_expect_revision(stored.as_str(), Some(revision)).await {
+                Ok(()) => Ok(true),
+                Err(e) if is_conflict(&e) => Err(self.failure(
+                    "delete",
+                    key,
+                    "another writer changed it meanwhile, so it was kept; read it, then delete it again if it should \
+                     still go",
+                )),
+                Err(e) => Err(self.failure("delete", key, e)),
+            }
+        })
+        .await
+    }
+
+    fn count_once_per_run(&self) -> bool {
+        true
+    }
+
+    fn requires_read_before_update(&self) -> bool {
+        self.read_before_update
+    }
+
+    fn backend(&self) -> &str {
+        "jetstream"
+    }
+}
+
+/// The writes' bodies, each bounded by its trait method.
+impl JetStreamMemory {
     /// nats-wire §5: expect no value; over a delete marker, expect the marker's revision. A conflict means the
     /// key exists (or was just created by another agent).
-    async fn create(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
+    async fn create_unbounded(&self, key: &str, record: &MemoryRecord) -> Result<CreateOutcome, MemoryError> {
         let stored = self.stored_key(key)?;
         let value = Bytes::from(record.encode());
         let mut expected = 0;
@@ -200,7 +267,7 @@ impl MemoryStore for JetStreamMemory {
         Err(self.failure("create", key, "the key kept changing under concurrent writers; try again"))
     }
 
-    async fn overwrite(
+    async fn overwrite_unbounded(
         &self,
         key: &str,
         record: &MemoryRecord,
@@ -224,27 +291,5 @@ impl MemoryStore for JetStreamMemory {
                 Ok(OverwriteOutcome::Conflict { reason: format!("{now}; this run last saw revision {expected}") })
             }
         }
-    }
-
-    /// nats-wire §5: a read, then a KV delete (a `DEL` marker, not a purge).
-    async fn delete(&self, key: &str) -> Result<bool, MemoryError> {
-        let stored = self.stored_key(key)?;
-        if self.entry(key, &stored).await?.is_none() {
-            return Ok(false);
-        }
-        self.kv.delete(stored.as_str()).await.map_err(|e| self.failure("delete", key, e))?;
-        Ok(true)
-    }
-
-    fn count_once_per_run(&self) -> bool {
-        true
-    }
-
-    fn requires_read_before_update(&self) -> bool {
-        self.read_before_update
-    }
-
-    fn backend(&self) -> &str {
-        "jetstream"
     }
 }

@@ -38,6 +38,8 @@ use std::time::{Duration, SystemTime};
 pub const BIND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Each store operation (create, open, read, list, remove, append) is bounded by this (SESS-31).
 pub const OP_TIMEOUT: Duration = Duration::from_secs(15);
+/// The per-session requests of a listing in flight at once.
+const LIST_CONCURRENCY: usize = 16;
 /// How long a read waits for the next message of a journal (nats-wire §3).
 const FETCH_WAIT: Duration = Duration::from_secs(5);
 
@@ -318,20 +320,19 @@ impl SessionStore for JetStreamSessions {
         let s = &self.shared;
         s.bounded("list sessions", None, async {
             let metas = self.subjects(&format!("{}.*._meta", s.prefix)).await?;
-            let mut out = Vec::with_capacity(metas.len());
-            for subject in metas {
-                let middle = subject.strip_prefix(&format!("{}.", s.prefix)).and_then(|r| r.strip_suffix("._meta"));
-                let Some(id) = middle.and_then(|m| SessionId::new(m).ok()) else { continue };
-                // "updated" is the time of the run's last message.
-                let updated = s
-                    .stream
-                    .get_last_raw_message_by_subject(&s.filter(&id))
-                    .await
-                    .ok()
-                    .map(|m| SystemTime::from(m.time));
-                out.push(SessionEntry::new(id, updated));
+            let head = format!("{}.", s.prefix);
+            let mut ids = Vec::with_capacity(metas.len());
+            for subject in &metas {
+                let middle = subject.strip_prefix(head.as_str()).and_then(|r| r.strip_suffix("._meta"));
+                ids.extend(middle.and_then(|m| SessionId::new(m).ok()));
             }
-            Ok(out)
+            // "updated" is the time of the run's last message: one request per session, several at once so a long
+            // listing over a slow link stays within the bound; a session whose time cannot be read still lists.
+            let updated = ids.into_iter().map(|id| async move {
+                let last = s.stream.get_last_raw_message_by_subject(&s.filter(&id)).await;
+                SessionEntry::new(id, last.ok().map(|m| SystemTime::from(m.time)))
+            });
+            Ok(futures::stream::iter(updated).buffer_unordered(LIST_CONCURRENCY).collect().await)
         })
         .await
     }

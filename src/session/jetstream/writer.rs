@@ -158,7 +158,7 @@ impl JetStreamJournal {
                     );
                 }
                 Ok(Ok(ack)) => return Ok(ack.sequence),
-                Ok(Err(e)) if is_conflict(&e) => return self.rejected(seq, &subject).await,
+                Ok(Err(e)) if is_conflict(&e) => return self.rejected(seq, &subject, deadline).await,
                 Ok(Err(e)) if is_transient(&e) => {
                     last_error = e.to_string();
                     if tokio::time::timeout_at(deadline, tokio::time::sleep(RETRY_PAUSE)).await.is_err() {
@@ -171,12 +171,18 @@ impl JetStreamJournal {
     }
 
     /// A fence rejection on `subject`: adopt our own message whose acknowledgement was lost, else refuse.
-    async fn rejected(&self, seq: u64, subject: &str) -> Result<u64> {
-        let last = tokio::time::timeout(OP_TIMEOUT, self.shared.stream.get_last_raw_message_by_subject(subject)).await;
+    async fn rejected(&self, seq: u64, subject: &str, deadline: tokio::time::Instant) -> Result<u64> {
+        use async_nats::jetstream::stream::LastRawMessageErrorKind;
+        // Within what is left of the append's bound (SESS-31).
+        let last = tokio::time::timeout_at(deadline, self.shared.stream.get_last_raw_message_by_subject(subject)).await;
         let last = match last {
             Ok(Ok(m)) => Some(m),
-            Ok(Err(_)) => None,
-            Err(_) => return Err(self.error(subject, "the journal changed and reading it back timed out")),
+            Ok(Err(e)) if e.kind() == LastRawMessageErrorKind::NoMessageFound => None,
+            // Not knowing what is there is not evidence of another writer: say what failed instead.
+            Ok(Err(e)) => {
+                return Err(self.error(subject, format!("the publish was refused and reading back failed: {e}")));
+            }
+            Err(_) => return Err(self.error(subject, "the publish was refused and reading back timed out")),
         };
         let seen = last.as_ref().map(|m| (m.headers.get("Nats-Msg-Id").map(|v| v.as_str()), m.sequence));
         match decide(seq, &self.msg_id(seq), seen) {

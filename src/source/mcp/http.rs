@@ -12,7 +12,8 @@ use futures::stream::{BoxStream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 use std::borrow::Cow;
@@ -66,7 +67,13 @@ impl CappingClient {
         }
         let session = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let content_type = response.headers().get(CONTENT_TYPE).map(|v| v.as_bytes().to_ascii_lowercase());
-        let is = |mime: &str| content_type.as_deref().is_some_and(|ct| ct.starts_with(mime.as_bytes()));
+        // The media type alone, without parameters (`text/event-stream; charset=utf-8`).
+        let is = |mime: &str| {
+            content_type.as_deref().is_some_and(|ct| {
+                let media = ct.split(|b| *b == b';').next().unwrap_or_default();
+                media.trim_ascii() == mime.as_bytes()
+            })
+        };
         if !status.is_success() {
             return failed(status, is("application/json"), response, session).await;
         }
@@ -95,6 +102,8 @@ async fn failed(
     response: reqwest::Response,
     session: Option<String>,
 ) -> Result<StreamableHttpPostResponse, HttpError> {
+    let retry_after =
+        response.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(Ok(chunk)) = stream.next().await {
@@ -105,6 +114,10 @@ async fn failed(
     }
     if json && let Ok(error @ JsonRpcMessage::Error(_)) = serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
         return Ok(StreamableHttpPostResponse::Json(error, session));
+    }
+    // As rmcp's client reports them: the status, and when to try again.
+    if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        return Err(StreamableHttpError::HttpStatus(HttpStatusError::new(status.as_u16(), retry_after)));
     }
     let text = String::from_utf8_lossy(&body);
     Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("HTTP {status}: {text}"))))
@@ -166,6 +179,10 @@ struct Events {
     after_cr: bool,
     /// A data line's value has not started yet, so a leading space is still to be dropped.
     strip_space: bool,
+    /// Whether the stream's first bytes (a possible byte-order mark) are behind us.
+    started: bool,
+    /// The first bytes, while too few to tell a byte-order mark.
+    head: Vec<u8>,
     data: Message,
     has_data: bool,
     event: Option<String>,
@@ -173,12 +190,36 @@ struct Events {
     retry: Option<u64>,
 }
 
+/// UTF-8's byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// The longest non-data line kept (field name, event name, id, retry); longer ones are ignored.
 const SHORT_LINE: usize = 4096;
 
 impl Events {
     /// Parse `chunk`, pushing completed events onto `out`.
-    fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Sse>) {
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Sse>) {
+        if self.started {
+            return self.feed_lines(chunk, out);
+        }
+        // A byte-order mark may open the stream; it is not part of the first line.
+        if self.head.is_empty() && chunk.len() >= BOM.len() {
+            self.started = true;
+            return self.feed_lines(chunk.strip_prefix(BOM).unwrap_or(chunk), out);
+        }
+        self.head.extend_from_slice(chunk);
+        if self.head.len() < BOM.len() && BOM.starts_with(&self.head) {
+            return; // too few bytes yet to tell
+        }
+        self.started = true;
+        let head = std::mem::take(&mut self.head);
+        self.feed_lines(head.strip_prefix(BOM).unwrap_or(&head), out);
+    }
+
+    fn feed_lines(&mut self, mut chunk: &[u8], out: &mut Vec<Sse>) {
+        if chunk.is_empty() {
+            return;
+        }
         if self.after_cr && chunk.first() == Some(&b'\n') {
             chunk = &chunk[1..];
         }
@@ -408,6 +449,19 @@ mod tests {
         assert_eq!(whole[0].data.as_deref(), Some("{\"a\":\n1}"));
         assert_eq!(whole[1].data.as_deref(), Some("x"));
         assert_eq!(whole[1].retry, Some(5));
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_empty_chunks_change_nothing() {
+        let stream = b"\xEF\xBB\xBFdata: a\r\n\r\n";
+        let plain = parse(&[&stream[3..]]);
+        assert_eq!(plain.len(), 1);
+        for split in 0..stream.len() {
+            let (a, b) = stream.split_at(split);
+            assert_eq!(parse(&[a, b"", b]), plain, "split at {split}");
+        }
+        // A CR ending one chunk, then an empty chunk, then the LF: one line break, not two.
+        assert_eq!(parse(&[b"data: x\r", b"", b"\ndata: y\n\n"])[0].data.as_deref(), Some("x\ny"));
     }
 
     #[test]
