@@ -210,6 +210,9 @@ impl Running {
         self.stop.cancel();
         while self.tasks.join_next().await.is_some() {}
         let _ = self.service.stop().await;
+        // The endpoints' unsubscribes went out as the intake tasks ended; on a borrowed connection that stays open,
+        // wait until the server has processed them, so no request is routed here after this returns.
+        let _ = settle(self.nats.client()).await;
         self.nats.close().await;
     }
 }
