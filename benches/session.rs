@@ -4,40 +4,16 @@
 //! case: with a real model call (hundreds of milliseconds) and real processes per step it vanishes.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunOptions};
-use fisk_ai::llm::{Block, Response, ScriptedProvider, StopReason, Usage};
+use fisk_ai::llm::ScriptedProvider;
 use fisk_ai::session::{FileSessionStore, Journal, SessionId, SessionStore};
-use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
-use fisk_ai::{Config, async_trait};
+use fisk_ai::tool::{ToolKind, ToolSpec};
 use std::hint::black_box;
 
-struct Nop(ToolSpec);
-
-#[async_trait]
-impl Tool for Nop {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
-        ToolOutput::success("ok")
-    }
-}
-
-fn script() -> Vec<Response> {
-    let usage = Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() };
-    let mut out: Vec<Response> = (0..5)
-        .map(|t| {
-            let call = |k: u32| Block::ToolUse {
-                id: format!("c{t}{k}"),
-                name: "nop".into(),
-                input: ToolInput::from_json(format!(r#"{{"n":{k}}}"#)).unwrap(),
-            };
-            Response::new(vec![Block::text("working"), call(1), call(2)], StopReason::ToolUse, usage)
-        })
-        .collect();
-    out.push(Response::new(vec![Block::text("done")], StopReason::EndTurn, usage));
-    out
-}
+#[path = "common/scripted.rs"]
+mod scripted;
+use scripted::{Nop, script};
 
 fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();

@@ -7,45 +7,20 @@
 mod nats;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunOptions};
-use fisk_ai::llm::{Block, Message, Response, ScriptedProvider, StopReason, Usage};
+use fisk_ai::llm::{Message, ScriptedProvider};
 use fisk_ai::nats::NatsConnection;
 use fisk_ai::session::jetstream::JetStreamSessions;
 use fisk_ai::session::{FileSessionStore, JournalRecord, Payload, SessionId, SessionStore, UserRecord};
-use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
-use fisk_ai::{Config, async_trait};
+use fisk_ai::tool::{ToolKind, ToolSpec};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-struct Nop(ToolSpec);
-
-#[async_trait]
-impl Tool for Nop {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
-        ToolOutput::success("ok")
-    }
-}
-
-/// Five turns of two tool calls and an answer: meta, 5 x (turn + 2 results), the answer and terminal = 17 records.
-fn script() -> Vec<Response> {
-    let usage = Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() };
-    let mut out: Vec<Response> = (0..5)
-        .map(|t| {
-            let call = |k: u32| Block::ToolUse {
-                id: format!("c{t}{k}"),
-                name: "nop".into(),
-                input: ToolInput::from_json(format!(r#"{{"n":{k}}}"#)).unwrap(),
-            };
-            Response::new(vec![Block::text("working"), call(1), call(2)], StopReason::ToolUse, usage)
-        })
-        .collect();
-    out.push(Response::new(vec![Block::text("done")], StopReason::EndTurn, usage));
-    out
-}
+#[path = "common/scripted.rs"]
+mod scripted;
+use scripted::{Nop, script};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]

@@ -2,6 +2,7 @@
 //! directory created with mode 0700.
 
 use super::SessionId;
+use super::append::AppendGuard;
 use super::record::JournalRecord;
 use super::store::{JournalWriter, SessionEntry, SessionStore};
 use crate::config::SessionOptions;
@@ -212,10 +213,9 @@ impl SessionStore for FileSessionStore {
             let writer = FileJournal {
                 file: Arc::new(file),
                 lock: Arc::new(lock),
-                last_seq: 0,
+                guard: AppendGuard::new(0),
                 path,
                 dir: Some(store.dir),
-                failed: false,
             };
             Ok(Box::new(writer) as Box<dyn JournalWriter>)
         })
@@ -253,9 +253,8 @@ impl SessionStore for FileSessionStore {
                 }
                 file.sync_data().map_err(|e| io_error(&path, "sync", e))?;
             }
-            let last_seq = records.last().map_or(0, |r| r.seq);
-            let writer =
-                FileJournal { file: Arc::new(file), lock: Arc::new(lock), last_seq, path, dir: None, failed: false };
+            let guard = AppendGuard::new(records.last().map_or(0, |r| r.seq));
+            let writer = FileJournal { file: Arc::new(file), lock: Arc::new(lock), guard, path, dir: None };
             Ok((records, Box::new(writer) as Box<dyn JournalWriter>))
         })
         .await
@@ -321,33 +320,18 @@ struct FileJournal {
     file: Arc<File>,
     /// Shared with an in-flight write, so the lock outlives it even if the writer is dropped mid-append.
     lock: Arc<Flock<File>>,
-    last_seq: u64,
+    /// A write or sync that failed leaves the file's tail unknown, so nothing more is appended (SESS-33).
+    guard: AppendGuard,
     path: PathBuf,
     /// The directory to sync after the first record of a new journal (SESS-28).
     dir: Option<PathBuf>,
-    /// A write or sync failed: the file's tail is unknown, so nothing more is appended (SESS-33).
-    failed: bool,
 }
 
 #[async_trait]
 impl JournalWriter for FileJournal {
     async fn append(&mut self, record: &JournalRecord) -> Result<()> {
-        if self.failed {
-            return Err(Error::session(format!(
-                "{} takes no more records after a failed write; resume the session to continue",
-                self.path.display()
-            )));
-        }
-        if record.seq <= self.last_seq {
+        if !self.guard.admit(record.seq, || self.path.display().to_string())? {
             return Ok(());
-        }
-        if record.seq != self.last_seq + 1 {
-            return Err(Error::session(format!(
-                "cannot append record {} to {}: the last record is {}",
-                record.seq,
-                self.path.display(),
-                self.last_seq
-            )));
         }
         let mut line = record.to_json();
         line.push(b'\n');
@@ -366,16 +350,7 @@ impl JournalWriter for FileJournal {
             Ok(())
         })
         .await;
-        match written {
-            Ok(()) => {
-                self.last_seq = record.seq;
-                Ok(())
-            }
-            Err(e) => {
-                self.failed = true;
-                Err(e)
-            }
-        }
+        self.guard.settle(record.seq, written)
     }
 }
 

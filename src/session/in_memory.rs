@@ -1,6 +1,7 @@
 //! A process-local session store for hosts' tests and the conformance kit.
 
 use super::SessionId;
+use super::append::AppendGuard;
 use super::record::JournalRecord;
 use super::store::{JournalWriter, SessionEntry, SessionStore};
 use crate::error::{Error, Result};
@@ -95,7 +96,7 @@ impl InMemorySessionStore {
     }
 
     fn writer(&self, id: &SessionId, last_seq: u64) -> Box<dyn JournalWriter> {
-        Box::new(MemoryJournal { store: self.clone(), id: id.clone(), last_seq, failed: false })
+        Box::new(MemoryJournal { store: self.clone(), id: id.clone(), guard: AppendGuard::new(last_seq) })
     }
 }
 
@@ -160,32 +161,19 @@ impl SessionStore for InMemorySessionStore {
 struct MemoryJournal {
     store: InMemorySessionStore,
     id: SessionId,
-    last_seq: u64,
-    failed: bool,
+    guard: AppendGuard,
 }
 
 #[async_trait]
 impl JournalWriter for MemoryJournal {
     async fn append(&mut self, record: &JournalRecord) -> Result<()> {
-        if self.failed {
-            return Err(Error::session(format!(
-                "session {} (in memory) takes no more records after a failed append; resume it to continue",
-                self.id
-            )));
-        }
-        if record.seq <= self.last_seq {
+        if !self.guard.admit(record.seq, || format!("session {} (in memory)", self.id))? {
             return Ok(());
-        }
-        if record.seq != self.last_seq + 1 {
-            return Err(Error::session(format!(
-                "cannot append record {} to session {}: the last record is {}",
-                record.seq, self.id, self.last_seq
-            )));
         }
         let mut inner = self.store.lock();
         if std::mem::take(&mut inner.fail_next) {
-            self.failed = true;
-            return Err(Error::session(format!("session {} (in memory): simulated append failure", self.id)));
+            let failure = Error::session(format!("session {} (in memory): simulated append failure", self.id));
+            return self.guard.settle(record.seq, Err(failure));
         }
         let journal = inner.journals.entry(self.id.clone()).or_insert_with(|| Journal {
             lines: Vec::new(),
@@ -194,8 +182,7 @@ impl JournalWriter for MemoryJournal {
         });
         journal.lines.push(record.to_json());
         journal.updated = SystemTime::now();
-        self.last_seq = record.seq;
-        Ok(())
+        self.guard.settle(record.seq, Ok(()))
     }
 }
 

@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+mod append;
 mod backend;
 mod file;
 mod fingerprint;

@@ -3,6 +3,7 @@
 use super::{OP_TIMEOUT, Shared};
 use crate::error::{Error, Result};
 use crate::session::SessionId;
+use crate::session::append::AppendGuard;
 use crate::session::record::JournalRecord;
 use crate::session::store::JournalWriter;
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
@@ -39,11 +40,10 @@ pub struct JetStreamJournal {
     shared: Arc<Shared>,
     id: SessionId,
     nonce: String,
-    last_seq: u64,
+    /// A publish that failed leaves the journal's tail unknown, so nothing more is appended (SESS-33).
+    guard: AppendGuard,
     /// The stream sequence of the journal's last message: the fence of the next publish (0 on create).
     fence: u64,
-    /// A publish failed: the journal's tail is unknown, so nothing more is appended (SESS-33).
-    failed: bool,
 }
 
 impl fmt::Debug for JetStreamJournal {
@@ -51,9 +51,8 @@ impl fmt::Debug for JetStreamJournal {
         f.debug_struct("JetStreamJournal")
             .field("stream", &self.shared.stream_name)
             .field("session", &self.id.as_str())
-            .field("last_seq", &self.last_seq)
+            .field("guard", &self.guard)
             .field("fence", &self.fence)
-            .field("failed", &self.failed)
             .finish()
     }
 }
@@ -111,7 +110,7 @@ fn nonce() -> String {
 
 impl JetStreamJournal {
     pub(super) fn new(shared: Arc<Shared>, id: SessionId, last_seq: u64, fence: u64) -> Self {
-        JetStreamJournal { shared, id, nonce: nonce(), last_seq, fence, failed: false }
+        JetStreamJournal { shared, id, nonce: nonce(), guard: AppendGuard::new(last_seq), fence }
     }
 
     /// This writer's nonce: every message it publishes carries `Nats-Msg-Id: <nonce>-<seq>`.
@@ -121,7 +120,7 @@ impl JetStreamJournal {
 
     /// The seq of the last record in the journal.
     pub fn last_seq(&self) -> u64 {
-        self.last_seq
+        self.guard.last_seq()
     }
 
     fn msg_id(&self, seq: u64) -> String {
@@ -200,32 +199,12 @@ impl JetStreamJournal {
 #[async_trait]
 impl JournalWriter for JetStreamJournal {
     async fn append(&mut self, record: &JournalRecord) -> Result<()> {
-        if self.failed {
-            return Err(Error::session(format!(
-                "session {} (stream {}) takes no more records after a failed append; resume the session to continue",
-                self.id, self.shared.stream_name
-            )));
-        }
-        if record.seq <= self.last_seq {
+        if !self.guard.admit(record.seq, || format!("session {} (stream {})", self.id, self.shared.stream_name))? {
             return Ok(());
         }
-        if record.seq != self.last_seq + 1 {
-            return Err(Error::session(format!(
-                "cannot append record {} to session {} (stream {}): the last record is {}",
-                record.seq, self.id, self.shared.stream_name, self.last_seq
-            )));
-        }
-        match self.publish(record.seq, record.to_json()).await {
-            Ok(stream_seq) => {
-                self.fence = stream_seq;
-                self.last_seq = record.seq;
-                Ok(())
-            }
-            Err(e) => {
-                self.failed = true;
-                Err(e)
-            }
-        }
+        let published = self.publish(record.seq, record.to_json()).await;
+        self.fence = self.guard.settle(record.seq, published)?;
+        Ok(())
     }
 }
 
