@@ -110,16 +110,18 @@ impl Selection {
         self
     }
 
-    /// The trigger tag that gates `tool`, if any (GATE-1..3).
-    fn gate_for(&self, tool: &dyn Tool) -> Option<String> {
+    /// The trigger tag that gates `tool`, if any (GATE-1..3), out of `triggers`: `ai:confirm` first, then the
+    /// confirmation tags in order.
+    fn gate_for(tool: &dyn Tool, triggers: &[Arc<str>]) -> Option<Arc<str>> {
         let spec = tool.spec();
+        let confirm = || triggers[0].clone();
         if spec.kind() != ToolKind::Command {
-            return spec.confirm_opt_in().then(|| tags::CONFIRM.to_owned());
+            return spec.confirm_opt_in().then(confirm);
         }
         if spec.tags().contains(tags::CONFIRM) || spec.confirm_opt_in() {
-            return Some(tags::CONFIRM.to_owned());
+            return Some(confirm());
         }
-        spec.tags().iter().find(|t| self.confirm_tags.iter().any(|c| c == t)).map(str::to_owned)
+        spec.tags().iter().find_map(|t| triggers[1..].iter().find(|c| &***c == t).cloned())
     }
 
     /// Run the pipeline over every candidate (SEL-1), returning the ordered, uniquely named tool set.
@@ -194,10 +196,12 @@ impl Selection {
             })
         });
 
+        let triggers: Vec<Arc<str>> =
+            std::iter::once(tags::CONFIRM).chain(self.confirm_tags.iter().map(String::as_str)).map(Arc::from).collect();
         let entries = kept
             .into_iter()
             .map(|tool| {
-                let gate = self.gate_for(tool.as_ref());
+                let gate = Self::gate_for(tool.as_ref(), &triggers);
                 SelectedTool::new(tool, gate)
             })
             .collect();

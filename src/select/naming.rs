@@ -22,6 +22,10 @@ fn alias(spec: &ToolSpec) -> Option<&str> {
 /// Rename imported tools where IMPORT-5 says so. Fails when final names still collide among imported tools
 /// (IMPORT-6), naming them and suggesting a distinct alias.
 pub(crate) fn final_names(candidates: Vec<Arc<dyn Tool>>) -> Result<Vec<Arc<dyn Tool>>> {
+    // Nothing imported, the usual case: no name changes, and no tables over a large tree's every name.
+    if !candidates.iter().any(|t| t.spec().kind() == ToolKind::Imported) {
+        return Ok(candidates);
+    }
     let mut held: HashSet<&str> = candidates
         .iter()
         .map(|t| t.spec())
@@ -53,7 +57,10 @@ pub(crate) fn final_names(candidates: Vec<Arc<dyn Tool>>) -> Result<Vec<Arc<dyn 
             Arc::new(Renamed { spec: spec.clone().renamed(name), inner: t }) as Arc<dyn Tool>
         })
         .collect();
-    still_colliding(&renamed, &finals)?;
+    // Only a prefixed name can still collide here; any other collision is the selection's to report.
+    if !finals.is_empty() {
+        still_colliding(&renamed, &finals)?;
+    }
     Ok(renamed)
 }
 

@@ -2,7 +2,7 @@ use super::Tags;
 use super::schema::{self, InputError};
 use serde_json::Value;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// What kind of tool this is; it decides ordering (SEL-12), serving (MCP-7) and deferral (SEARCH-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,8 +138,14 @@ impl ToolSpec {
     /// A spec whose input schema is built by `make` the first time it is needed (a large application's tools
     /// then load without decoding every schema).
     pub fn new_lazy(name: impl Into<String>, kind: ToolKind, make: impl Fn() -> Value + Send + Sync + 'static) -> Self {
+        Self::new_lazy_from(name, kind, Arc::new(FnSchema(make)))
+    }
+
+    /// [`new_lazy`](Self::new_lazy) with a maker the tool shares (a command tool's parts build its schema, so
+    /// each of a large tree's tools costs one allocation less).
+    pub(crate) fn new_lazy_from(name: impl Into<String>, kind: ToolKind, make: Arc<dyn MakeSchema>) -> Self {
         let mut spec = Self::new(name, kind, Value::Null);
-        spec.input_schema = Schema::Lazy { cell: OnceLock::new(), make: Box::new(make) };
+        spec.input_schema = Schema::Lazy { cell: OnceLock::new(), make };
         spec
     }
 
@@ -243,7 +249,7 @@ impl ToolSpec {
     pub fn input_schema(&self) -> &Value {
         match &self.input_schema {
             Schema::Ready(v) => v,
-            Schema::Lazy { cell, make } => cell.get_or_init(make),
+            Schema::Lazy { cell, make } => cell.get_or_init(|| make.make()),
         }
     }
 
@@ -253,7 +259,7 @@ impl ToolSpec {
     pub(crate) fn input_schema_owned(&self) -> Value {
         match &self.input_schema {
             Schema::Ready(v) => v.clone(),
-            Schema::Lazy { cell, make } => cell.get().cloned().unwrap_or_else(make),
+            Schema::Lazy { cell, make } => cell.get().cloned().unwrap_or_else(|| make.make()),
         }
     }
 
@@ -299,7 +305,22 @@ impl ToolSpec {
 /// A schema given up front, or built on first use.
 enum Schema {
     Ready(Value),
-    Lazy { cell: OnceLock<Value>, make: Box<dyn Fn() -> Value + Send + Sync> },
+    Lazy { cell: OnceLock<Value>, make: Arc<dyn MakeSchema> },
+}
+
+/// What builds a lazy input schema.
+pub(crate) trait MakeSchema: Send + Sync {
+    /// The schema.
+    fn make(&self) -> Value;
+}
+
+/// A closure as a [`MakeSchema`].
+struct FnSchema<F>(F);
+
+impl<F: Fn() -> Value + Send + Sync> MakeSchema for FnSchema<F> {
+    fn make(&self) -> Value {
+        (self.0)()
+    }
 }
 
 impl Clone for ToolSpec {

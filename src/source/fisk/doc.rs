@@ -42,8 +42,8 @@ pub(crate) struct DocCmd<'a> {
     pub(crate) help_long: Cow<'a, str>,
     #[serde(default)]
     pub(crate) hidden: bool,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub(crate) tags: Vec<String>,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    pub(crate) tags: Vec<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(crate) flags: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -55,20 +55,41 @@ pub(crate) struct DocCmd<'a> {
 }
 
 /// Parse `text` (leading noise before the JSON tolerated, as [`AppModel::from_slice`](super::AppModel::from_slice)
-/// does), checking every flag and arg as the classic decode would.
+/// does). Flags and args are kept raw: [`checked`] or [`checked_while`] then checks them as the classic decode would.
 pub(crate) fn parse(text: &str) -> Option<DocApp<'_>> {
-    let app = match serde_json::from_str::<DocApp<'_>>(text) {
-        Ok(app) => app,
+    match serde_json::from_str::<DocApp<'_>>(text) {
+        Ok(app) => Some(app),
         Err(_) => {
             let start = text.find("\n{")? + 1;
-            serde_json::from_str(&text[start..]).ok()?
+            serde_json::from_str(&text[start..]).ok()
         }
-    };
-    checked(&app.commands).then_some(app)
+    }
+}
+
+/// A document at least this large is checked on a second thread while its tools are built: the check is about a
+/// third of the load, and a thread costs tens of microseconds.
+const PARALLEL_CHECK_BYTES: usize = 256 * 1024;
+
+/// Run `work` and [`checked`] side by side (on another thread when `doc_len` is large enough and one can be had),
+/// returning whether the check passed and what `work` returned.
+pub(crate) fn checked_while<R>(commands: &[DocCmd<'_>], doc_len: usize, work: impl FnOnce() -> R) -> (bool, R) {
+    if doc_len < PARALLEL_CHECK_BYTES {
+        return (checked(commands), work());
+    }
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new().name("fisk-ai-check".into()).spawn_scoped(s, || checked(commands));
+        let out = work();
+        // The check cannot panic on any input; were it to, the classic decode would report the document.
+        let ok = match spawned {
+            Ok(handle) => handle.join().unwrap_or(false),
+            Err(_) => checked(commands),
+        };
+        (ok, out)
+    })
 }
 
 /// Whether every command's flags and args decode as the classic model's would.
-fn checked(commands: &[DocCmd<'_>]) -> bool {
+pub(crate) fn checked(commands: &[DocCmd<'_>]) -> bool {
     commands.iter().all(|c| {
         c.flags.is_none_or(|f| serde_json::from_str::<SeqCheck<FlagCheck>>(f.get()).is_ok())
             && c.args.is_none_or(|a| serde_json::from_str::<SeqCheck<ArgCheck>>(a.get()).is_ok())
@@ -94,7 +115,7 @@ pub(crate) struct Shape {
 /// What a leaf keeps of the document: byte ranges into the shared text, decoded on first use.
 #[derive(Debug)]
 pub(crate) struct LeafParts {
-    text: Arc<str>,
+    text: Arc<String>,
     schema: Option<Range<usize>>,
     flags: Option<Range<usize>>,
     args: Option<Range<usize>>,
@@ -103,7 +124,7 @@ pub(crate) struct LeafParts {
 
 impl LeafParts {
     /// Parts borrowed from the shared document `text`.
-    pub(crate) fn borrowed(text: Arc<str>, cmd: &DocCmd<'_>, schema: Option<&str>) -> Self {
+    pub(crate) fn borrowed(text: Arc<String>, cmd: &DocCmd<'_>, schema: Option<&str>) -> Self {
         let range = |raw: Option<&RawValue>| raw.map(|r| range_in(&text, r.get()));
         LeafParts {
             schema: schema.map(|s| range_in(&text, s)),
@@ -116,7 +137,7 @@ impl LeafParts {
 
     /// Parts of a command the classic decode already owns: only the schema text is kept.
     pub(crate) fn owned(schema: Option<&str>, flags: Vec<FlagModel>, args: Vec<ArgModel>) -> Self {
-        let text: Arc<str> = Arc::from(schema.unwrap_or(""));
+        let text = Arc::new(schema.unwrap_or("").to_owned());
         LeafParts {
             schema: schema.map(|_| 0..text.len()),
             flags: None,

@@ -27,9 +27,10 @@ use super::{Loaded, ToolSource};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exec::{self as process, Capture, ChildEnv, RunError};
-use crate::tool::{CallContext, ExecReport, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{CallContext, ExecReport, MakeSchema, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use crate::warning::Warning;
 use async_trait::async_trait;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -218,10 +219,10 @@ impl FiskApp {
     ///
     /// A configuration error naming a `global_flags` entry that names no exposable global flag.
     pub fn tools_from_model(&self, app: AppModel) -> Result<Loaded> {
-        let globals = walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?;
-        let mut warnings = Vec::new();
-        let leaves = walk::leaves(app.commands, &mut warnings);
-        Ok(self.tools_from_leaves(globals, leaves, warnings))
+        let shared = self.shared(walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?);
+        let (mut tools, mut warnings) = (Vec::new(), Vec::new());
+        let derived = walk::leaves(app.commands, &mut warnings, |leaf| tools.push(command_tool(leaf, &shared)));
+        Ok(self.loaded(tools, warnings, derived))
     }
 
     /// Decode an introspection document and turn it into tools, as [`tools_from_model`](Self::tools_from_model)
@@ -234,54 +235,63 @@ impl FiskApp {
     /// An introspection error when the document does not decode; otherwise as
     /// [`tools_from_model`](Self::tools_from_model).
     pub fn tools_from_slice(&self, bytes: &[u8]) -> Result<Loaded> {
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            return self.tools_from_model(self.decode(bytes)?);
-        };
-        let text: Arc<str> = Arc::from(text);
-        let Some(app) = doc::parse(&text) else {
-            // The classic decode reports what is wrong exactly as it always has.
-            return self.tools_from_model(self.decode(bytes)?);
-        };
-        let globals = walk::exposed_globals(&app.flags, &self.global_flags, &self.binary)?;
-        let mut warnings = Vec::new();
-        let leaves = walk::doc_leaves(&text, app.commands, &mut warnings);
-        Ok(self.tools_from_leaves(globals, leaves, warnings))
+        self.tools_from_vec(bytes.to_vec())
     }
 
-    fn tools_from_leaves(
-        &self,
-        globals: Vec<FlagModel>,
-        (leaves, derived): (Vec<walk::Leaf>, usize),
-        mut warnings: Vec<Warning>,
-    ) -> Loaded {
+    /// [`tools_from_slice`](Self::tools_from_slice), taking the document by value: the tools keep it without a
+    /// copy. This is what [`load`](ToolSource::load) does with the introspection output.
+    ///
+    /// # Errors
+    ///
+    /// As [`tools_from_slice`](Self::tools_from_slice).
+    pub fn tools_from_vec(&self, bytes: Vec<u8>) -> Result<Loaded> {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => Arc::new(text),
+            Err(e) => return self.tools_from_model(self.decode(e.as_bytes())?),
+        };
+        // Whatever is wrong with the document, the classic decode reports it exactly as it always has.
+        let classic = || self.tools_from_model(self.decode(text.as_bytes())?);
+        let Some(app) = doc::parse(&text) else {
+            return classic();
+        };
+        let globals = match walk::exposed_globals(&app.flags, &self.global_flags, &self.binary) {
+            Ok(globals) => globals,
+            Err(e) if doc::checked(&app.commands) => return Err(e),
+            Err(_) => return classic(),
+        };
+        let shared = self.shared(globals);
+        let (mut tools, mut warnings) = (Vec::new(), Vec::new());
+        let (ok, derived) = doc::checked_while(&app.commands, text.len(), || {
+            walk::doc_leaves(&text, &app.commands, &mut warnings, |leaf| tools.push(command_tool(leaf, &shared)))
+        });
+        if !ok {
+            return classic();
+        }
+        Ok(self.loaded(tools, warnings, derived))
+    }
+
+    fn shared(&self, globals: Vec<FlagModel>) -> Arc<AppShared> {
+        Arc::new(AppShared { globals, binary: self.binary.clone(), env: self.env.clone() })
+    }
+
+    /// The tools, after the walk's warnings and TOOL-10's count of derived schemas.
+    fn loaded(&self, tools: Vec<Arc<dyn Tool>>, mut warnings: Vec<Warning>, derived: usize) -> Loaded {
         if derived > 0 {
             warnings.push(Warning::DerivedSchemas { binary: self.binary.to_path_buf(), commands: derived });
         }
-        let shared = Arc::new(AppShared { globals, binary: self.binary.clone(), env: self.env.clone() });
-        let tools = leaves
-            .into_iter()
-            .map(|leaf| {
-                let parts = Arc::new(leaf.parts);
-                let (p, app) = (parts.clone(), shared.clone());
-                let schema = move || {
-                    // Only a global merge needs the names.
-                    let names = if app.globals.is_empty() { Vec::new() } else { p.names() };
-                    if let Some(v) = p.schema().and_then(|raw| walk::input_schema_named(raw, &app.globals, &names)) {
-                        return v;
-                    }
-                    let shape = p.shape_for_schema();
-                    walk::input_schema(p.schema(), &app.globals, &shape.flags, &shape.args)
-                };
-                let spec = ToolSpec::new_lazy(leaf.name, ToolKind::Command, schema)
-                    .with_description(leaf.description)
-                    .with_plain_description(leaf.plain_description)
-                    .with_tags(leaf.tags)
-                    .with_command_path(leaf.path);
-                Arc::new(CommandTool { spec, parts, app: shared.clone() }) as Arc<dyn Tool>
-            })
-            .collect();
         Loaded { tools, warnings }
     }
+}
+
+/// One leaf as a tool, its schema built when first needed.
+fn command_tool(leaf: walk::Leaf, shared: &Arc<AppShared>) -> Arc<dyn Tool> {
+    let command = Arc::new(CommandParts { parts: leaf.parts, app: shared.clone() });
+    let spec = ToolSpec::new_lazy_from(leaf.name, ToolKind::Command, command.clone())
+        .with_description(leaf.description)
+        .with_plain_description(leaf.plain_description)
+        .with_tags(leaf.tags)
+        .with_command_path(leaf.path);
+    Arc::new(CommandTool { spec, command })
 }
 
 #[async_trait]
@@ -291,8 +301,7 @@ impl ToolSource for FiskApp {
     }
 
     async fn load(&self) -> Result<Loaded> {
-        let output = self.introspect_bytes().await?;
-        self.tools_from_slice(&output)
+        self.tools_from_vec(self.introspect_bytes().await?)
     }
 
     /// Introspection and every call run with the pipeline's scrub set added to this source's own.
@@ -308,19 +317,37 @@ struct AppShared {
     env: ChildEnv,
 }
 
+/// What a command tool and its lazily built schema share.
+struct CommandParts {
+    parts: doc::LeafParts,
+    app: Arc<AppShared>,
+}
+
+impl MakeSchema for CommandParts {
+    fn make(&self) -> Value {
+        let (p, app) = (&self.parts, &self.app);
+        // Only a global merge needs the names.
+        let names = if app.globals.is_empty() { Vec::new() } else { p.names() };
+        if let Some(v) = p.schema().and_then(|raw| walk::input_schema_named(raw, &app.globals, &names)) {
+            return v;
+        }
+        let shape = p.shape_for_schema();
+        walk::input_schema(p.schema(), &app.globals, &shape.flags, &shape.args)
+    }
+}
+
 /// One leaf command as a tool.
 struct CommandTool {
     spec: ToolSpec,
-    parts: Arc<doc::LeafParts>,
-    app: Arc<AppShared>,
+    command: Arc<CommandParts>,
 }
 
 impl CommandTool {
     fn shape(&self) -> std::result::Result<CommandShape<'_>, String> {
-        let shape = self.parts.shape().map_err(|e| format!("tool \"{}\": {e}", self.spec.name()))?;
+        let shape = self.command.parts.shape().map_err(|e| format!("tool \"{}\": {e}", self.spec.name()))?;
         Ok(CommandShape {
             path: self.spec.command_path(),
-            globals: &self.app.globals,
+            globals: &self.command.app.globals,
             flags: &shape.flags,
             args: &shape.args,
         })
@@ -331,7 +358,7 @@ impl std::fmt::Debug for CommandTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandTool")
             .field("spec", &self.spec)
-            .field("binary", &self.app.binary)
+            .field("binary", &self.command.app.binary)
             .finish_non_exhaustive()
     }
 }
@@ -394,9 +421,9 @@ impl Tool for CommandTool {
         };
         let command = argv.join(" ");
         let ran = process::run(
-            &self.app.binary,
+            &self.command.app.binary,
             &argv[..],
-            &self.app.env,
+            &self.command.app.env,
             true,
             Capture::HeadTail,
             ctx.cancel_token(),
@@ -410,7 +437,7 @@ impl Tool for CommandTool {
                 ToolOutput::exec(report, output)
             }
             Err(RunError::Spawn(e)) => {
-                ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.app.binary.display()))
+                ToolOutput::error(format!("cannot run {} for \"{command}\": {e}", self.command.app.binary.display()))
             }
             Err(RunError::Io(e)) => ToolOutput::error(format!("reading the output of \"{command}\" failed: {e}")),
             Err(RunError::TimedOut(d)) => {

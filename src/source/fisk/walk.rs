@@ -8,6 +8,7 @@ use crate::warning::Warning;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use std::borrow::{Borrow, Cow};
+use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -37,18 +38,17 @@ pub(crate) struct Leaf {
     pub(crate) parts: LeafParts,
 }
 
-/// What every leaf walk collects.
-#[derive(Default)]
-struct Walk {
-    out: Vec<Leaf>,
+/// What every leaf walk collects. Each leaf goes straight to `sink`: a large tree's leaves are never held in a
+/// list of their own.
+struct Walk<'w, F: FnMut(Leaf)> {
+    sink: F,
     derived: usize,
-    warnings: Vec<Warning>,
+    warnings: &'w mut Vec<Warning>,
 }
 
-impl Walk {
+impl<F: FnMut(Leaf)> Walk<'_, F> {
     /// The leaf at `path`, after its TAG-6/TAG-7 warnings.
-    fn leaf<S: Borrow<str>>(&mut self, path: &[S], help: &str, long: &str, tags: Vec<String>, parts: LeafParts) {
-        let tags = Tags::new(tags);
+    fn leaf<S: Borrow<str>>(&mut self, path: &[S], help: &str, long: &str, tags: Tags, parts: LeafParts) {
         // TAG-6 and TAG-7 cover every leaf, before deny stripping and filtering.
         for tag in tags.unknown_ai_tags() {
             self.warnings.push(Warning::UnknownAiTag { tag: tag.to_owned(), command: path.join(" ") });
@@ -60,7 +60,7 @@ impl Walk {
         if parts.schema().is_none() {
             self.derived += 1;
         }
-        self.out.push(Leaf {
+        (self.sink)(Leaf {
             name: path.join("_"),
             description: model_description(help, long, &tags),
             plain_description: if help.is_empty() { long.to_owned() } else { help.to_owned() },
@@ -76,10 +76,11 @@ fn object_schema(raw: Option<&RawValue>) -> Option<&str> {
     raw.map(RawValue::get).filter(|r| r.trim_start().starts_with('{'))
 }
 
-/// Walk the tree depth first in document order; hidden commands are skipped with their subtree and grouping nodes
-/// are recursed into but never tools (TOOL-8). Returns the leaves and how many derive their schema.
-pub(crate) fn leaves(commands: Vec<CmdModel>, warnings: &mut Vec<Warning>) -> (Vec<Leaf>, usize) {
-    fn walk(commands: Vec<CmdModel>, path: &mut Vec<String>, w: &mut Walk) {
+/// Walk the tree depth first in document order, handing each leaf to `sink`; hidden commands are skipped with their
+/// subtree and grouping nodes are recursed into but never tools (TOOL-8). Returns how many leaves derive their
+/// schema.
+pub(crate) fn leaves(commands: Vec<CmdModel>, warnings: &mut Vec<Warning>, sink: impl FnMut(Leaf)) -> usize {
+    fn walk<F: FnMut(Leaf)>(commands: Vec<CmdModel>, path: &mut Vec<String>, w: &mut Walk<'_, F>) {
         for cmd in commands {
             if cmd.hidden {
                 continue;
@@ -87,41 +88,47 @@ pub(crate) fn leaves(commands: Vec<CmdModel>, warnings: &mut Vec<Warning>) -> (V
             path.push(cmd.name);
             if cmd.commands.is_empty() {
                 let parts = LeafParts::owned(object_schema(cmd.restricted_schema.as_deref()), cmd.flags, cmd.args);
-                w.leaf(path, &cmd.help, &cmd.help_long, cmd.tags, parts);
+                w.leaf(path, &cmd.help, &cmd.help_long, Tags::new(cmd.tags), parts);
             } else {
                 walk(cmd.commands, path, w);
             }
             path.pop();
         }
     }
-    let mut w = Walk::default();
+    let mut w = Walk { sink, derived: 0, warnings };
     walk(commands, &mut Vec::new(), &mut w);
-    warnings.extend(w.warnings);
-    (w.out, w.derived)
+    w.derived
 }
 
 /// [`leaves`] over a borrowed document: each leaf keeps ranges of `text` instead of owned flags, args and schema.
 pub(crate) fn doc_leaves(
-    text: &Arc<str>,
-    commands: Vec<DocCmd<'_>>,
+    text: &Arc<String>,
+    commands: &[DocCmd<'_>],
     warnings: &mut Vec<Warning>,
-) -> (Vec<Leaf>, usize) {
-    fn walk<'a>(text: &Arc<str>, commands: Vec<DocCmd<'a>>, path: &mut Vec<Cow<'a, str>>, w: &mut Walk) {
-        for mut cmd in commands.into_iter().filter(|c| !c.hidden) {
-            path.push(std::mem::take(&mut cmd.name));
+    sink: impl FnMut(Leaf),
+) -> usize {
+    // The document is only borrowed: its flags and args may be checked on another thread meanwhile.
+    fn walk<'c, F: FnMut(Leaf)>(
+        text: &Arc<String>,
+        commands: &'c [DocCmd<'_>],
+        path: &mut Vec<&'c str>,
+        w: &mut Walk<'_, F>,
+    ) {
+        for cmd in commands.iter().filter(|c| !c.hidden) {
+            path.push(&cmd.name);
             if cmd.commands.is_empty() {
-                let parts = LeafParts::borrowed(text.clone(), &cmd, object_schema(cmd.restricted_schema));
-                w.leaf(path, &cmd.help, &cmd.help_long, cmd.tags, parts);
+                let parts = LeafParts::borrowed(text.clone(), cmd, object_schema(cmd.restricted_schema));
+                let tags = Tags::new(cmd.tags.iter().map(|t| t.as_ref()));
+                w.leaf(path, &cmd.help, &cmd.help_long, tags, parts);
             } else {
-                walk(text, cmd.commands, path, w);
+                walk(text, &cmd.commands, path, w);
             }
             path.pop();
         }
     }
-    let mut w = Walk::default();
+    let mut w = Walk { sink, derived: 0, warnings };
     walk(text, commands, &mut Vec::new(), &mut w);
-    warnings.extend(w.warnings);
-    (w.out, w.derived)
+    w.derived
 }
 
 /// TOOL-10 and TOOL-16: a leaf's input schema, built when first needed: the precomputed restricted schema (or one
@@ -153,22 +160,32 @@ fn close_and_merge(mut schema: Value, globals: &[FlagModel], owns: impl Fn(&str)
 
 /// TOOL-13 and TOOL-14: the description models and clients see.
 pub(crate) fn model_description(help: &str, long: &str, tags: &Tags) -> String {
-    let base = if help.is_empty() {
-        long.to_owned()
+    let (first, second) = if help.is_empty() {
+        (long, "")
     } else if long.is_empty() || help.contains(long) {
-        help.to_owned()
+        (help, "")
     } else if long.contains(help) {
-        long.to_owned()
+        (long, "")
     } else {
-        format!("{help}\n\n{long}")
+        (help, long)
     };
-    if tags.is_empty() {
-        base
-    } else if base.is_empty() {
-        format!("Tags: {tags}")
-    } else {
-        format!("{base}\n\nTags: {tags}")
+    // Written into one allocation: every command of a large tree gets one.
+    let tag_len: usize = tags.iter().map(|t| t.len() + 2).sum();
+    let mut out = String::with_capacity(first.len() + second.len() + tag_len + 12);
+    for part in [first, second].into_iter().filter(|p| !p.is_empty()) {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(part);
     }
+    if !tags.is_empty() {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        // Writing to a String cannot fail.
+        let _ = write!(out, "Tags: {tags}");
+    }
+    out
 }
 
 /// TOOL-10: a restricted schema from the flags and args, for applications built with fisk older than v0.9.0.
