@@ -1,5 +1,6 @@
 //! a2a serving throughput over loopback NATS, against spawning the same command directly at the same concurrency
 //! in the same run (target: at least 0.8x of that ceiling at concurrency 1 and 8), and discovery latency.
+//! `nats_round_trip` is the transport's floor: the same requests answered at once by a bare responder.
 //!
 //! The traffic is what a peer sends: one connection per caller process, plain NATS requests carrying a v1 tool
 //! request to `choria.fisk-ai.tool.<identity>`, answered through the queue group. It needs `nats-server` on PATH
@@ -35,6 +36,30 @@ async fn call(client: &async_nats::Client) {
     let body = request("io.choria.fisk-ai.v1.tool.request", r#","name":"echo","input":{"words":["hello"]}"#);
     let reply = client.request("choria.fisk-ai.tool.bench", body.into()).await.unwrap();
     assert!(reply.payload.windows(7).any(|w| w == b"hello\\n"), "{:?}", reply.payload);
+}
+
+/// A responder that answers every request on `bench.echo` with its own body at once: the transport's floor, the
+/// round trip every a2a call pays on top of the spawn.
+fn echo_responder(rt: &tokio::runtime::Runtime, url: &str) -> tokio::task::JoinHandle<()> {
+    let (client, mut sub) = rt.block_on(async {
+        let client = async_nats::connect(url).await.unwrap();
+        let sub = client.subscribe("bench.echo").await.unwrap();
+        client.flush().await.unwrap();
+        (client, sub)
+    });
+    rt.spawn(async move {
+        use futures::StreamExt;
+        while let Some(msg) = sub.next().await {
+            if let Some(reply) = msg.reply {
+                let _ = client.publish(reply, msg.payload).await;
+            }
+        }
+    })
+}
+
+async fn echo(client: &async_nats::Client) {
+    let body = request("io.choria.fisk-ai.v1.tool.request", r#","name":"echo","input":{"words":["hello"]}"#);
+    black_box(client.request("bench.echo", body.into()).await.unwrap());
 }
 
 fn discovery_report(rt: &tokio::runtime::Runtime, client: &async_nats::Client) {
@@ -74,6 +99,7 @@ fn benches(c: &mut Criterion) {
     let url = nats.url();
     let connect = || rt.block_on(async_nats::connect(&url)).unwrap();
     discovery_report(&rt, &connect());
+    let _echo = echo_responder(&server_rt, &url);
 
     let mut g = c.benchmark_group("a2a");
     g.sample_size(20).measurement_time(Duration::from_secs(8));
@@ -86,6 +112,9 @@ fn benches(c: &mut Criterion) {
         let clients: Vec<async_nats::Client> = (0..n).map(|_| connect()).collect();
         g.bench_with_input(BenchmarkId::new("a2a_tool_request", n), &n, |b, _| {
             b.iter(|| rt.block_on(async { black_box(futures::future::join_all(clients.iter().map(call)).await) }))
+        });
+        g.bench_with_input(BenchmarkId::new("nats_round_trip", n), &n, |b, _| {
+            b.iter(|| rt.block_on(async { black_box(futures::future::join_all(clients.iter().map(echo)).await) }))
         });
     }
     g.finish();

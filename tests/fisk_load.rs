@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use fisk_ai::ToolSource;
-use fisk_ai::source::fisk::FiskApp;
+use fisk_ai::source::fisk::{AppModel, FiskApp};
 use fisk_ai::tool::{Tool, ToolKind};
 use fisk_ai::{ErrorKind, Warning};
 use serde_json::json;
@@ -416,4 +416,34 @@ fn the_fast_load_path_rejects_what_the_classic_decode_rejects_with_the_same_erro
     let doc = "Loading\n{\"commands\":[{\"name\":\"a\",\"flags\":null,\"args\":null,\"tags\":null}]}";
     let fast = FiskApp::new("app").tools_from_slice(doc.as_bytes()).unwrap();
     assert_eq!(names(&fast.tools), ["a"]);
+}
+
+/// A document over 256 KiB, whose flags and args the fast path checks on a second thread while it builds the
+/// tools: `last_flags` are the flags of its last leaf.
+fn large_doc(last_flags: &str) -> String {
+    let help = "h".repeat(700);
+    let mut leaves: Vec<String> =
+        (0..400).map(|i| format!(r#"{{"name":"c{i}","help":"{help}","flags":[{{"name":"f","help":"x"}}]}}"#)).collect();
+    leaves.push(format!(r#"{{"name":"last","flags":{last_flags}}}"#));
+    let doc =
+        format!(r#"{{"name":"big","flags":[{{"name":"context","help":"c"}}],"commands":[{}]}}"#, leaves.join(","));
+    assert!(doc.len() > 256 * 1024);
+    doc
+}
+
+#[test]
+fn a_large_document_is_checked_as_a_small_one_and_rejected_with_the_classic_error() {
+    let good = large_doc(r#"[{"name":"x"}]"#);
+    let classic = FiskApp::new("app").tools_from_model(AppModel::from_slice(good.as_bytes()).unwrap()).unwrap();
+    let fast = FiskApp::new("app").tools_from_vec(good.into_bytes()).unwrap();
+    assert_eq!(described(&classic), described(&fast));
+    assert_eq!(fast.tools.len(), 401);
+
+    let bad = large_doc(r#"[{"name":"x","required":"yes"}]"#);
+    let classic = AppModel::from_slice(bad.as_bytes()).unwrap_err();
+    let fast = FiskApp::new("app").tools_from_vec(bad.clone().into_bytes()).unwrap_err();
+    assert!(format!("{fast:#}").ends_with(&classic.to_string()), "{fast:#} vs {classic}");
+    // A document that does not decode is reported before a `global_flags` entry it cannot satisfy.
+    let fast = FiskApp::new("app").with_global_flags(["nope"]).tools_from_vec(bad.into_bytes()).unwrap_err();
+    assert!(format!("{fast:#}").ends_with(&classic.to_string()), "{fast:#} vs {classic}");
 }
