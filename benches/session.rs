@@ -13,7 +13,7 @@ use std::hint::black_box;
 
 #[path = "common/scripted.rs"]
 mod scripted;
-use scripted::{Nop, script};
+use scripted::{FakeTool, script};
 
 fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -27,7 +27,7 @@ fn benches(c: &mut Criterion) {
                 .config(config.clone())
                 .provider(provider)
                 .session_store(store.clone())
-                .tool(Nop(ToolSpec::new("nop", ToolKind::Custom, schema.clone())))
+                .tool(FakeTool(ToolSpec::new("nop", ToolKind::Custom, schema.clone())))
                 .build(),
         )
         .unwrap()

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 #[path = "common/scripted.rs"]
 mod scripted;
-use scripted::{Nop, script};
+use scripted::{FakeTool, script};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
@@ -77,7 +77,7 @@ fn benches(c: &mut Criterion) {
                 .config(config.clone())
                 .provider(ScriptedProvider::new(script()))
                 .session_store_arc(store.clone())
-                .tool(Nop(ToolSpec::new("nop", ToolKind::Custom, schema.clone())))
+                .tool(FakeTool(ToolSpec::new("nop", ToolKind::Custom, schema.clone())))
                 .build(),
         )
         .unwrap()

@@ -1,22 +1,14 @@
 //! The scripted run the session benches share: an in-process tool that answers at once and five turns of two calls
 //! each, so the journal is the only I/O of a checkpointed run.
 
-use fisk_ai::async_trait;
 use fisk_ai::llm::{Block, Response, StopReason, Usage};
-use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolOutput, ToolSpec};
+use fisk_ai::tool::ToolInput;
 
-/// A tool that does nothing and succeeds.
-pub struct Nop(pub ToolSpec);
-
-#[async_trait]
-impl Tool for Nop {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
-        ToolOutput::success("ok")
-    }
-}
+// The tests' own double: a tool that answers `ok` at once.
+#[path = "../../tests/common/tools.rs"]
+#[allow(dead_code, reason = "the benches use the tool, not its shared form")]
+mod tools;
+pub use tools::FakeTool;
 
 /// Five turns of two `nop` calls and an answer: meta, 5 x (turn + 2 results), the answer and terminal = 17 records.
 pub fn script() -> Vec<Response> {
