@@ -78,6 +78,15 @@ pub fn fencing_binary() -> PathBuf {
     }
 }
 
+/// Whether a NATS server answers on `port`: its first bytes are `INFO `.
+fn greets(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut head = [0u8; 5];
+    stream.read_exact(&mut head).is_ok() && &head == b"INFO "
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -100,20 +109,39 @@ impl NatsServer {
 
     fn start_bin(bin: PathBuf, extra: &str) -> NatsServer {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let store = dir.path().join("js");
         let conf = dir.path().join("server.conf");
-        let text = format!(
-            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\n{extra}\n",
-            store.display().to_string()
-        );
-        std::fs::write(&conf, text).unwrap();
-        let mut server = NatsServer { child: None, port, conf, dir, bin };
-        server.spawn();
-        server
+        let mut server = NatsServer { child: None, port: 0, conf, dir, bin };
+        // A port picked by binding :0 and releasing it can be taken by anyone before the server binds it; then
+        // the server exits and is started again on a fresh one.
+        for _ in 0..5 {
+            server.port = free_port();
+            let text = format!(
+                "listen: 127.0.0.1:{}\njetstream {{ store_dir: {:?} }}\n{extra}\n",
+                server.port,
+                store.display().to_string()
+            );
+            std::fs::write(&server.conf, text).unwrap();
+            if server.spawn_once() {
+                return server;
+            }
+        }
+        panic!("nats-server did not start on any of five ports: {}", server.log())
     }
 
     fn spawn(&mut self) {
+        for _ in 0..5 {
+            if self.spawn_once() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("nats-server did not listen on {} again: {}", self.port, self.log())
+    }
+
+    /// Start the child and wait until it says it is ready and the port, not some other listener (nor a TCP
+    /// self-connect), greets with `INFO`. False when the child exited first (its port was taken).
+    fn spawn_once(&mut self) -> bool {
         let log = std::fs::File::create(self.dir.path().join("server.log")).unwrap();
         let child = Command::new(&self.bin)
             .arg("-c")
@@ -125,7 +153,15 @@ impl NatsServer {
             .unwrap();
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        loop {
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
+                self.child = None;
+                return false;
+            }
+            // Its own log says it listens; the greeting proves the port is its.
+            if self.log().contains("Server is ready") && greets(self.port) {
+                return true;
+            }
             assert!(Instant::now() < deadline, "nats-server did not listen on {}: {}", self.port, self.log());
             std::thread::sleep(Duration::from_millis(20));
         }
