@@ -22,7 +22,19 @@ struct Served {
 
 impl Served {
     fn start() -> Served {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // A port picked by binding :0 can be taken before the child binds it; the child then exits and is
+        // started again on a fresh one.
+        for _ in 0..5 {
+            if let Some(served) =
+                Self::start_on(std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port())
+            {
+                return served;
+            }
+        }
+        panic!("cli mcp did not start listening on any of five ports");
+    }
+
+    fn start_on(port: u16) -> Option<Served> {
         let mut child = Command::new(example("cli"))
             .args(["mcp", "--config", "examples/cowsay/agent.yaml", "--port", &port.to_string()])
             .current_dir(root())
@@ -32,14 +44,17 @@ impl Served {
             .spawn()
             .unwrap();
         for _ in 0..300 {
+            if child.try_wait().unwrap().is_some() {
+                return None;
+            }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Served { child, url: format!("http://127.0.0.1:{port}/") };
+                return Some(Served { child, url: format!("http://127.0.0.1:{port}/") });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = child.kill();
         let _ = child.wait();
-        panic!("cli mcp did not start listening");
+        panic!("cli mcp did not start listening on {port}");
     }
 }
 
