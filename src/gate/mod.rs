@@ -13,7 +13,7 @@ mod terminal;
 pub(crate) mod tty;
 
 pub use quote::{display_argv, quote_arg};
-pub use sanitize::{PROMPT_LIMIT, escape_invisible, sanitize};
+pub use sanitize::{PROMPT_LIMIT, clean_text, escape_invisible, sanitize};
 #[cfg(feature = "terminal")]
 pub use terminal::TerminalGate;
 

@@ -89,6 +89,85 @@ pub fn escape_invisible(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Make text an imported tool brings with it (its description, its schema's descriptions, a server's
+/// instructions) safe to hand to a model, keeping its layout: terminal escape sequences (CSI, OSC, DCS and the other
+/// ESC- or C1-introduced sequences, payload included) are removed, every other C0 and C1 control and DEL is dropped
+/// except newline and tab, and invisible format characters are shown as escapes (see [`escape_invisible`]).
+/// Unlike [`sanitize`] nothing is collapsed or cut. Text with nothing to clean is returned borrowed.
+///
+/// ```
+/// use fisk_ai::gate::clean_text;
+///
+/// assert_eq!(clean_text("List\tfiles\n\u{1b}]8;;http://evil\u{7}here\u{1b}]8;;\u{7}"), "List\tfiles\nhere");
+/// assert_eq!(clean_text("a\u{1b}[2Jb\u{9b}31mc\u{85}d"), "abcd");
+/// assert_eq!(clean_text("read \u{202e}txt"), "read \\u{202e}txt");
+/// ```
+pub fn clean_text(text: &str) -> Cow<'_, str> {
+    let dirty = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_invisible(c);
+    if !text.chars().any(dirty) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut state = Seq::Text;
+    for c in text.chars() {
+        state = match state {
+            Seq::Text => match c {
+                '\u{1b}' => Seq::Escape,
+                '\u{9b}' => Seq::Csi,
+                // DCS, SOS, OSC, PM and APC: strings ended by ST (or BEL).
+                '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => Seq::Str,
+                '\n' | '\t' => {
+                    out.push(c);
+                    Seq::Text
+                }
+                c if c.is_control() => Seq::Text,
+                c if is_invisible(c) => {
+                    out.push_str(&escape(c));
+                    Seq::Text
+                }
+                c => {
+                    out.push(c);
+                    Seq::Text
+                }
+            },
+            Seq::Escape => match c {
+                '[' => Seq::Csi,
+                ']' | 'P' | 'X' | '^' | '_' => Seq::Str,
+                // Intermediate bytes (ESC ( B and the like) take one more character.
+                '\u{20}'..='\u{2f}' => Seq::Escape,
+                _ => Seq::Text,
+            },
+            // Parameters and intermediates until the final byte (0x40..=0x7e); a control ends it too.
+            Seq::Csi => match c {
+                '\u{40}'..='\u{7e}' => Seq::Text,
+                c if c.is_control() => Seq::Text,
+                _ => Seq::Csi,
+            },
+            Seq::Str => match c {
+                '\u{7}' | '\u{9c}' => Seq::Text,
+                '\u{1b}' => Seq::StrEscape,
+                _ => Seq::Str,
+            },
+            // ESC \\ is the string terminator; any other ESC inside the string is swallowed with it.
+            Seq::StrEscape => match c {
+                '\\' => Seq::Text,
+                _ => Seq::Str,
+            },
+        };
+    }
+    Cow::Owned(out)
+}
+
+/// Where [`clean_text`] is: in text, or inside an escape sequence being removed.
+#[derive(Clone, Copy)]
+enum Seq {
+    Text,
+    Escape,
+    Csi,
+    Str,
+    StrEscape,
+}
+
 /// Whether `c` is a format character (general category Cf).
 fn is_invisible(c: char) -> bool {
     // ASCII is never Cf; skipping the lookup keeps the common case cheap.
@@ -185,5 +264,25 @@ mod tests {
         assert_eq!(sanitize(hostile, 100), r"rm \u{202e}-rf\u{200b} /tmp");
         // Layout-preserving form: only the format characters change.
         assert_eq!(escape_invisible("one\u{200b}\n  two\u{feff}"), "one\\u{200b}\n  two\\u{feff}");
+    }
+
+    #[test]
+    fn clean_text_removes_sequences_and_controls_but_keeps_layout() {
+        assert_eq!(clean_text("plain\n\ttext"), "plain\n\ttext");
+        assert!(matches!(clean_text("plain\n\ttext"), Cow::Borrowed(_)));
+        // CSI with parameters, OSC ended by BEL and by ST, DCS, a two-byte escape with an intermediate.
+        let hostile = "a\u{1b}[1;31mb\u{1b}]0;title\u{7}c\u{1b}]8;;x\u{1b}\\d\u{1b}Pq#0\u{1b}\\e\u{1b}(Bf";
+        assert_eq!(clean_text(hostile), "abcdef");
+        // C1 forms, other C0 controls, DEL, carriage returns.
+        assert_eq!(clean_text("a\u{9b}2Kb\u{9d}osc\u{9c}c\u{0}\u{8}\u{7f}\r\nd\u{85}"), "abc\nd");
+        // Format characters are escaped, never dropped silently.
+        assert_eq!(clean_text("x\u{200b}y\u{e0041}"), r"x\u{200b}y\u{e0041}");
+        // An unterminated OSC swallows the rest: nothing of its payload reaches the model.
+        assert_eq!(clean_text("ok\u{1b}]52;c;payload"), "ok");
+        for s in ["\u{1b}", "\u{1b}[", "\u{9b}", "\u{1b}]", "\u{1b}]\u{1b}"] {
+            assert_eq!(clean_text(&format!("{s}")), "", "{s:?}");
+        }
+        let once = clean_text(hostile).into_owned();
+        assert_eq!(clean_text(&once), once, "cleaning twice changes nothing");
     }
 }
