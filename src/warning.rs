@@ -33,7 +33,7 @@ pub enum Warning {
         /// The conflicting tags, in the command's tag order.
         tags: Vec<String>,
     },
-    /// GATE-4: a `harness.confirm_tags` entry that matches no loaded command tool.
+    /// GATE-4: a `harness.confirm_tags` entry that matches no loaded tool.
     UnmatchedConfirmTag {
         /// The entry.
         tag: String,
@@ -199,7 +199,7 @@ impl fmt::Display for Warning {
                 write!(f, "command \"{command}\" has conflicting behavior tags: {}", tags.join(", "))
             }
             Warning::UnmatchedConfirmTag { tag } => {
-                write!(f, "harness.confirm_tags entry \"{tag}\" matches no loaded command; nothing is gated by it")
+                write!(f, "harness.confirm_tags entry \"{tag}\" matches no loaded tool; nothing is gated by it")
             }
             Warning::DerivedSchemas { binary, commands } => write!(
                 f,

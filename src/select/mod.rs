@@ -91,8 +91,8 @@ impl Selection {
         self
     }
 
-    /// Gate command tools carrying any of these tags, besides `ai:confirm` (GATE-1). Normalized: trimmed, empties
-    /// dropped, duplicates removed (CFG-11).
+    /// Gate tools carrying any of these tags, besides `ai:confirm` (GATE-1), whatever their source (GATE-18).
+    /// Normalized: trimmed, empties dropped, duplicates removed (CFG-11).
     #[must_use]
     pub fn with_confirm_tags<I, S>(mut self, tags: I) -> Self
     where
@@ -110,16 +110,13 @@ impl Selection {
         self
     }
 
-    /// The trigger tag that gates `tool`, if any (GATE-1..3), out of `triggers`: `ai:confirm` first, then the
-    /// confirmation tags in order.
+    /// The trigger tag that gates `tool`, if any (GATE-1..3, GATE-18), out of `triggers`: `ai:confirm` first, then
+    /// the confirmation tags in order. Every kind of tool is gated by its tags, not only commands: a host tool or a
+    /// remote agent's tool tagged `ai:confirm` must never run unasked, as `ai:deny` strips any tool.
     fn gate_for(tool: &dyn Tool, triggers: &[Arc<str>]) -> Option<Arc<str>> {
         let spec = tool.spec();
-        let confirm = || triggers[0].clone();
-        if spec.kind() != ToolKind::Command {
-            return spec.confirm_opt_in().then(confirm);
-        }
         if spec.tags().contains(tags::CONFIRM) || spec.confirm_opt_in() {
-            return Some(confirm());
+            return Some(triggers[0].clone());
         }
         spec.tags().iter().find_map(|t| triggers[1..].iter().find(|c| &***c == t).cloned())
     }
@@ -162,9 +159,9 @@ impl Selection {
             kept.remove(i);
         }
 
-        // GATE-4: confirm tags matching no loaded (deny-stripped) command.
+        // GATE-4: confirm tags matching no loaded (deny-stripped) tool, whatever its source (GATE-18).
         for tag in &self.confirm_tags {
-            let used = kept.iter().any(|t| t.spec().kind() == ToolKind::Command && t.spec().tags().contains(tag));
+            let used = kept.iter().any(|t| t.spec().tags().contains(tag));
             if !used {
                 warnings.push(Warning::UnmatchedConfirmTag { tag: tag.clone() });
             }

@@ -52,6 +52,11 @@ impl std::fmt::Debug for Loaded {
 
 /// A provider of tools, loaded once per agent build.
 ///
+/// The tags on each tool's [`ToolSpec`](crate::tool::ToolSpec) are honoured whatever the source (GATE-18): a tool
+/// tagged `ai:deny` is stripped, and one tagged `ai:confirm` or with any `harness.confirm_tags` entry is gated
+/// before it runs, on every surface. A source whose tools cannot carry tags says so (MCP imports and remote agents:
+/// their protocols carry none, so gate them with the entry's `confirm` instead).
+///
 /// ```
 /// use async_trait::async_trait;
 /// use fisk_ai::source::{Loaded, ToolSource};

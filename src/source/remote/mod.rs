@@ -5,7 +5,9 @@
 //! and reads the agent card. A reply that is too large, not JSON, of the wrong protocol or against the schema, or
 //! the services framework's error reply, fails the whole host (and so the run: IMPORT-7); a tool with an empty
 //! description is skipped with a warning. The host's `include` then `exclude` pick tools by name (IMPORT-2), and
-//! the tools join the one assembly pipeline, where final naming (IMPORT-5/6) and selection apply.
+//! the tools join the one assembly pipeline, where final naming (IMPORT-5/6) and selection apply. A card carries
+//! no tags (a serving agent never offers a gated tool, A2A-4), so imported tools are neither stripped nor gated by
+//! tag.
 //!
 //! Each call is one tool request on the host's tool subject, bounded by the smaller of the call's timeout and the
 //! source's, and by the call's cancellation. The outgoing request is checked against the schema first, so a

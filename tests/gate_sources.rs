@@ -1,0 +1,137 @@
+//! GATE-18: `ai:confirm` and `harness.confirm_tags` gate every tool that carries the tag, whatever its source: a
+//! host's own `ToolSource`, a host tool added to the builder, not only the application's commands. Each host tool
+//! counts its real calls, so "it never ran" is observed, not inferred from a result.
+
+mod common;
+
+use common::gate::RecordingGate;
+use common::turns::{call, done, turn};
+use fisk_ai::agent::{Agent, RunOptions};
+use fisk_ai::async_trait;
+use fisk_ai::gate::Decision;
+use fisk_ai::llm::ScriptedProvider;
+use fisk_ai::source::{Loaded, ToolSource};
+use fisk_ai::tool::{CallContext, Tags, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A host tool with tags of its own that counts the times it really ran.
+struct Counted {
+    spec: ToolSpec,
+    runs: Arc<AtomicUsize>,
+}
+
+impl Counted {
+    fn new(name: &str, tags: &[&str]) -> (Self, Arc<AtomicUsize>) {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let spec = ToolSpec::new(name, ToolKind::Custom, serde_json::json!({"type": "object"}))
+            .with_description("a host tool")
+            .with_tags(Tags::new(tags.iter().copied()));
+        (Counted { spec, runs: runs.clone() }, runs)
+    }
+}
+
+#[async_trait]
+impl Tool for Counted {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    async fn call(&self, _: &ToolInput, _: &CallContext) -> ToolOutput {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        ToolOutput::success("done")
+    }
+}
+
+/// A host source handing out the tools it was given, as a plug-in that knows nothing of fisk would.
+struct HostSource(std::sync::Mutex<Vec<Arc<dyn Tool>>>);
+
+#[async_trait]
+impl ToolSource for HostSource {
+    fn name(&self) -> &str {
+        "host"
+    }
+    async fn load(&self) -> fisk_ai::Result<Loaded> {
+        Ok(Loaded::new(self.0.lock().unwrap().clone()))
+    }
+}
+
+fn config(confirm_tags: &str) -> fisk_ai::Config {
+    fisk_ai::Config::from_yaml_str(&format!(
+        "identity: hosted\nsystem_prompt: s\nllm:\n  model: m\nharness:\n  confirm_tags: [{confirm_tags}]\n"
+    ))
+    .unwrap()
+}
+
+/// One run of the scripted turn; what matters is what the gate was asked and what ran.
+async fn run_once(agent: Agent) {
+    let _ = agent.run("go", RunOptions::new()).await;
+}
+
+async fn agent_with_source(tool: Counted, confirm_tags: &str, gate: RecordingGate, script: &str) -> Agent {
+    let provider = Arc::new(ScriptedProvider::new([turn(vec![call("1", script)]), done()]));
+    Agent::builder()
+        .config(config(confirm_tags))
+        .provider_arc(provider)
+        .gate(gate)
+        .source(HostSource(std::sync::Mutex::new(vec![Arc::new(tool)])))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn gate_18_a_host_sources_ai_confirm_tool_is_gated_and_a_decline_runs_nothing() {
+    let (tool, runs) = Counted::new("purge", &["ai:confirm"]);
+    let (gate, log) = RecordingGate::new(&[Decision::Decline]);
+    let agent = agent_with_source(tool, "", gate, "purge").await;
+    assert_eq!(agent.toolset().get("purge").and_then(|t| t.gate_trigger()), Some("ai:confirm"));
+    run_once(agent).await;
+    assert_eq!(log.asked(), ["purge"], "the gate was asked before the host tool ran");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a declined host tool ran");
+}
+
+#[tokio::test]
+async fn gate_18_a_host_sources_tool_with_a_confirm_tags_tag_is_gated_and_runs_once_approved() {
+    let (tool, runs) = Counted::new("scale", &["impact:rw"]);
+    let (gate, log) = RecordingGate::new(&[Decision::Once]);
+    let agent = agent_with_source(tool, "impact:rw", gate, "scale").await;
+    assert_eq!(agent.toolset().get("scale").and_then(|t| t.gate_trigger()), Some("impact:rw"));
+    assert!(
+        !agent.warnings().iter().any(|w| w.kind() == "unmatched_confirm_tag"),
+        "a confirm tag matching a host tool was reported as matching nothing: {:?}",
+        agent.warnings()
+    );
+    run_once(agent).await;
+    assert_eq!(log.asked(), ["scale"]);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the approved host tool ran exactly once");
+}
+
+#[tokio::test]
+async fn gate_18_a_host_tool_added_to_the_builder_is_gated_by_its_tag_too() {
+    let (tool, runs) = Counted::new("drain", &["ops:danger"]);
+    let (gate, log) = RecordingGate::new(&[Decision::Decline]);
+    let provider = Arc::new(ScriptedProvider::new([turn(vec![call("1", "drain")]), done()]));
+    let agent = Agent::builder()
+        .config(config("ops:danger"))
+        .provider_arc(provider)
+        .gate(gate)
+        .tool(tool)
+        .build()
+        .await
+        .unwrap();
+    run_once(agent).await;
+    assert_eq!(log.asked(), ["drain"]);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn gate_18_an_untagged_host_tool_runs_without_asking() {
+    // The control: gating follows the tags, it does not ask for every host tool.
+    let (tool, runs) = Counted::new("status", &["impact:ro"]);
+    let (gate, log) = RecordingGate::new(&[]);
+    let agent = agent_with_source(tool, "impact:rw", gate, "status").await;
+    assert_eq!(agent.toolset().get("status").and_then(|t| t.gate_trigger()), None);
+    run_once(agent).await;
+    assert!(log.asked().is_empty());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
