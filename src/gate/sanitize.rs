@@ -280,7 +280,7 @@ mod tests {
         // An unterminated OSC swallows the rest: nothing of its payload reaches the model.
         assert_eq!(clean_text("ok\u{1b}]52;c;payload"), "ok");
         for s in ["\u{1b}", "\u{1b}[", "\u{9b}", "\u{1b}]", "\u{1b}]\u{1b}"] {
-            assert_eq!(clean_text(&format!("{s}")), "", "{s:?}");
+            assert_eq!(clean_text(s), "", "{s:?}");
         }
         let once = clean_text(hostile).into_owned();
         assert_eq!(clean_text(&once), once, "cleaning twice changes nothing");

@@ -19,13 +19,12 @@ pub use scripted::{RecordedRequest, ScriptedProvider};
 
 mod error;
 #[cfg(any(feature = "anthropic", feature = "openai"))]
-pub(crate) mod http_debug;
+#[cfg_attr(docsrs, doc(cfg(any(feature = "anthropic", feature = "openai"))))]
+pub mod http;
 mod message;
 mod observe;
 mod provider;
 mod registry;
-#[cfg(any(feature = "anthropic", feature = "openai"))]
-pub(crate) mod retry;
 #[cfg(any(feature = "anthropic", feature = "openai"))]
 pub(crate) mod schema;
 

@@ -10,19 +10,19 @@ mod wire;
 
 // Kept here too: the observer types were first published under this module.
 pub use crate::llm::observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
-use crate::llm::{http_debug as debug, retry};
 
-use crate::config::{check_http_url, format_duration};
-use crate::error::{Error, ErrorKind};
+use crate::config::check_http_url;
+use crate::error::Error;
 use crate::exec::PROVIDER_CREDENTIALS;
-use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan};
+use crate::llm::http::{Attempt, Decoded, HttpCore, RenderCache, RetryPolicy, SseEvents, WireFormat};
+use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response};
 use async_trait::async_trait;
 use bytes::Bytes;
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::header::HeaderValue;
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The provider id stamped into session fingerprints (PROV-4).
 pub const PROVIDER_ID: &str = "anthropic";
@@ -31,12 +31,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent with every request.
 pub const API_VERSION: &str = "2023-06-01";
 /// The default per-attempt timeout (`llm.budget.call_timeout`, BUDGET-4).
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+pub const DEFAULT_CALL_TIMEOUT: Duration = crate::llm::http::DEFAULT_CALL_TIMEOUT;
 /// How many times a failed call is retried by default.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
-
-/// Plans whose rendered tools are kept; an agent has one, a process serving a few agents a handful.
-const TOOLS_CACHE_SIZE: usize = 8;
 
 /// This provider's own credential variables (PROV-16): the shared list also holds other providers' names.
 fn credentials() -> impl Iterator<Item = &'static str> {
@@ -98,16 +95,10 @@ fn credentials() -> impl Iterator<Item = &'static str> {
 /// # }
 /// ```
 pub struct AnthropicProvider {
-    api_key: Option<HeaderValue>,
-    url: String,
-    client: Result<reqwest::Client, String>,
-    call_timeout: Duration,
-    max_retries: u32,
-    backoff_base: Duration,
-    backoff_max: Duration,
+    http: HttpCore,
+    wire: Messages,
     streaming: bool,
-    observers: Vec<Arc<dyn WireObserver>>,
-    tools: Mutex<Vec<(u64, Arc<[u8]>)>>,
+    tools: RenderCache,
     caps: Caps,
 }
 
@@ -122,21 +113,13 @@ impl AnthropicProvider {
             v.set_sensitive(true);
             v
         });
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("fisk-ai/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| stream::chain(&e));
         AnthropicProvider {
-            api_key,
-            url: endpoint(DEFAULT_BASE_URL),
-            client,
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            max_retries: DEFAULT_MAX_RETRIES,
-            backoff_base: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(8),
+            http: HttpCore::new(endpoint(DEFAULT_BASE_URL))
+                .with_call_timeout(DEFAULT_CALL_TIMEOUT)
+                .with_retry(RetryPolicy::new().with_max_retries(DEFAULT_MAX_RETRIES)),
+            wire: Messages { api_key },
             streaming: true,
-            observers: Vec::new(),
-            tools: Mutex::new(Vec::new()),
+            tools: RenderCache::default(),
             caps: Caps::new(PROVIDER_ID).with_tool_search(true).with_credentials(credentials()),
         }
     }
@@ -146,7 +129,8 @@ impl AnthropicProvider {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Config`] when `ANTHROPIC_API_KEY` is unset or empty, or `ANTHROPIC_BASE_URL` fails
+    /// [`ErrorKind::Config`](crate::error::ErrorKind::Config) when `ANTHROPIC_API_KEY` is unset or empty, or
+    /// `ANTHROPIC_BASE_URL` fails
     /// [`with_base_url`](Self::with_base_url)'s check.
     pub fn from_env() -> crate::error::Result<Self> {
         let key = std::env::var("ANTHROPIC_API_KEY").ok().filter(|k| !k.trim().is_empty()).ok_or_else(|| {
@@ -167,12 +151,13 @@ impl AnthropicProvider {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Config`], naming the URL and the setting, for a URL that fails the PROV-7 check.
+    /// [`ErrorKind::Config`](crate::error::ErrorKind::Config), naming the URL and the setting, for a URL that fails the
+    /// PROV-7 check.
     pub fn with_base_url(mut self, url: impl AsRef<str>) -> crate::error::Result<Self> {
         let url = url.as_ref().trim();
         check_http_url(url)
             .map_err(|e| Error::config(format!("invalid base URL {url:?} (--base-url / ANTHROPIC_BASE_URL): {e}")))?;
-        self.url = endpoint(url);
+        self.http = self.http.with_url(endpoint(url));
         Ok(self)
     }
 
@@ -180,7 +165,7 @@ impl AnthropicProvider {
     /// timed-out attempt is retried like a 5xx.
     #[must_use]
     pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
-        self.call_timeout = timeout;
+        self.http = self.http.with_call_timeout(timeout);
         self
     }
 
@@ -189,7 +174,8 @@ impl AnthropicProvider {
     /// `x-should-retry` header overrides that choice.
     #[must_use]
     pub fn with_max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
+        let policy = self.http.retry().with_max_retries(retries);
+        self.http = self.http.with_retry(policy);
         self
     }
 
@@ -197,8 +183,16 @@ impl AnthropicProvider {
     /// own (`retry-after-ms`, `retry-after`; a wait over a minute is not honored).
     #[must_use]
     pub fn with_backoff(mut self, base: Duration, max: Duration) -> Self {
-        self.backoff_base = base;
-        self.backoff_max = max.max(base);
+        let policy = self.http.retry().with_backoff(base, max);
+        self.http = self.http.with_retry(policy);
+        self
+    }
+
+    /// Retry per `policy` (replacing [`with_max_retries`](Self::with_max_retries) and
+    /// [`with_backoff`](Self::with_backoff)).
+    #[must_use]
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.http = self.http.with_retry(policy);
         self
     }
 
@@ -217,14 +211,10 @@ impl AnthropicProvider {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Io`] when whatever is at `path` cannot be removed or the file cannot be created.
+    /// [`ErrorKind::Io`](crate::error::ErrorKind::Io) when whatever is at `path` cannot be removed or the file cannot
+    /// be created.
     pub fn with_http_debug(mut self, path: impl AsRef<Path>) -> crate::error::Result<Self> {
-        let path = path.as_ref();
-        let log = debug::HttpDebugLog::create(path).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("cannot create the HTTP debug log {}: {e}", path.display()))
-                .with_source(e)
-        })?;
-        self.observers.push(Arc::new(log));
+        self.http = self.http.with_http_debug(path)?;
         Ok(self)
     }
 
@@ -232,19 +222,19 @@ impl AnthropicProvider {
     /// `--trace` writer (PROV-18). Observers are called in the order added.
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn WireObserver>) -> Self {
-        self.observers.push(observer);
+        self.http = self.http.with_observer(observer);
         self
     }
 
     /// The endpoint requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.url
+        self.http.url()
     }
 
     /// The exact bytes [`call`](ModelProvider::call) would POST for `req`: deterministic for the same request,
     /// with the plan's tools rendered once and reused on every later turn.
     pub fn request_body(&self, req: &Request<'_>) -> Vec<u8> {
-        let tools = self.tools_for(req.tools);
+        let tools = self.tools.get(req.tools, wire::render_tools);
         wire::render_request(req, &tools, self.streaming)
     }
 
@@ -257,19 +247,6 @@ impl AnthropicProvider {
     /// cannot be read.
     pub fn decode_response(body: &[u8]) -> Result<Response, ProviderError> {
         wire::decode_message(body)
-    }
-
-    fn tools_for(&self, plan: &ToolPlan) -> Arc<[u8]> {
-        let mut cache = self.tools.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, tools)) = cache.iter().find(|(id, _)| *id == plan.id()) {
-            return tools.clone();
-        }
-        let tools: Arc<[u8]> = wire::render_tools(plan).into();
-        if cache.len() >= TOOLS_CACHE_SIZE {
-            cache.remove(0);
-        }
-        cache.push((plan.id(), tools.clone()));
-        tools
     }
 
     /// Refuse a request the API is certain to reject, before spending a call on it.
@@ -291,91 +268,6 @@ impl AnthropicProvider {
         }
         Ok(())
     }
-
-    async fn attempt(
-        &self,
-        client: &reqwest::Client,
-        key: &HeaderValue,
-        body: Bytes,
-        n: u32,
-    ) -> Result<Response, Failure> {
-        let started = Instant::now();
-        let resp = client
-            .post(&self.url)
-            .header("x-api-key", key.clone())
-            .header("anthropic-version", API_VERSION)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| Failure::from(transport(&e)))?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers();
-        let request_id = headers.get("request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let retry_after = retry::retry_after(headers);
-        let should_retry = retry::should_retry(headers);
-        let sse = headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
-
-        if !(200..300).contains(&status) {
-            // An unreadable error body still leaves the status to report.
-            let body = read_body(resp).await.unwrap_or_default();
-            self.emit_response(n, status, request_id.as_deref(), false, &body, started);
-            let msg = wire::status_message(status, request_id.as_deref(), &body);
-            let error = ProviderError::status(status, msg).with_retry_after(retry_after);
-            return Err(Failure { error, retry_after, should_retry });
-        }
-        let tag = |e: ProviderError| Failure::from(with_request_id(e, request_id.as_deref()));
-        if sse {
-            let mut acc = stream::read(resp.bytes_stream()).await.map_err(tag)?;
-            if !self.observers.is_empty() {
-                let json = acc.message_json();
-                self.emit_response(n, status, request_id.as_deref(), true, &json, started);
-            }
-            acc.finish().map_err(tag)
-        } else {
-            // Not a stream although one was asked for (a proxy or mock may ignore `stream`): read it whole.
-            let body = read_body(resp).await.map_err(tag)?;
-            self.emit_response(n, status, request_id.as_deref(), false, &body, started);
-            wire::decode_message(&body).map_err(tag)
-        }
-    }
-
-    fn emit_response(
-        &self,
-        attempt: u32,
-        status: u16,
-        request_id: Option<&str>,
-        streamed: bool,
-        body: &[u8],
-        t: Instant,
-    ) {
-        let r = WireResponse { attempt, status, request_id, streamed, body, elapsed: t.elapsed() };
-        self.observers.iter().for_each(|o| o.on_response(&r));
-    }
-
-    /// The error returned after the last attempt: how many attempts were made, and the thinking hint on a 400.
-    fn final_error(&self, failure: Failure, attempts: u32, req: &Request<'_>) -> ProviderError {
-        let err = failure.error;
-        let mut msg = err.to_string();
-        if attempts > 1 {
-            msg.push_str(&format!(" (gave up after {attempts} attempts)"));
-        }
-        if req.thinking && err.http_status() == Some(400) {
-            // PROV-10: the usual cause, and a remedy that is not obvious.
-            msg.push_str(&format!(
-                "; the model {:?} may not support thinking: set llm.thinking.enabled to false",
-                req.model
-            ));
-        }
-        let out = match err.http_status() {
-            Some(status) => ProviderError::status(status, msg),
-            None => ProviderError::new(err.kind(), msg),
-        };
-        out.with_retry_after(failure.retry_after.or(err.retry_after()))
-    }
 }
 
 #[async_trait]
@@ -385,109 +277,78 @@ impl ModelProvider for AnthropicProvider {
     }
 
     async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError> {
-        let client = self.client.as_ref().map_err(|e| {
-            ProviderError::new(ProviderErrorKind::Config, format!("anthropic: cannot build the HTTP client: {e}"))
-        })?;
-        let key = self.api_key.as_ref().ok_or_else(|| {
-            ProviderError::new(ProviderErrorKind::Config, "anthropic: the API key is empty or not a valid header value")
-        })?;
+        self.wire.key()?;
         self.check(req)?;
         let body = Bytes::from(self.request_body(req));
-        // The run's llm.budget.call_timeout wins over the provider's own default (PROV-5).
-        let call_timeout = req.timeout.unwrap_or(self.call_timeout);
-        let mut attempt = 0u32;
-        loop {
-            let request = WireRequest { attempt, method: "POST", url: &self.url, body: &body };
-            self.observers.iter().for_each(|o| o.on_request(&request));
-            let failure =
-                match tokio::time::timeout(call_timeout, self.attempt(client, key, body.clone(), attempt)).await {
-                    Ok(Ok(response)) => return Ok(response),
-                    Ok(Err(failure)) => failure,
-                    Err(_) => Failure::from(ProviderError::new(
-                        ProviderErrorKind::Timeout,
-                        format!(
-                            "anthropic: no complete reply within the call timeout of {} (llm.budget.call_timeout)",
-                            format_duration(call_timeout)
-                        ),
-                    )),
-                };
-            if failure.error.kind() == ProviderErrorKind::Timeout {
-                crate::telemetry::model_timeout(call_timeout);
-            }
-            let retry =
-                attempt < self.max_retries && failure.should_retry.unwrap_or_else(|| failure.error.is_retryable());
-            let report = WireError { attempt, error: &failure.error, will_retry: retry };
-            self.observers.iter().for_each(|o| o.on_error(&report));
-            if !retry {
-                return Err(self.final_error(failure, attempt + 1, req));
-            }
-            let wait = failure
-                .retry_after
-                .filter(|w| *w <= retry::MAX_SERVER_WAIT)
-                .unwrap_or_else(|| retry::backoff(attempt, self.backoff_base, self.backoff_max));
-            attempt += 1;
-            crate::telemetry::model_retry(attempt, wait, &failure.error);
-            let report = WireRetry { attempt, wait, error: &failure.error };
-            self.observers.iter().for_each(|o| o.on_retry(&report));
-            tokio::time::sleep(wait).await;
-        }
+        self.http.send(&self.wire, req, body).await
     }
 }
 
 impl fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (base, max) = self.http.retry().backoff();
         f.debug_struct("AnthropicProvider")
-            .field("endpoint", &self.url)
-            .field("api_key", &if self.api_key.is_some() { "[redacted]" } else { "[invalid]" })
-            .field("call_timeout", &self.call_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("backoff", &(self.backoff_base, self.backoff_max))
+            .field("endpoint", &self.http.url())
+            .field("api_key", &if self.wire.api_key.is_some() { "[redacted]" } else { "[invalid]" })
+            .field("call_timeout", &self.http.call_timeout())
+            .field("max_retries", &self.http.retry().max_retries())
+            .field("backoff", &(base, max))
             .field("streaming", &self.streaming)
-            .field("observers", &self.observers.len())
+            .field("observers", &self.http.observers())
             .finish_non_exhaustive()
     }
 }
 
-/// A failed attempt with what the server said about retrying it.
-struct Failure {
-    error: ProviderError,
-    retry_after: Option<Duration>,
-    should_retry: Option<bool>,
+/// The Messages API's wire format over the shared HTTP core.
+struct Messages {
+    api_key: Option<HeaderValue>,
 }
 
-impl From<ProviderError> for Failure {
-    fn from(error: ProviderError) -> Self {
-        Failure { error, retry_after: None, should_retry: None }
+impl Messages {
+    fn key(&self) -> Result<&HeaderValue, ProviderError> {
+        self.api_key.as_ref().ok_or_else(|| {
+            ProviderError::new(ProviderErrorKind::Config, "anthropic: the API key is empty or not a valid header value")
+        })
+    }
+}
+
+#[async_trait]
+impl WireFormat for Messages {
+    fn provider(&self) -> &str {
+        PROVIDER_ID
+    }
+
+    fn authorize(&self, request: reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder, ProviderError> {
+        Ok(request.header("x-api-key", self.key()?.clone()).header("anthropic-version", API_VERSION))
+    }
+
+    fn request_id_header(&self) -> &str {
+        "request-id"
+    }
+
+    fn status_message(&self, status: u16, request_id: Option<&str>, body: &[u8]) -> String {
+        wire::status_message(status, request_id, body)
+    }
+
+    async fn read_stream(&self, events: &mut SseEvents, attempt: &Attempt<'_>) -> Result<Decoded, ProviderError> {
+        let mut acc = stream::read(events).await?;
+        let observed = attempt.observed.then(|| acc.message_json());
+        Ok(Decoded::new(acc.finish()?, observed))
+    }
+
+    fn decode(&self, body: &[u8], _: &Attempt<'_>) -> Result<Response, ProviderError> {
+        wire::decode_message(body)
+    }
+
+    /// PROV-10: a 400 with thinking on usually means the model does not support it, a remedy that is not obvious.
+    fn remedy(&self, error: &ProviderError, req: &Request<'_>) -> Option<String> {
+        (req.thinking && error.http_status() == Some(400))
+            .then(|| format!("the model {:?} may not support thinking: set llm.thinking.enabled to false", req.model))
     }
 }
 
 fn endpoint(base: &str) -> String {
     format!("{}/v1/messages", base.trim_end_matches('/'))
-}
-
-fn transport(e: &reqwest::Error) -> ProviderError {
-    let kind = if e.is_timeout() { ProviderErrorKind::Timeout } else { ProviderErrorKind::Transport };
-    ProviderError::new(kind, format!("anthropic: request failed: {}", stream::chain(e)))
-}
-
-fn with_request_id(e: ProviderError, request_id: Option<&str>) -> ProviderError {
-    match request_id {
-        Some(id) => ProviderError::new(e.kind(), format!("{e} (request id {id})")).with_retry_after(e.retry_after()),
-        None => e,
-    }
-}
-
-/// Read a whole body, refusing one over the reply limit.
-async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
-    let hint = resp.content_length().unwrap_or(0).min(1 << 20) as usize;
-    let mut out = Vec::with_capacity(hint);
-    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(&e))? {
-        if out.len() + chunk.len() > stream::MAX_REPLY_BYTES {
-            return Err(wire::decode_error("the reply exceeds 64 MiB".to_owned()));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }
 
 /// Builds an [`AnthropicProvider`] for `llm.provider: anthropic` (PROV-3, PROV-6): the key from the settings or

@@ -5,18 +5,12 @@
 //! inputs are additionally kept as the model's own text, so numbers reach tools unchanged.
 
 use super::wire::{ErrorDetail, WireUsage, decode_error, stop_reason};
+use crate::llm::http::SseEvents;
 use crate::llm::{Block, ProviderError, ProviderErrorKind, Response, StopReason};
 use crate::tool::ToolInput;
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use sse_stream::SseStream;
-use std::io;
-
-/// The most bytes one reply may take; a larger one is refused rather than buffered without bound.
-pub(crate) const MAX_REPLY_BYTES: usize = 64 << 20;
 
 /// Content-block indexes may skip ahead only this far (the API sends them densely; this bounds a hostile one).
 const MAX_INDEX_GAP: usize = 1024;
@@ -340,65 +334,14 @@ fn neutral(block: &mut BlockAcc) -> Result<Block, String> {
 
 /// Read a `text/event-stream` body until `message_stop`. A transport failure is retryable; a stream that ends
 /// early is an error, never a partial message.
-pub(crate) async fn read<S, E>(body: S) -> Result<Accumulator, ProviderError>
-where
-    S: Stream<Item = Result<Bytes, E>> + Send,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    let mut total = 0usize;
-    let limited = body.map(move |chunk| match chunk {
-        Ok(bytes) => {
-            total = total.saturating_add(bytes.len());
-            if total > MAX_REPLY_BYTES {
-                Err(io::Error::new(io::ErrorKind::InvalidData, "the reply exceeds 64 MiB"))
-            } else {
-                Ok(bytes)
-            }
-        }
-        Err(e) => Err(io::Error::other(e)),
-    });
-    let mut events = std::pin::pin!(SseStream::from_bytes_stream(limited));
+pub(crate) async fn read(events: &mut SseEvents) -> Result<Accumulator, ProviderError> {
     let mut acc = Accumulator::new();
-    while let Some(item) = events.next().await {
-        let sse = item.map_err(sse_error)?;
-        // Comments and keep-alives parse as items with neither field.
-        if sse.event.is_none() && sse.data.is_none() {
-            continue;
-        }
-        acc.event(sse.event.as_deref(), sse.data.as_deref().unwrap_or(""))?;
+    while let Some(sse) = events.next().await {
+        let sse = sse?;
+        acc.event(sse.event.as_deref(), &sse.data)?;
         if acc.is_done() {
             return Ok(acc);
         }
     }
     Err(ProviderError::new(ProviderErrorKind::Stream, "anthropic: the stream ended before message_stop"))
-}
-
-fn sse_error(e: sse_stream::Error) -> ProviderError {
-    if let sse_stream::Error::Body(inner) = &e
-        && let Some(io) = inner.downcast_ref::<io::Error>()
-    {
-        if io.kind() == io::ErrorKind::InvalidData {
-            return decode_error(io.to_string());
-        }
-        return ProviderError::new(
-            ProviderErrorKind::Transport,
-            format!("anthropic: the stream broke off: {}", chain(io)),
-        );
-    }
-    decode_error(format!("malformed event stream: {e}"))
-}
-
-/// An error with its causes, `: `-separated.
-pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
 }

@@ -39,19 +39,18 @@
 mod stream;
 mod wire;
 
-use crate::llm::{http_debug as debug, retry};
-
-use crate::config::{check_http_url, format_duration};
-use crate::error::{Error, ErrorKind};
-use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, ToolPlan, Usage};
-use crate::llm::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
+use crate::config::check_http_url;
+use crate::error::Error;
+use crate::llm::WireObserver;
+use crate::llm::http::{Attempt, Decoded, HttpCore, RenderCache, RetryPolicy, SseEvents, WireFormat};
+use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response, Usage};
 use async_trait::async_trait;
 use bytes::Bytes;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderValue};
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The provider id stamped into session fingerprints (PROV-4).
 pub const PROVIDER_ID: &str = "openai";
@@ -60,12 +59,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The credential variables this provider reads, scrubbed from every child (PROV-16).
 pub const CREDENTIALS: &[&str] = &["OPENAI_API_KEY"];
 /// The default per-attempt timeout (`llm.budget.call_timeout`, BUDGET-4).
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+pub const DEFAULT_CALL_TIMEOUT: Duration = crate::llm::http::DEFAULT_CALL_TIMEOUT;
 /// How many times a failed call is retried by default.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
-
-/// Plans whose rendered tools are kept; an agent has one, a process serving a few agents a handful.
-const TOOLS_CACHE_SIZE: usize = 8;
 
 /// OpenAI Chat Completions (and compatible servers) as a [`ModelProvider`].
 ///
@@ -103,17 +99,10 @@ const TOOLS_CACHE_SIZE: usize = 8;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct OpenAiProvider {
-    api_key: Result<Option<HeaderValue>, ()>,
-    url: String,
-    loopback: bool,
-    client: Result<reqwest::Client, String>,
-    call_timeout: Duration,
-    max_retries: u32,
-    backoff_base: Duration,
-    backoff_max: Duration,
+    http: HttpCore,
+    wire: Completions,
     streaming: bool,
-    observers: Vec<Arc<dyn WireObserver>>,
-    tools: Mutex<Vec<(u64, Arc<[u8]>)>>,
+    tools: RenderCache,
     caps: Caps,
 }
 
@@ -134,22 +123,13 @@ impl OpenAiProvider {
                 Some(v)
             })
         };
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("fisk-ai/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| stream::chain(&e));
         OpenAiProvider {
-            api_key,
-            url: endpoint(DEFAULT_BASE_URL),
-            loopback: false,
-            client,
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            max_retries: DEFAULT_MAX_RETRIES,
-            backoff_base: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(8),
+            http: HttpCore::new(endpoint(DEFAULT_BASE_URL))
+                .with_call_timeout(DEFAULT_CALL_TIMEOUT)
+                .with_retry(RetryPolicy::new().with_max_retries(DEFAULT_MAX_RETRIES)),
+            wire: Completions { api_key, loopback: false },
             streaming: true,
-            observers: Vec::new(),
-            tools: Mutex::new(Vec::new()),
+            tools: RenderCache::default(),
             caps: Caps::new(PROVIDER_ID).with_credentials(CREDENTIALS.iter().copied()),
         }
     }
@@ -163,13 +143,14 @@ impl OpenAiProvider {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Config`], naming the URL and the setting, for a URL that fails the PROV-7 check.
+    /// [`ErrorKind::Config`](crate::error::ErrorKind::Config), naming the URL and the setting, for a URL that fails the
+    /// PROV-7 check.
     pub fn with_base_url(mut self, url: impl AsRef<str>) -> crate::error::Result<Self> {
         let url = url.as_ref().trim();
         check_http_url(url)
             .map_err(|e| Error::config(format!("invalid base URL {url:?} (--base-url / OPENAI_BASE_URL): {e}")))?;
-        self.loopback = is_loopback(url);
-        self.url = endpoint(url);
+        self.wire.loopback = is_loopback(url);
+        self.http = self.http.with_url(endpoint(url));
         Ok(self)
     }
 
@@ -177,7 +158,7 @@ impl OpenAiProvider {
     /// timed-out attempt is retried like a 5xx.
     #[must_use]
     pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
-        self.call_timeout = timeout;
+        self.http = self.http.with_call_timeout(timeout);
         self
     }
 
@@ -186,7 +167,8 @@ impl OpenAiProvider {
     /// overrides that choice.
     #[must_use]
     pub fn with_max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
+        let policy = self.http.retry().with_max_retries(retries);
+        self.http = self.http.with_retry(policy);
         self
     }
 
@@ -194,8 +176,16 @@ impl OpenAiProvider {
     /// own (`retry-after-ms`, `retry-after`; a wait over a minute is not honored).
     #[must_use]
     pub fn with_backoff(mut self, base: Duration, max: Duration) -> Self {
-        self.backoff_base = base;
-        self.backoff_max = max.max(base);
+        let policy = self.http.retry().with_backoff(base, max);
+        self.http = self.http.with_retry(policy);
+        self
+    }
+
+    /// Retry per `policy` (replacing [`with_max_retries`](Self::with_max_retries) and
+    /// [`with_backoff`](Self::with_backoff)).
+    #[must_use]
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.http = self.http.with_retry(policy);
         self
     }
 
@@ -213,33 +203,29 @@ impl OpenAiProvider {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Io`] when whatever is at `path` cannot be removed or the file cannot be created.
+    /// [`ErrorKind::Io`](crate::error::ErrorKind::Io) when whatever is at `path` cannot be removed or the file cannot
+    /// be created.
     pub fn with_http_debug(mut self, path: impl AsRef<Path>) -> crate::error::Result<Self> {
-        let path = path.as_ref();
-        let log = debug::HttpDebugLog::create(path).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("cannot create the HTTP debug log {}: {e}", path.display()))
-                .with_source(e)
-        })?;
-        self.observers.push(Arc::new(log));
+        self.http = self.http.with_http_debug(path)?;
         Ok(self)
     }
 
     /// Add an observer of the wire traffic (PROV-18). Observers are called in the order added.
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn WireObserver>) -> Self {
-        self.observers.push(observer);
+        self.http = self.http.with_observer(observer);
         self
     }
 
     /// The endpoint requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.url
+        self.http.url()
     }
 
     /// The exact bytes [`call`](ModelProvider::call) would POST for `req`: deterministic for the same request,
     /// with the plan's tools rendered once and reused on every later turn.
     pub fn request_body(&self, req: &Request<'_>) -> Vec<u8> {
-        let tools = self.tools_for(req.tools);
+        let tools = self.tools.get(req.tools, wire::render_tools);
         wire::render_request(req, &tools, self.streaming)
     }
 
@@ -254,20 +240,48 @@ impl OpenAiProvider {
     pub fn decode_response(body: &[u8], turn: usize) -> Result<Response, ProviderError> {
         Ok(wire::decode_completion(body)?.into_response(turn, |_| Usage::default()))
     }
+}
 
-    fn tools_for(&self, plan: &ToolPlan) -> Arc<[u8]> {
-        let mut cache = self.tools.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, tools)) = cache.iter().find(|(id, _)| *id == plan.id()) {
-            return tools.clone();
-        }
-        let tools: Arc<[u8]> = wire::render_tools(plan).into();
-        if cache.len() >= TOOLS_CACHE_SIZE {
-            cache.remove(0);
-        }
-        cache.push((plan.id(), tools.clone()));
-        tools
+#[async_trait]
+impl ModelProvider for OpenAiProvider {
+    fn capabilities(&self) -> &Caps {
+        &self.caps
     }
 
+    async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError> {
+        self.wire.key()?;
+        let body = Bytes::from(self.request_body(req));
+        self.http.send(&self.wire, req, body).await
+    }
+}
+
+impl fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = match &self.wire.api_key {
+            Ok(Some(_)) => "[redacted]",
+            Ok(None) => "[none]",
+            Err(()) => "[invalid]",
+        };
+        f.debug_struct("OpenAiProvider")
+            .field("endpoint", &self.http.url())
+            .field("api_key", &key)
+            .field("call_timeout", &self.http.call_timeout())
+            .field("max_retries", &self.http.retry().max_retries())
+            .field("backoff", &self.http.retry().backoff())
+            .field("streaming", &self.streaming)
+            .field("observers", &self.http.observers())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The Chat Completions wire format over the shared HTTP core.
+struct Completions {
+    api_key: Result<Option<HeaderValue>, ()>,
+    /// Whether the base URL is loopback: a local server may need no key.
+    loopback: bool,
+}
+
+impl Completions {
     fn key(&self) -> Result<Option<&HeaderValue>, ProviderError> {
         match &self.api_key {
             Err(()) => {
@@ -280,168 +294,36 @@ impl OpenAiProvider {
             Ok(key) => Ok(key.as_ref()),
         }
     }
-
-    async fn attempt(
-        &self,
-        client: &reqwest::Client,
-        key: Option<&HeaderValue>,
-        body: Bytes,
-        n: u32,
-        turn: usize,
-    ) -> Result<Response, Failure> {
-        let started = Instant::now();
-        let request_len = body.len();
-        let mut request = client.post(&self.url).header(CONTENT_TYPE, "application/json").body(body);
-        if let Some(key) = key {
-            request = request.header(AUTHORIZATION, key.clone());
-        }
-        let resp = request.send().await.map_err(|e| Failure::from(transport(&e)))?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers();
-        let request_id = headers.get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let retry_after = retry::retry_after(headers);
-        let should_retry = retry::should_retry(headers);
-        let sse = headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
-        let id = request_id.as_deref();
-
-        if !(200..300).contains(&status) {
-            // An unreadable error body still leaves the status to report.
-            let body = read_body(resp).await.unwrap_or_default();
-            self.emit_response(n, status, id, false, &body, started);
-            let error =
-                ProviderError::status(status, wire::status_message(status, id, &body)).with_retry_after(retry_after);
-            return Err(Failure { error, retry_after, should_retry });
-        }
-        let tag = |e: ProviderError| Failure::from(with_request_id(e, id));
-        let reply = if sse {
-            let acc = stream::read(resp.bytes_stream()).await.map_err(tag)?;
-            if !self.observers.is_empty() {
-                self.emit_response(n, status, id, true, &acc.completion_json(), started);
-            }
-            acc.finish().map_err(tag)?
-        } else {
-            // Not a stream although one may have been asked for (some servers ignore `stream`): read it whole.
-            let body = read_body(resp).await.map_err(tag)?;
-            self.emit_response(n, status, id, false, &body, started);
-            wire::decode_completion(&body).map_err(tag)?
-        };
-        Ok(reply.into_response(turn, |r| estimate_usage(request_len, r)))
-    }
-
-    fn emit_response(
-        &self,
-        attempt: u32,
-        status: u16,
-        request_id: Option<&str>,
-        streamed: bool,
-        body: &[u8],
-        t: Instant,
-    ) {
-        let r = WireResponse { attempt, status, request_id, streamed, body, elapsed: t.elapsed() };
-        self.observers.iter().for_each(|o| o.on_response(&r));
-    }
-
-    /// The error returned after the last attempt: how many attempts were made.
-    fn final_error(failure: Failure, attempts: u32) -> ProviderError {
-        let err = failure.error;
-        let mut msg = err.to_string();
-        if attempts > 1 {
-            msg.push_str(&format!(" (gave up after {attempts} attempts)"));
-        }
-        let out = match err.http_status() {
-            Some(status) => ProviderError::status(status, msg),
-            None => ProviderError::new(err.kind(), msg),
-        };
-        out.with_retry_after(failure.retry_after.or(err.retry_after()))
-    }
 }
 
 #[async_trait]
-impl ModelProvider for OpenAiProvider {
-    fn capabilities(&self) -> &Caps {
-        &self.caps
+impl WireFormat for Completions {
+    fn provider(&self) -> &str {
+        PROVIDER_ID
     }
 
-    async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError> {
-        let client = self.client.as_ref().map_err(|e| {
-            ProviderError::new(ProviderErrorKind::Config, format!("openai: cannot build the HTTP client: {e}"))
-        })?;
-        let key = self.key()?;
-        let body = Bytes::from(self.request_body(req));
-        let turn = req.messages.len();
-        // The run's llm.budget.call_timeout wins over the provider's own default (PROV-5).
-        let call_timeout = req.timeout.unwrap_or(self.call_timeout);
-        let mut attempt = 0u32;
-        loop {
-            let request = WireRequest { attempt, method: "POST", url: &self.url, body: &body };
-            self.observers.iter().for_each(|o| o.on_request(&request));
-            let once = self.attempt(client, key, body.clone(), attempt, turn);
-            let failure = match tokio::time::timeout(call_timeout, once).await {
-                Ok(Ok(response)) => return Ok(response),
-                Ok(Err(failure)) => failure,
-                Err(_) => Failure::from(ProviderError::new(
-                    ProviderErrorKind::Timeout,
-                    format!(
-                        "openai: no complete reply within the call timeout of {} (llm.budget.call_timeout)",
-                        format_duration(call_timeout)
-                    ),
-                )),
-            };
-            if failure.error.kind() == ProviderErrorKind::Timeout {
-                crate::telemetry::model_timeout(call_timeout);
-            }
-            let retry =
-                attempt < self.max_retries && failure.should_retry.unwrap_or_else(|| failure.error.is_retryable());
-            let report = WireError { attempt, error: &failure.error, will_retry: retry };
-            self.observers.iter().for_each(|o| o.on_error(&report));
-            if !retry {
-                return Err(Self::final_error(failure, attempt + 1));
-            }
-            let wait = failure
-                .retry_after
-                .filter(|w| *w <= retry::MAX_SERVER_WAIT)
-                .unwrap_or_else(|| retry::backoff(attempt, self.backoff_base, self.backoff_max));
-            attempt += 1;
-            crate::telemetry::model_retry(attempt, wait, &failure.error);
-            let report = WireRetry { attempt, wait, error: &failure.error };
-            self.observers.iter().for_each(|o| o.on_retry(&report));
-            tokio::time::sleep(wait).await;
-        }
+    fn authorize(&self, request: reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder, ProviderError> {
+        Ok(match self.key()? {
+            Some(key) => request.header(AUTHORIZATION, key.clone()),
+            None => request,
+        })
     }
-}
 
-impl fmt::Debug for OpenAiProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let key = match &self.api_key {
-            Ok(Some(_)) => "[redacted]",
-            Ok(None) => "[none]",
-            Err(()) => "[invalid]",
-        };
-        f.debug_struct("OpenAiProvider")
-            .field("endpoint", &self.url)
-            .field("api_key", &key)
-            .field("call_timeout", &self.call_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("backoff", &(self.backoff_base, self.backoff_max))
-            .field("streaming", &self.streaming)
-            .field("observers", &self.observers.len())
-            .finish_non_exhaustive()
+    fn status_message(&self, status: u16, request_id: Option<&str>, body: &[u8]) -> String {
+        wire::status_message(status, request_id, body)
     }
-}
 
-/// A failed attempt with what the server said about retrying it.
-struct Failure {
-    error: ProviderError,
-    retry_after: Option<Duration>,
-    should_retry: Option<bool>,
-}
+    async fn read_stream(&self, events: &mut SseEvents, attempt: &Attempt<'_>) -> Result<Decoded, ProviderError> {
+        let acc = stream::read(events).await?;
+        let observed = attempt.observed.then(|| acc.completion_json());
+        let reply = acc.finish()?;
+        let turn = attempt.request.messages.len();
+        Ok(Decoded::new(reply.into_response(turn, |r| estimate_usage(attempt.body_len, r)), observed))
+    }
 
-impl From<ProviderError> for Failure {
-    fn from(error: ProviderError) -> Self {
-        Failure { error, retry_after: None, should_retry: None }
+    fn decode(&self, body: &[u8], attempt: &Attempt<'_>) -> Result<Response, ProviderError> {
+        let turn = attempt.request.messages.len();
+        Ok(wire::decode_completion(body)?.into_response(turn, |r| estimate_usage(attempt.body_len, r)))
     }
 }
 
@@ -462,34 +344,6 @@ fn estimate_usage(request_len: usize, reply: &wire::Reply) -> Usage {
         + reply.refusal.len()
         + reply.calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>();
     Usage { input_tokens: request_len.div_ceil(4) as u64, output_tokens: out.div_ceil(4) as u64, ..Usage::default() }
-}
-
-fn transport(e: &reqwest::Error) -> ProviderError {
-    let kind = if e.is_timeout() { ProviderErrorKind::Timeout } else { ProviderErrorKind::Transport };
-    ProviderError::new(kind, format!("openai: request failed: {}", stream::chain(e)))
-}
-
-fn with_request_id(e: ProviderError, request_id: Option<&str>) -> ProviderError {
-    let Some(id) = request_id else { return e };
-    let msg = format!("{e} (request id {id})");
-    let out = match e.http_status() {
-        Some(status) => ProviderError::status(status, msg),
-        None => ProviderError::new(e.kind(), msg),
-    };
-    out.with_retry_after(e.retry_after())
-}
-
-/// Read a whole body, refusing one over the reply limit.
-async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
-    let hint = resp.content_length().unwrap_or(0).min(1 << 20) as usize;
-    let mut out = Vec::with_capacity(hint);
-    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(&e))? {
-        if out.len() + chunk.len() > stream::MAX_REPLY_BYTES {
-            return Err(wire::decode_error("the reply exceeds 64 MiB".to_owned()));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }
 
 /// Builds an [`OpenAiProvider`] for `llm.provider: openai`: the key from the settings or `OPENAI_API_KEY`

@@ -6,16 +6,10 @@
 //! decode error, never a panic.
 
 use super::wire::{Call, Reply, WireFunction, WireUsage, arguments_text, body_error, content_text, decode_error};
+use crate::llm::http::SseEvents;
 use crate::llm::{ProviderError, ProviderErrorKind};
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sse_stream::SseStream;
-use std::io;
-
-/// The most bytes one reply may take; a larger one is refused rather than buffered without bound.
-pub(crate) const MAX_REPLY_BYTES: usize = 64 << 20;
 
 /// Tool-call indexes may skip ahead only this far (servers send them densely; this bounds a hostile one).
 const MAX_INDEX_GAP: usize = 1024;
@@ -225,32 +219,11 @@ impl Accumulator {
 /// Read a `text/event-stream` body until `[DONE]`. A transport failure is retryable; a stream that ends before a
 /// `finish_reason` is an error. One that ends after it without `[DONE]` (some local servers never send it) is
 /// accepted.
-pub(crate) async fn read<S, E>(body: S) -> Result<Accumulator, ProviderError>
-where
-    S: Stream<Item = Result<Bytes, E>> + Send,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    let mut total = 0usize;
-    let limited = body.map(move |chunk| match chunk {
-        Ok(bytes) => {
-            total = total.saturating_add(bytes.len());
-            if total > MAX_REPLY_BYTES {
-                Err(io::Error::new(io::ErrorKind::InvalidData, "the reply exceeds 64 MiB"))
-            } else {
-                Ok(bytes)
-            }
-        }
-        Err(e) => Err(io::Error::other(e)),
-    });
-    let mut events = std::pin::pin!(SseStream::from_bytes_stream(limited));
+pub(crate) async fn read(events: &mut SseEvents) -> Result<Accumulator, ProviderError> {
     let mut acc = Accumulator::new();
-    while let Some(item) = events.next().await {
-        let sse = item.map_err(sse_error)?;
-        // Comments and keep-alives parse as items with neither field.
-        if sse.event.is_none() && sse.data.is_none() {
-            continue;
-        }
-        acc.event(sse.event.as_deref(), sse.data.as_deref().unwrap_or(""))?;
+    while let Some(sse) = events.next().await {
+        let sse = sse?;
+        acc.event(sse.event.as_deref(), &sse.data)?;
         if acc.is_done() {
             return Ok(acc);
         }
@@ -259,36 +232,6 @@ where
         return Ok(acc);
     }
     Err(ProviderError::new(ProviderErrorKind::Stream, "openai: the stream ended before [DONE]"))
-}
-
-fn sse_error(e: sse_stream::Error) -> ProviderError {
-    if let sse_stream::Error::Body(inner) = &e
-        && let Some(io) = inner.downcast_ref::<io::Error>()
-    {
-        if io.kind() == io::ErrorKind::InvalidData {
-            return decode_error(io.to_string());
-        }
-        return ProviderError::new(
-            ProviderErrorKind::Transport,
-            format!("openai: the stream broke off: {}", chain(io)),
-        );
-    }
-    decode_error(format!("malformed event stream: {e}"))
-}
-
-/// An error with its causes, `: `-separated.
-pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]

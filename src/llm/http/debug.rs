@@ -1,7 +1,7 @@
 //! The HTTP debug dump (PROV-17): every request and response, pretty-printed, in a private file.
 
-use super::observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
 use crate::config::format_duration;
+use crate::llm::observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
