@@ -135,3 +135,70 @@ async fn gate_18_an_untagged_host_tool_runs_without_asking() {
     assert!(log.asked().is_empty());
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+/// A host tool whose schema has arguments, gated by `ai:confirm`.
+fn scaler() -> (Counted, Arc<AtomicUsize>) {
+    let (mut tool, runs) = Counted::new("scale", &["ai:confirm"]);
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"replicas": {"type": "integer"}, "service": {"type": "string"}},
+        "required": ["service"],
+        "additionalProperties": false
+    });
+    tool.spec = ToolSpec::new("scale", ToolKind::Custom, schema)
+        .with_description("scale a service")
+        .with_tags(Tags::new(["ai:confirm"]));
+    (tool, runs)
+}
+
+#[tokio::test]
+async fn gate_19_the_gate_receives_the_validated_input_parsed_to_decide_on_arguments() {
+    let (tool, _runs) = scaler();
+    let (gate, log) = RecordingGate::new(&[Decision::Decline]);
+    let provider = Arc::new(ScriptedProvider::new([
+        turn(vec![common::turns::call_with("1", "scale", r#"{"service": "web", "replicas": 40}"#)]),
+        done(),
+    ]));
+    let agent = Agent::builder().config(config("")).provider_arc(provider).gate(gate).tool(tool).build().await.unwrap();
+    run_once(agent).await;
+    let asked = log.requests();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].input, serde_json::json!({"service": "web", "replicas": 40}));
+}
+
+#[tokio::test]
+async fn ovr_4_the_event_sink_hears_declined_unknown_missing_and_invalid_calls() {
+    let (tool, runs) = scaler();
+    let (gate, _log) = RecordingGate::new(&[Decision::Decline]);
+    let provider = Arc::new(ScriptedProvider::new([
+        turn(vec![
+            common::turns::call_with("1", "scale", r#"{"service": "web"}"#),
+            common::turns::call_with("2", "nope", "{}"),
+            common::turns::call_with("3", "scale", "{}"),
+            common::turns::call_with("4", "scale", r#"{"service": "web", "replicas": "many"}"#),
+        ]),
+        done(),
+    ]));
+    let agent = Agent::builder().config(config("")).provider_arc(provider).gate(gate).tool(tool).build().await.unwrap();
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let heard = heard.clone();
+        move |e: &fisk_ai::agent::RunEvent<'_>| match e {
+            fisk_ai::agent::RunEvent::ToolDeclined { id, name, reason } => {
+                heard.lock().unwrap().push(format!("declined {id} {name}: {reason}"));
+            }
+            fisk_ai::agent::RunEvent::ToolRefused { id, name, reason } => {
+                heard.lock().unwrap().push(format!("refused {id} {name}: {reason}"));
+            }
+            _ => {}
+        }
+    };
+    let _ = agent.run("go", RunOptions::new().with_events(sink)).await;
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 4, "{heard:#?}");
+    assert!(heard[0].starts_with("declined 1 scale: "), "{}", heard[0]);
+    assert!(heard[1].starts_with("refused 2 nope: ") && heard[1].contains("unknown tool"), "{}", heard[1]);
+    assert!(heard[2].starts_with("refused 3 scale: ") && heard[2].contains("service"), "{}", heard[2]);
+    assert!(heard[3].starts_with("refused 4 scale: ") && heard[3].contains("replicas"), "{}", heard[3]);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}

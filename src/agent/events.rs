@@ -70,6 +70,26 @@ pub enum RunEvent<'a> {
         /// The resolved command line or summary (EXEC-6).
         display: &'a str,
     },
+    /// A call was refused before the gate and nothing ran: an unknown tool, missing required parameters or input
+    /// that fails the schema (TOOL-21, EXEC-3). The model reads `reason`.
+    ToolRefused {
+        /// The call id.
+        id: &'a str,
+        /// The tool name the model used.
+        name: &'a str,
+        /// Why, as the model reads it.
+        reason: &'a str,
+    },
+    /// A gated call was declined (by the operator, for want of one, or because the run was cancelled); nothing
+    /// ran (GATE-10). The model reads `reason`.
+    ToolDeclined {
+        /// The call id.
+        id: &'a str,
+        /// The tool.
+        name: &'a str,
+        /// The decline as the model reads it.
+        reason: &'a str,
+    },
     /// A tool finished.
     ToolResult {
         /// The call id.

@@ -45,8 +45,9 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// Check `input` for `spec`: parsed once, required parameters, then the schema.
-pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<(), Refusal> {
+/// Check `input` for `spec`: parsed once, required parameters, then the schema. The parsed input is returned, so
+/// nothing after this step parses it again for the gate.
+pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<Value, Refusal> {
     let invalid =
         |error| Refusal::Invalid { tool: spec.name().to_owned(), error, command: spec.kind() == ToolKind::Command };
     let value =
@@ -56,7 +57,10 @@ pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<(), Refusal> {
     {
         return Err(Refusal::Missing(missing));
     }
-    if spec.input_schema().is_object() { spec.validate_input(&value).map_err(invalid) } else { Ok(()) }
+    if spec.input_schema().is_object() {
+        spec.validate_input(&value).map_err(invalid)?;
+    }
+    Ok(value)
 }
 
 /// Parse JSON text, refusing a duplicate key at any depth: a validator keeps only the last of two keys while other

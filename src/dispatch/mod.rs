@@ -82,6 +82,8 @@ pub struct Gated<'a> {
     pub tool: &'a SelectedTool,
     /// The validated input.
     pub input: &'a ToolInput,
+    /// The same input, parsed (an empty or `null` input is `{}`): what a gate deciding on arguments reads.
+    pub arguments: &'a serde_json::Value,
     /// The operator's line ([`Tool::prepare`]), not yet sanitized.
     pub display: &'a str,
     /// The tag that gates the tool (GATE-2).
@@ -187,13 +189,14 @@ pub async fn dispatch<S: Surface + ?Sized>(
     let Some(selected) = tools.get(name) else {
         return Outcome::Refused(Refusal::UnknownTool { name: name.to_owned() });
     };
-    if let Err(refusal) = check::check(selected.spec(), input) {
-        return Outcome::Refused(refusal);
-    }
+    let arguments = match check::check(selected.spec(), input) {
+        Ok(arguments) => arguments,
+        Err(refusal) => return Outcome::Refused(refusal),
+    };
     let tool = surface.instance(selected).clone();
     let prepared = tool.prepare(input);
     if let Some(trigger) = selected.gate_trigger() {
-        let gated = Gated { tool: selected, input, display: prepared.display(), trigger };
+        let gated = Gated { tool: selected, input, arguments: &arguments, display: prepared.display(), trigger };
         match surface.approve(&gated).await {
             Approval::Approved => {}
             Approval::Declined(out) => return Outcome::Declined(out),

@@ -33,6 +33,10 @@ pub struct ConfirmRequest {
     pub command_line: String,
     /// The tag that gates the call (GATE-2).
     pub trigger: String,
+    /// The call's validated input, parsed (`{}` for none), so a gate can decide on arguments rather than on the
+    /// display line. `null` when the request was built without it ([`with_input`](Self::with_input)). Model
+    /// text: never show it to an operator unsanitized.
+    pub input: serde_json::Value,
 }
 
 impl ConfirmRequest {
@@ -48,7 +52,24 @@ impl ConfirmRequest {
             command: sanitize(&command.into(), PROMPT_LIMIT),
             command_line: sanitize(command_line, PROMPT_LIMIT),
             trigger: trigger.into(),
+            input: serde_json::Value::Null,
         }
+    }
+
+    /// The call's validated, parsed input (the agent loop sets it for every gated call).
+    ///
+    /// ```
+    /// use fisk_ai::gate::ConfirmRequest;
+    /// use serde_json::json;
+    ///
+    /// let req = ConfirmRequest::new("stream_rm", "stream rm", "stream rm ORDERS", "ai:confirm")
+    ///     .with_input(json!({"stream": "ORDERS"}));
+    /// assert_eq!(req.input["stream"], "ORDERS");
+    /// ```
+    #[must_use]
+    pub fn with_input(mut self, input: serde_json::Value) -> Self {
+        self.input = input;
+        self
     }
 }
 

@@ -55,7 +55,8 @@ impl Surface for AgentSurface<'_, '_> {
             None if !gate.can_ask() => Some(DeclineReason::NoOperator),
             None if run.options.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
             None => {
-                let req = ConfirmRequest::new(name, call.tool.spec().display_path(), call.display, call.trigger);
+                let req = ConfirmRequest::new(name, call.tool.spec().display_path(), call.display, call.trigger)
+                    .with_input(call.arguments.clone());
                 // GATE-13: the answer is journaled before the command runs or the denial is recorded.
                 let choice = match gate.confirm(&req).await {
                     Decision::Once => ConfirmChoice::Once,
@@ -129,6 +130,7 @@ impl Run<'_> {
             Route::Bad(text) => {
                 let span = telemetry::tool_span(name, Some(id), None, false);
                 telemetry::tool_ended(&span, "refused");
+                self.emit(RunEvent::ToolRefused { id, name, reason: text });
                 return self.finish_call(Block::tool_result(id, text.clone(), true), false).instrument(span).await;
             }
         };
@@ -161,9 +163,13 @@ impl Run<'_> {
                     }
                     refusal => refusal.to_string(),
                 };
+                self.emit(RunEvent::ToolRefused { id, name, reason: &text });
                 Block::tool_result(id, text, true)
             }
-            Outcome::Declined(out) => Block::tool_result(id, out.into_content(), false),
+            Outcome::Declined(out) => {
+                self.emit(RunEvent::ToolDeclined { id, name, reason: out.content() });
+                Block::tool_result(id, out.into_content(), false)
+            }
             Outcome::Halted(halt) => {
                 telemetry::tool_ended(span, "halted");
                 return match halt {
