@@ -155,7 +155,7 @@ pub mod warning;
 
 pub use agent::{Agent, AgentBuilder, EventSink, RunOptions, RunOutcome};
 pub use async_trait::async_trait;
-pub use builtin::BuiltinFactory;
+pub use builtin::{BuiltinFactory, BuiltinTool};
 pub use config::Config;
 pub use error::{Error, ErrorKind, Result};
 pub use gate::ConfirmGate;

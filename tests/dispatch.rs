@@ -188,14 +188,12 @@ impl BuiltinFactory for Recorder {
         "keep"
     }
 
-    fn served_over_mcp(&self) -> bool {
-        true
-    }
-
     fn build(&self, _options: &Map<String, Value>, _env: &BuiltinEnv) -> fisk_ai::Result<Arc<dyn Tool>> {
         let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
             "additionalProperties": false});
-        let spec = ToolSpec::new("keep", ToolKind::Builtin, schema).with_description("Keep a text");
+        let spec = ToolSpec::new("keep", ToolKind::Builtin, schema)
+            .with_description("Keep a text")
+            .with_exposure(fisk_ai::tool::Exposure::Servable);
         Ok(Arc::new(RecorderTool(spec, self.0.clone())))
     }
 }

@@ -565,7 +565,9 @@ async fn builtin_13_odd_paths_are_error_results_not_panics() {
 fn builtin_1_read_file_is_a_default_built_in_served_over_mcp() {
     let registry = BuiltinRegistry::with_defaults();
     assert!(registry.names().any(|n| n == "read_file"));
-    assert!(registry.get("read_file").unwrap().served_over_mcp());
+    let fx = Fixture::new();
+    let tool = tool_for(&fx.root, "");
+    assert_eq!(tool.spec().exposure(), fisk_ai::tool::Exposure::Servable, "read_file is served over MCP");
     assert!(registry.names().any(|n| n == "base64_encode"));
 }
 

@@ -12,7 +12,7 @@ use crate::operator::{NoOperator, Prompter};
 use crate::select::{SelectedTool, Toolset};
 use crate::session::{Fingerprint, FingerprintInput, SessionBackend, SessionBackends, SessionSettings, SessionStore};
 use crate::source::{ToolSource, checked_dir};
-use crate::tool::{Tool, ToolKind};
+use crate::tool::Tool;
 use crate::warning::Warning;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -267,20 +267,25 @@ impl AgentBuilder {
         let prompter: Arc<dyn Prompter> = self.prompter.take().unwrap_or_else(|| Arc::new(NoOperator));
         let env = BuiltinEnv::new(&config, prompter.clone())?;
         // SEL-12 and LOOP-2 order: HITL, then memory, then harness.tools.
+        let mut built = BuiltNames::default();
         if config.harness.human_in_the_loop.enabled {
-            candidates.extend(crate::operator::hitl_tools(prompter.clone()));
+            let hitl = crate::operator::hitl_tools(prompter.clone());
+            built.hitl = hitl.iter().map(|t| t.spec().name().to_owned()).collect();
+            candidates.extend(hitl);
         }
         #[cfg(not(feature = "nats"))]
         let nats = None;
         let memory = self.open_memory(&config, &env, nats.as_ref()).await?;
         if let Some(store) = &memory {
-            candidates.extend(crate::memory::memory_tools(store.clone()));
+            let tools = crate::memory::memory_tools(store.clone());
+            built.memory = tools.iter().map(|t| t.spec().name().to_owned()).collect();
+            candidates.extend(tools);
         }
         candidates.extend(self.registry.build_enabled(&config, &env)?);
         let toolset = candidates.select(&config, &mut warnings)?;
         toolset.ensure_not_empty(config.application_path.is_some())?;
         let sessions = self.open_sessions(&config, nats.as_ref()).await?;
-        let tools = Tools { toolset, memory, prompter, sessions };
+        let tools = Tools { toolset, memory, prompter, sessions, built };
         Ok(finish(config, model, provider, self.gate.take(), tools, warnings, self.trace_content))
     }
 
@@ -350,6 +355,14 @@ struct Tools {
     memory: Option<Arc<dyn MemoryStore>>,
     prompter: Arc<dyn Prompter>,
     sessions: std::result::Result<Arc<dyn SessionStore>, String>,
+    built: BuiltNames,
+}
+
+/// The names of the agent-only tools the builder made, to tell whether any survived selection.
+#[derive(Default)]
+struct BuiltNames {
+    hitl: Vec<String>,
+    memory: Vec<String>,
 }
 
 /// The notes, warnings, tool-search plan and fingerprint of a built agent.
@@ -362,20 +375,18 @@ fn finish(
     mut warnings: Vec<Warning>,
     trace_content: bool,
 ) -> Agent {
-    let Tools { toolset, memory, prompter, sessions } = tools;
+    let Tools { toolset, memory, prompter, sessions, built } = tools;
     let harness = &config.harness;
     let mut system: Vec<String> = config.system_prompt.iter().cloned().collect();
     // The notes (LOOP-2) and HITL-11 concern the tools that survived selection, not the ones configured.
-    let kept = |prefix: &str| {
-        toolset.iter().any(|t| t.spec().kind() == ToolKind::Builtin && t.spec().name().starts_with(prefix))
-    };
-    if harness.human_in_the_loop.enabled && kept("ask_human_") {
+    let kept = |names: &[String]| toolset.iter().any(|t| names.iter().any(|n| n == t.spec().name()));
+    if harness.human_in_the_loop.enabled && kept(&built.hitl) {
         system.push(crate::operator::hitl_note().to_owned());
         if !prompter.can_ask() {
             warnings.push(Warning::HitlWithoutOperator);
         }
     }
-    let memory = memory.filter(|_| kept("memory_"));
+    let memory = memory.filter(|_| kept(&built.memory));
     if memory.is_some() {
         system.push(crate::memory::memory_note().to_owned());
     }

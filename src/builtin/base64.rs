@@ -1,7 +1,7 @@
 //! `base64_encode` (BUILTIN-14).
 
 use super::{BuiltinEnv, BuiltinFactory, reject_unknown_options};
-use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{CallContext, Exposure, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use async_trait::async_trait;
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -16,10 +16,6 @@ impl BuiltinFactory for Base64Factory {
         "base64_encode"
     }
 
-    fn served_over_mcp(&self) -> bool {
-        true
-    }
-
     fn build(&self, options: &Map<String, Value>, _env: &BuiltinEnv) -> crate::error::Result<Arc<dyn Tool>> {
         reject_unknown_options(self.name(), options, &[])?;
         let schema = json!({
@@ -28,9 +24,11 @@ impl BuiltinFactory for Base64Factory {
             "required": ["text"],
             "additionalProperties": false
         });
-        let spec = ToolSpec::new("base64_encode", ToolKind::Builtin, schema).with_description(
-            "Encode text as standard base64 (with = padding) over its UTF-8 bytes. Returns {\"encoded\": \"...\"}.",
-        );
+        let spec = ToolSpec::new("base64_encode", ToolKind::Builtin, schema)
+            .with_exposure(Exposure::Servable)
+            .with_description(
+                "Encode text as standard base64 (with = padding) over its UTF-8 bytes. Returns {\"encoded\": \"...\"}.",
+            );
         Ok(Arc::new(Base64Encode(spec)))
     }
 }

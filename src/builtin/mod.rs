@@ -111,11 +111,6 @@ pub trait BuiltinFactory: Send + Sync {
     /// The tool name, as listed under `harness.tools`.
     fn name(&self) -> &str;
 
-    /// Whether the tool may be served over MCP (only `read_file` and `base64_encode` of the crate's own are).
-    fn served_over_mcp(&self) -> bool {
-        false
-    }
-
     /// Build the tool from the entry's `options`. An unknown option key must be an error naming it and the tool
     /// ([`reject_unknown_options`]).
     ///
@@ -125,6 +120,29 @@ pub trait BuiltinFactory: Send + Sync {
     /// setup meets (a directory that cannot be read, say).
     fn build(&self, options: &Map<String, Value>, env: &BuiltinEnv) -> Result<Arc<dyn Tool>>;
 }
+
+/// The design card's name for a host built-in: the same trait as [`BuiltinFactory`], which builds the tool from its
+/// `harness.tools` entry.
+///
+/// ```
+/// use fisk_ai::builtin::{BuiltinEnv, BuiltinTool};
+/// use fisk_ai::tool::Tool;
+/// use serde_json::{Map, Value};
+/// use std::sync::Arc;
+///
+/// struct Nothing;
+///
+/// impl BuiltinTool for Nothing {
+///     fn name(&self) -> &str {
+///         "nothing"
+///     }
+///     fn build(&self, _: &Map<String, Value>, _: &BuiltinEnv) -> fisk_ai::Result<Arc<dyn Tool>> {
+///         Err(fisk_ai::Error::config("nothing to build"))
+///     }
+/// }
+/// # let _ = Nothing;
+/// ```
+pub use self::BuiltinFactory as BuiltinTool;
 
 /// Fail with a configuration error naming the first key of `options` not in `allowed` (BUILTIN-2).
 ///

@@ -12,7 +12,7 @@
 use super::{BuiltinEnv, BuiltinFactory, reject_unknown_options};
 use crate::error::{Error, Result};
 use crate::gate::{PROMPT_LIMIT, sanitize};
-use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{CallContext, Exposure, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use async_trait::async_trait;
 use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, readlinkat};
@@ -79,10 +79,6 @@ impl BuiltinFactory for ReadFileFactory {
         NAME
     }
 
-    fn served_over_mcp(&self) -> bool {
-        true
-    }
-
     fn build(&self, options: &Map<String, Value>, env: &BuiltinEnv) -> Result<Arc<dyn Tool>> {
         reject_unknown_options(NAME, options, &["root", "max_bytes"])?;
         let max_bytes = max_bytes_option(options)?;
@@ -105,7 +101,9 @@ impl BuiltinFactory for ReadFileFactory {
              UTF-8 are refused. Returns {{\"path\": \"<path relative to the root>\", \"size\": <bytes>, \
              \"content\": \"<text>\"}}."
         );
-        let spec = ToolSpec::new(NAME, ToolKind::Builtin, schema).with_description(description);
+        let spec = ToolSpec::new(NAME, ToolKind::Builtin, schema)
+            .with_exposure(Exposure::Servable)
+            .with_description(description);
         Ok(Arc::new(ReadFile { spec, jail: Arc::new(Jail { root, max_bytes }) }))
     }
 }

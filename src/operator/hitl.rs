@@ -10,7 +10,7 @@
 
 use super::{Answer, Prompter};
 use crate::gate::sanitize;
-use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{CallContext, Exposure, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::fmt;
@@ -183,7 +183,10 @@ impl Which {
                 }),
             ),
         };
-        ToolSpec::new(self.name(), ToolKind::Builtin, schema).with_description(description).with_no_defer(true)
+        ToolSpec::new(self.name(), ToolKind::Builtin, schema)
+            .with_exposure(Exposure::AgentOnly)
+            .with_description(description)
+            .with_no_defer(true)
     }
 }
 

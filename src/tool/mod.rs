@@ -18,7 +18,7 @@ use std::time::Duration;
 pub use input::ToolInput;
 pub use output::{ExecReport, ToolOutput};
 pub(crate) use spec::MakeSchema;
-pub use spec::{Origin, ToolKind, ToolSpec};
+pub use spec::{Exposure, Origin, ToolKind, ToolSpec};
 pub use tags::Tags;
 /// Cancels a running call (re-exported so hosts need not depend on `tokio-util`).
 pub use tokio_util::sync::CancellationToken;

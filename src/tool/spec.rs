@@ -18,6 +18,50 @@ pub enum ToolKind {
     Custom,
 }
 
+/// Where a tool may be exposed besides the agent's own model (MCP-7, A2A-2), set by the source or factory that made
+/// it. [`ToolSpec::new`] picks the default for the tool's kind ([`Exposure::default_for`]);
+/// [`ToolSpec::with_exposure`] overrides it.
+///
+/// ```
+/// use fisk_ai::tool::{Exposure, ToolKind, ToolSpec};
+/// use serde_json::json;
+///
+/// // A host's own tool is agent-only unless it says otherwise.
+/// let spec = ToolSpec::new("uptime", ToolKind::Custom, json!({"type": "object"}));
+/// assert_eq!(spec.exposure(), Exposure::AgentOnly);
+/// let spec = spec.with_exposure(Exposure::Servable);
+/// assert!(spec.exposure().is_servable());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Exposure {
+    /// Only the agent's own model may call it: it needs the run (an operator for `ask_human_*`, the run's memory
+    /// store for `memory_*`), or its maker did not say it may be served. The default for built-ins and custom tools.
+    AgentOnly,
+    /// It may also be served to MCP clients (a command tool also to other agents over a2a). The default for
+    /// command tools.
+    Servable,
+    /// The agent's model may call it, but it is never served on: a tool imported from an MCP server or another agent
+    /// (MCPI-9, IMPORT-11). The default for imported tools.
+    NeverServed,
+}
+
+impl Exposure {
+    /// The exposure of a tool of `kind` that did not choose one.
+    pub fn default_for(kind: ToolKind) -> Self {
+        match kind {
+            ToolKind::Command => Exposure::Servable,
+            ToolKind::Imported => Exposure::NeverServed,
+            ToolKind::Builtin | ToolKind::Custom => Exposure::AgentOnly,
+        }
+    }
+
+    /// Whether a server may offer it.
+    pub fn is_servable(self) -> bool {
+        self == Exposure::Servable
+    }
+}
+
 /// Where a tool comes from, as `info` and events show it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -113,6 +157,7 @@ pub struct ToolSpec {
     tags: Tags,
     no_defer: bool,
     confirm: bool,
+    exposure: Exposure,
     // Compiled on first use: a 10,000-command tree must load in milliseconds, and most tools are never called.
     validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
@@ -131,6 +176,7 @@ impl ToolSpec {
             tags: Tags::default(),
             no_defer: false,
             confirm: false,
+            exposure: Exposure::default_for(kind),
             validator: OnceLock::new(),
         }
     }
@@ -179,6 +225,13 @@ impl ToolSpec {
         S: Into<String>,
     {
         self.command_path = path.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Say where the tool may be exposed ([`Exposure`]); the default follows the kind.
+    #[must_use]
+    pub fn with_exposure(mut self, exposure: Exposure) -> Self {
+        self.exposure = exposure;
         self
     }
 
@@ -280,6 +333,11 @@ impl ToolSpec {
         self.confirm
     }
 
+    /// Where the tool may be exposed.
+    pub fn exposure(&self) -> Exposure {
+        self.exposure
+    }
+
     /// Required parameters absent from `input` (TOOL-18, TOOL-19), in schema order. `None` when nothing is missing.
     pub fn missing_required(&self, input: &str) -> Option<schema::MissingRequired> {
         schema::missing_required(&self.name, self.input_schema(), input)
@@ -336,6 +394,7 @@ impl Clone for ToolSpec {
             tags: self.tags.clone(),
             no_defer: self.no_defer,
             confirm: self.confirm,
+            exposure: self.exposure,
             validator: OnceLock::new(),
         }
     }
@@ -351,6 +410,7 @@ impl fmt::Debug for ToolSpec {
             .field("tags", &self.tags)
             .field("no_defer", &self.no_defer)
             .field("confirm", &self.confirm)
+            .field("exposure", &self.exposure)
             .finish_non_exhaustive()
     }
 }

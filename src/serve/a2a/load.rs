@@ -49,8 +49,9 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     let mut kept: Vec<SelectedTool> = Vec::with_capacity(selected.len());
     for t in selected.iter() {
         let spec = t.spec();
-        // A2A-2: built-in, imported and custom tools are never served.
-        if spec.kind() != ToolKind::Command {
+        // A2A-2: only command tools the application (or a host source) lets be served; built-in, imported and
+        // custom tools never are (the reply carries a command's execution report).
+        if spec.kind() != ToolKind::Command || !spec.exposure().is_servable() {
             continue;
         }
         let name = sanitize(spec.name(), 200);

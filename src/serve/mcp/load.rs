@@ -9,9 +9,8 @@ use crate::gate::sanitize;
 use crate::operator::NoOperator;
 use crate::select::{Rule, SelectedTool, Toolset, is_valid_tool_name};
 use crate::source::ToolSource;
-use crate::tool::ToolKind;
+use crate::tool::{Exposure, ToolKind};
 use crate::warning::Warning;
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -70,25 +69,22 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
     if !config.remote_tools.is_empty() {
         warnings.push(Warning::NoEffectOverMcp { setting: "remote_tools" });
     }
-    let servable: HashSet<&str> = config
-        .harness
-        .tools
-        .iter()
-        .filter(|e| inputs.registry.get(&e.name).is_some_and(|f| f.served_over_mcp()))
-        .map(|e| e.name.as_str())
-        .collect();
-    let mut kept: Vec<SelectedTool> = Vec::with_capacity(selected.len());
+    let loaded = selected.len();
+    let mut kept: Vec<SelectedTool> = Vec::with_capacity(loaded);
     for t in selected.iter() {
         let spec = t.spec();
-        let agent_only = spec.name().starts_with("ask_human_") || spec.name().starts_with("memory_");
-        let served = match spec.kind() {
-            ToolKind::Command => true,
-            ToolKind::Builtin => servable.contains(spec.name()) && !agent_only,
-            // MCP-7: HITL and memory (built-ins not listed as servable), imported and custom tools never.
-            _ => false,
-        };
-        if !served {
-            continue;
+        // MCP-7, MCP-24: what the tool's maker said (ToolSpec::exposure): commands and servable built-ins and host
+        // tools are served; ask_human_*, memory_* and other agent-only tools, and imported tools, never.
+        match spec.exposure() {
+            Exposure::Servable => {}
+            // A host tool the host may have meant to serve: say why it is not, once, at start.
+            Exposure::AgentOnly if spec.kind() == ToolKind::Custom => {
+                let reason = "it is an agent-only tool; its ToolSpec must say Exposure::Servable to be served";
+                let tool = sanitize(spec.name(), 200);
+                warnings.push(Warning::NotServed { surface: "mcp", tool, reason: reason.to_owned() });
+                continue;
+            }
+            _ => continue,
         }
         if !is_valid_tool_name(spec.name()) {
             let (name, display) = (sanitize(spec.name(), 200), sanitize(&spec.display_path(), 200));
@@ -110,12 +106,14 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>) -> Result<(Toolset
         None => served,
     };
     if served.is_empty() {
-        return Err(Error::selection(if config.application_path.is_some() {
-            "no tools can be served over MCP: none remain after include/exclude, ai:deny and expose.agent.tools \
-             (ask_human_*, memory_*, imported and custom tools are never served)"
+        return Err(Error::selection(if loaded == 0 && config.application_path.is_none() {
+            "no tools can be served over MCP: no application is wrapped (set application_path), no host source gave \
+             any tool, and no servable built-in is listed under harness.tools (read_file, base64_encode)"
         } else {
-            "no tools can be served over MCP: no application is wrapped (set application_path) and no servable \
-             built-in is listed under harness.tools (read_file, base64_encode)"
+            "no tools can be served over MCP: none of the loaded tools is servable after include/exclude, ai:deny \
+             and expose.agent.tools (commands are; built-ins listed under harness.tools such as read_file and \
+             base64_encode are; a host tool is when its ToolSpec says Exposure::Servable; ask_human_*, memory_* and \
+             imported tools never are)"
         }));
     }
     Ok((served, warnings))

@@ -308,15 +308,17 @@ impl McpServerBuilder {
         self
     }
 
-    /// Another tool source; its command tools are served like the application's (imported tools never are).
+    /// Another tool source; its tools are served when their specs say
+    /// [`Exposure::Servable`](crate::tool::Exposure::Servable) (command tools do by default; imported tools never
+    /// are).
     #[must_use]
     pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
         self.sources.push(Arc::new(source));
         self
     }
 
-    /// Register a built-in factory of the host's; it is served when a `harness.tools` entry enables it and
-    /// [`BuiltinFactory::served_over_mcp`] says so.
+    /// Register a built-in factory of the host's; it is served when a `harness.tools` entry enables it and the
+    /// tool's spec says [`Exposure::Servable`](crate::tool::Exposure::Servable).
     #[must_use]
     pub fn builtin(mut self, factory: impl BuiltinFactory + 'static) -> Self {
         self.registry.register(Arc::new(factory));

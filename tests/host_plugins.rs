@@ -1,0 +1,125 @@
+//! A host's own plug-ins, as a new user embeds the crate: a host tool source and a host built-in, each saying
+//! where its tools may be exposed (roles as data, `ToolSpec::exposure`), served over MCP to the official rmcp
+//! client; an agent-only host tool is not served, and the server says why at start.
+#![cfg(feature = "mcp")]
+
+mod common;
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+
+use fisk_ai::builtin::{BuiltinEnv, BuiltinFactory};
+use fisk_ai::source::{Loaded, ToolSource};
+use fisk_ai::tool::{CallContext, Exposure, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use fisk_ai::{Config, McpServer, async_trait};
+use mcp_support::{Answer, ERAS, TestClient, connect, is_error, serve_config, text};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// A host tool answering with its own name and the text it got.
+struct Echo(ToolSpec);
+
+#[async_trait]
+impl Tool for Echo {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn call(&self, input: &ToolInput, _: &CallContext) -> ToolOutput {
+        let v: Value = input.to_value().unwrap_or_default();
+        ToolOutput::success(format!("{} heard {}", self.0.name(), v["text"].as_str().unwrap_or("")))
+    }
+}
+
+fn echo(name: &str, kind: ToolKind, exposure: Exposure) -> Arc<dyn Tool> {
+    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+    Arc::new(Echo(ToolSpec::new(name, kind, schema).with_description(format!("{name} echoes")).with_exposure(exposure)))
+}
+
+/// A host source with one servable tool and one that is agent-only (the default for custom tools).
+struct HostSource;
+
+#[async_trait]
+impl ToolSource for HostSource {
+    fn name(&self) -> &str {
+        "host"
+    }
+    async fn load(&self) -> fisk_ai::Result<Loaded> {
+        let private = Arc::new(Echo(
+            ToolSpec::new("host_private", ToolKind::Custom, json!({"type": "object"})).with_description("private"),
+        ));
+        Ok(Loaded::new(vec![echo("host_status", ToolKind::Custom, Exposure::Servable), private]))
+    }
+}
+
+/// A host built-in that declares itself servable.
+struct Shout;
+
+impl BuiltinFactory for Shout {
+    fn name(&self) -> &str {
+        "shout"
+    }
+    fn build(&self, options: &Map<String, Value>, _: &BuiltinEnv) -> fisk_ai::Result<Arc<dyn Tool>> {
+        fisk_ai::builtin::reject_unknown_options("shout", options, &[])?;
+        Ok(echo("shout", ToolKind::Builtin, Exposure::Servable))
+    }
+}
+
+fn config() -> Config {
+    Config::from_yaml_str("identity: hosted\nharness:\n  tools:\n    - name: shout\nexpose:\n  agent:\n    mcp: {}\n")
+        .unwrap()
+}
+
+#[tokio::test]
+async fn mcp_7_host_tools_that_say_servable_are_served_and_called_over_mcp() {
+    for era in ERAS {
+        let dir = tempfile::tempdir().unwrap();
+        let served = serve_config(dir, config(), |b| b.source(HostSource).builtin(Shout)).await;
+        let client = connect(&served.url, TestClient::new(false, Answer::Decline), era).await;
+        let mut names: Vec<String> =
+            client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["host_status", "shout"], "{era:?}");
+        for (tool, said) in [("host_status", "host_status heard hi"), ("shout", "shout heard hi")] {
+            let out = mcp_support::call(&client, tool, json!({"text": "hi"})).await;
+            assert!(!is_error(&out), "{era:?} {tool}: {out:?}");
+            assert_eq!(text(&out), said);
+        }
+        let refused = client.call_tool(mcp_support::params("host_private", json!({}))).await;
+        let refused_or_error = match refused {
+            Ok(out) => is_error(&out),
+            Err(_) => true,
+        };
+        assert!(refused_or_error, "{era:?}: an agent-only tool was callable over MCP");
+        client.cancel().await.unwrap();
+        served.stop().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn mcp_7_an_agent_only_host_tool_is_not_served_and_the_server_says_why() {
+    let server = McpServer::builder().config(config()).source(HostSource).builtin(Shout).build().await.unwrap();
+    let warned: Vec<String> = server.warnings().iter().map(ToString::to_string).collect();
+    assert!(
+        warned.iter().any(|w| w.contains("host_private") && w.contains("Exposure::Servable")),
+        "no warning names the agent-only host tool: {warned:?}"
+    );
+    assert!(server.tools().get("host_private").is_none());
+}
+
+#[tokio::test]
+async fn mcp_7_only_agent_only_host_tools_is_a_startup_error_that_does_not_blame_the_application() {
+    struct PrivateOnly;
+    #[async_trait]
+    impl ToolSource for PrivateOnly {
+        fn name(&self) -> &str {
+            "private"
+        }
+        async fn load(&self) -> fisk_ai::Result<Loaded> {
+            Ok(Loaded::new(vec![echo("p", ToolKind::Custom, Exposure::AgentOnly)]))
+        }
+    }
+    let yaml = "identity: hosted\nexpose:\n  agent:\n    mcp: {}\n";
+    let err = McpServer::builder().config(Config::from_yaml_str(yaml).unwrap()).source(PrivateOnly).build().await;
+    let err = err.unwrap_err().to_string();
+    assert!(!err.contains("no application is wrapped"), "{err}");
+    assert!(err.contains("Exposure::Servable"), "{err}");
+}
