@@ -129,7 +129,6 @@ compile_error!(
 );
 
 pub mod agent;
-mod assemble;
 pub mod builtin;
 pub mod config;
 #[cfg(feature = "testing")]
@@ -139,6 +138,7 @@ pub mod dispatch;
 pub mod error;
 pub mod exec;
 pub mod gate;
+pub mod harness;
 pub mod llm;
 pub mod memory;
 #[cfg(feature = "nats")]
@@ -159,6 +159,7 @@ pub use builtin::{BuiltinFactory, BuiltinTool};
 pub use config::Config;
 pub use error::{Error, ErrorKind, Result};
 pub use gate::ConfirmGate;
+pub use harness::{Harness, HarnessBuilder};
 pub use llm::ModelProvider;
 pub use memory::{MemoryBackend, MemoryStore};
 pub use operator::Prompter;

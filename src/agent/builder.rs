@@ -1,65 +1,38 @@
-//! Building an [`Agent`]: the assembly pipeline, the stores from their registries, and the tool-search plan.
+//! Building an [`Agent`]: from a [`Harness`] (the composition root), or from plug-ins it assembles into one; then
+//! the provider, the gate and the tool-search plan.
 
 use super::{Agent, Inner};
-use crate::assemble;
-use crate::builtin::{BuiltinEnv, BuiltinFactory, BuiltinRegistry};
+use crate::builtin::BuiltinFactory;
 use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
 use crate::gate::{ConfirmGate, DenyAll};
+use crate::harness::{AgentTools, Harness, HarnessBuilder};
 use crate::llm::{ModelProvider, ProviderFactory, ProviderRegistry, ProviderSettings, ToolPlan};
-use crate::memory::{MemoryBackend, MemoryBackends, MemorySettings, MemoryStore};
-use crate::operator::{NoOperator, Prompter};
+use crate::memory::{MemoryBackend, MemoryStore};
+use crate::operator::Prompter;
 use crate::select::{SelectedTool, Toolset};
-use crate::session::{Fingerprint, FingerprintInput, SessionBackend, SessionBackends, SessionSettings, SessionStore};
-use crate::source::{ToolSource, checked_dir};
+use crate::session::{Fingerprint, FingerprintInput, SessionBackend, SessionStore};
+use crate::source::ToolSource;
 use crate::tool::Tool;
 use crate::warning::Warning;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Builds an [`Agent`]; by value, finished with [`AgentBuilder::build`].
+///
+/// Give it a [`Harness`] ([`harness`](Self::harness)) and `build` does no I/O; or give it the configuration and
+/// plug-ins directly (sources, built-ins, backends, stores, a prompter) and `build` assembles a harness of its own
+/// first. The two ways do not mix: a plug-in given here alongside a harness is an error naming it.
+#[derive(Default)]
 pub struct AgentBuilder {
     config: Option<Config>,
     provider: Option<Arc<dyn ModelProvider>>,
-    providers: ProviderRegistry,
     gate: Option<Arc<dyn ConfirmGate>>,
-    prompter: Option<Arc<dyn Prompter>>,
-    memory: Option<Arc<dyn MemoryStore>>,
-    sources: Vec<Arc<dyn ToolSource>>,
-    tools: Vec<Arc<dyn Tool>>,
-    registry: BuiltinRegistry,
-    memory_backends: MemoryBackends,
-    session_backends: SessionBackends,
-    working_dir: Option<PathBuf>,
-    store_base: Option<PathBuf>,
-    sessions: Option<Arc<dyn SessionStore>>,
     trace_content: bool,
-    #[cfg(feature = "nats")]
-    nats: Option<crate::nats::NatsConnection>,
-}
-
-impl Default for AgentBuilder {
-    fn default() -> Self {
-        AgentBuilder {
-            config: None,
-            provider: None,
-            providers: ProviderRegistry::with_defaults(),
-            gate: None,
-            prompter: None,
-            memory: None,
-            sources: Vec::new(),
-            tools: Vec::new(),
-            registry: BuiltinRegistry::with_defaults(),
-            memory_backends: MemoryBackends::with_defaults(),
-            session_backends: SessionBackends::with_defaults(),
-            working_dir: None,
-            store_base: None,
-            sessions: None,
-            trace_content: false,
-            #[cfg(feature = "nats")]
-            nats: None,
-        }
-    }
+    harness: Option<Arc<Harness>>,
+    parts: HarnessBuilder,
+    /// The plug-in methods called, to refuse them beside a harness.
+    touched: Vec<&'static str>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -67,8 +40,8 @@ impl std::fmt::Debug for AgentBuilder {
         f.debug_struct("AgentBuilder")
             .field("config", &self.config.is_some())
             .field("provider", &self.provider.is_some())
-            .field("sources", &self.sources.len())
-            .field("tools", &self.tools.len())
+            .field("harness", &self.harness.is_some())
+            .field("parts", &self.parts)
             .finish_non_exhaustive()
     }
 }
@@ -101,14 +74,16 @@ impl AgentBuilder {
     /// scrubbed from every child, whichever provider runs (PROV-16).
     #[must_use]
     pub fn providers(mut self, providers: ProviderRegistry) -> Self {
-        self.providers = providers;
+        self.touched.push("providers");
+        self.parts = self.parts.providers(providers);
         self
     }
 
     /// Register one more provider factory in the [provider registry](AgentBuilder::providers).
     #[must_use]
     pub fn provider_factory(mut self, factory: impl ProviderFactory + 'static) -> Self {
-        self.providers.register(Arc::new(factory));
+        self.touched.push("provider_factory");
+        self.parts = self.parts.provider_factory(factory);
         self
     }
 
@@ -122,7 +97,8 @@ impl AgentBuilder {
     /// Who answers the `ask_human_*` tools; without one nobody can be asked and they decline (HITL-7).
     #[must_use]
     pub fn prompter(mut self, prompter: impl Prompter + 'static) -> Self {
-        self.prompter = Some(Arc::new(prompter));
+        self.touched.push("prompter");
+        self.parts = self.parts.prompter(Arc::new(prompter));
         self
     }
 
@@ -131,7 +107,8 @@ impl AgentBuilder {
     /// backend: a configuration naming another backend fails, since one of the two would be ignored.
     #[must_use]
     pub fn memory_store(mut self, store: impl MemoryStore + 'static) -> Self {
-        self.memory = Some(Arc::new(store));
+        self.touched.push("memory_store");
+        self.parts = self.parts.memory_store(Arc::new(store));
         self
     }
 
@@ -146,7 +123,8 @@ impl AgentBuilder {
     /// The session store, shared.
     #[must_use]
     pub fn session_store_arc(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.sessions = Some(store);
+        self.touched.push("session_store");
+        self.parts = self.parts.session_store(store);
         self
     }
 
@@ -154,7 +132,8 @@ impl AgentBuilder {
     /// built in.
     #[must_use]
     pub fn memory_backend(mut self, backend: impl MemoryBackend + 'static) -> Self {
-        self.memory_backends.register(Arc::new(backend));
+        self.touched.push("memory_backend");
+        self.parts = self.parts.memory_backend(backend);
         self
     }
 
@@ -162,7 +141,8 @@ impl AgentBuilder {
     /// built in.
     #[must_use]
     pub fn session_backend(mut self, backend: impl SessionBackend + 'static) -> Self {
-        self.session_backends.register(Arc::new(backend));
+        self.touched.push("session_backend");
+        self.parts = self.parts.session_backend(backend);
         self
     }
 
@@ -170,7 +150,8 @@ impl AgentBuilder {
     /// directory.
     #[must_use]
     pub fn store_base(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.store_base = Some(dir.into());
+        self.touched.push("store_base");
+        self.parts = self.parts.store_base(dir);
         self
     }
 
@@ -178,7 +159,8 @@ impl AgentBuilder {
     /// of the same name (replacing a factory of that name).
     #[must_use]
     pub fn builtin(mut self, factory: impl BuiltinFactory + 'static) -> Self {
-        self.registry.register(Arc::new(factory));
+        self.touched.push("builtin");
+        self.parts = self.parts.builtin(factory);
         self
     }
 
@@ -187,28 +169,32 @@ impl AgentBuilder {
     #[cfg(feature = "nats")]
     #[must_use]
     pub fn nats(mut self, nats: crate::nats::NatsConnection) -> Self {
-        self.nats = Some(nats);
+        self.touched.push("nats");
+        self.parts = self.parts.nats(nats);
         self
     }
 
     /// Another tool source.
     #[must_use]
     pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
-        self.sources.push(Arc::new(source));
+        self.touched.push("source");
+        self.parts = self.parts.source(source);
         self
     }
 
     /// A custom tool of the host's (OVR-8); its name must not collide with any other tool.
     #[must_use]
     pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
-        self.tools.push(Arc::new(tool));
+        self.touched.push("tool");
+        self.parts = self.parts.tool(tool);
         self
     }
 
     /// Run command tools in `dir` (OVR-6): an absolute path to an existing directory.
     #[must_use]
     pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.working_dir = Some(dir.into());
+        self.touched.push("working_dir");
+        self.parts = self.parts.working_dir(dir);
         self
     }
 
@@ -222,131 +208,97 @@ impl AgentBuilder {
         self
     }
 
-    /// Validate the configuration for a run, run the assembly pipeline once (sources, built-ins, selection), and
-    /// plan tool search. Fails on configuration errors, source failures, name collisions and an empty tool set
-    /// (SEL-13).
+    /// Build on `harness` (shared with other surfaces, for example an MCP server): `build` then does no I/O. The
+    /// configuration, sources, built-ins, backends, stores and prompter are the harness's; giving any of them here
+    /// as well is an error.
+    #[must_use]
+    pub fn harness(mut self, harness: Arc<Harness>) -> Self {
+        self.harness = Some(harness);
+        self
+    }
+
+    /// Validate the configuration for a run, assemble (or take) the harness, and plan tool search. Fails on
+    /// configuration errors, source failures, name collisions and an empty tool set (SEL-13).
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) when there is no configuration, it fails [`Mode::Agent`]
     /// validation, uses a key this version does not act on yet, or names no model or an unknown provider (or the
-    /// provider cannot be built: no key, a bad base URL); an introspection error when the application cannot be loaded;
-    /// a selection error on a tool-name collision or an empty tool set (SEL-13); a store error when the memory or
-    /// session backend cannot open, or is named alongside an injected store.
+    /// provider cannot be built: no key, a bad base URL); a plug-in given beside a harness, a harness built for
+    /// serving only, or an injected provider whose credentials the harness does not scrub; an introspection error
+    /// when the application cannot be loaded; a selection error on a tool-name collision or an empty tool set
+    /// (SEL-13); a store error when the memory or session backend cannot open, or is named alongside an injected
+    /// store.
     pub async fn build(mut self) -> Result<Agent> {
-        let config = self.config.take().ok_or_else(|| Error::config("an agent needs a configuration"))?;
+        let (harness, provider) = match self.harness.take() {
+            Some(harness) => {
+                let provider = self.take_harness(&harness)?;
+                (harness, provider)
+            }
+            None => self.assemble().await?,
+        };
+        let config = harness.config();
         let mut warnings = config.validate(Mode::Agent)?;
+        warnings.extend(harness.warnings().iter().cloned());
+        let model = config.llm.model.clone().ok_or_else(|| Error::config_key("llm.model", "llm.model is required"))?;
+        let toolset = harness.toolset().clone();
+        toolset.ensure_not_empty(config.application_path.is_some())?;
+        let tools = Tools {
+            toolset,
+            memory: harness.memory().cloned(),
+            prompter: harness.prompter().clone(),
+            sessions: harness.sessions_result(),
+            built: harness.agent_tools().clone(),
+        };
+        Ok(finish(config.clone(), model, provider, self.gate.take(), tools, warnings, self.trace_content))
+    }
+
+    /// The convenience path: validate for a run and build the provider before any I/O, then assemble a harness
+    /// from the plug-ins given here.
+    async fn assemble(&mut self) -> Result<(Arc<Harness>, Arc<dyn ModelProvider>)> {
+        let config = self.config.take().ok_or_else(|| Error::config("an agent needs a configuration"))?;
+        config.validate(Mode::Agent)?;
         config.check_supported()?;
         let provider = match self.provider.take() {
             Some(provider) => provider,
-            None => self.providers.build(&ProviderSettings::new(&config))?,
+            None => self.parts.provider_registry().build(&ProviderSettings::new(&config))?,
         };
-        let model = config.llm.model.clone().ok_or_else(|| Error::config_key("llm.model", "llm.model is required"))?;
-        // PROV-16: the active provider's credentials and every registered one's.
-        let credentials: Vec<String> =
-            provider.capabilities().credentials.iter().cloned().chain(self.providers.credentials()).collect();
-        // CFG-15: one connection for remote hosts and JetStream stores, made when the first of them needs it.
-        #[cfg(feature = "nats")]
-        let nats = match self.nats.take() {
-            Some(connection) => Some(crate::nats::SharedNats::injected(connection)),
-            None => config
-                .identity()
-                .ok()
-                .map(|id| crate::nats::SharedNats::from_context(config.nats_context.as_deref(), id)),
-        };
-        let inputs = assemble::Inputs {
-            sources: std::mem::take(&mut self.sources),
-            credentials,
-            working_dir: self.working_dir.as_deref(),
-            imports: true,
-            #[cfg(feature = "nats")]
-            nats: nats.clone(),
-        };
-        let mut candidates = assemble::load(&config, inputs, &mut warnings).await?;
-        candidates.extend(std::mem::take(&mut self.tools));
-        let prompter: Arc<dyn Prompter> = self.prompter.take().unwrap_or_else(|| Arc::new(NoOperator));
-        let env = BuiltinEnv::new(&config, prompter.clone())?;
-        // SEL-12 and LOOP-2 order: HITL, then memory, then harness.tools.
-        let mut built = BuiltNames::default();
-        if config.harness.human_in_the_loop.enabled {
-            let hitl = crate::operator::hitl_tools(prompter.clone());
-            built.hitl = hitl.iter().map(|t| t.spec().name().to_owned()).collect();
-            candidates.extend(hitl);
-        }
-        #[cfg(not(feature = "nats"))]
-        let nats = None;
-        let memory = self.open_memory(&config, &env, nats.as_ref()).await?;
-        if let Some(store) = &memory {
-            let tools = crate::memory::memory_tools(store.clone());
-            built.memory = tools.iter().map(|t| t.spec().name().to_owned()).collect();
-            candidates.extend(tools);
-        }
-        candidates.extend(self.registry.build_enabled(&config, &env)?);
-        let toolset = candidates.select(&config, &mut warnings)?;
-        toolset.ensure_not_empty(config.application_path.is_some())?;
-        let sessions = self.open_sessions(&config, nats.as_ref()).await?;
-        let tools = Tools { toolset, memory, prompter, sessions, built };
-        Ok(finish(config, model, provider, self.gate.take(), tools, warnings, self.trace_content))
+        // PROV-16: the active provider's credentials too, besides every registered one's.
+        let parts = std::mem::take(&mut self.parts).config(config).scrub(provider.capabilities().credentials.clone());
+        Ok((Arc::new(parts.build().await?), provider))
     }
 
-    /// MEM-18, OVR-7: the injected store, else the configured backend from the registry; `None` when memory is off.
-    async fn open_memory(
-        &mut self,
-        config: &Config,
-        env: &BuiltinEnv,
-        nats: Option<&SharedNats>,
-    ) -> Result<Option<Arc<dyn MemoryStore>>> {
-        let memory = &config.harness.memory;
-        if !memory.enabled {
-            return Ok(None);
+    /// A harness given: nothing else of the harness's may be given here, and an injected provider's credentials must
+    /// be scrubbed already (fail closed: a key would otherwise reach every child).
+    fn take_harness(&mut self, harness: &Harness) -> Result<Arc<dyn ModelProvider>> {
+        if let Some(method) = self.touched.first() {
+            return Err(Error::config(format!(
+                "AgentBuilder::{method} was given together with a harness: give it to the HarnessBuilder instead"
+            )));
         }
-        if let Some(store) = self.memory.take() {
-            return if memory.backend == "file" { Ok(Some(store)) } else { Err(conflict("memory", &memory.backend)) };
+        if self.config.is_some() {
+            return Err(Error::config(
+                "AgentBuilder::config was given together with a harness: the agent uses the harness's configuration",
+            ));
         }
-        let identity = config.identity()?;
-        let base = checked_dir("store base", self.store_base.as_deref())?;
-        let settings = MemorySettings::new(config, &identity, &env.working_dir).with_store_base(base);
-        #[cfg(feature = "nats")]
-        let settings = settings.with_nats(nats);
-        #[cfg(not(feature = "nats"))]
-        let _ = nats;
-        self.memory_backends.open(&settings).await.map(Some)
+        if !harness.is_for_agent() {
+            return Err(Error::config(
+                "this harness was built for serving only (HarnessBuilder::for_agent(false)); build one for the agent",
+            ));
+        }
+        let provider = match self.provider.take() {
+            Some(provider) => provider,
+            None => harness.providers().build(&ProviderSettings::new(harness.config()))?,
+        };
+        let scrubbed: Vec<&str> = harness.child_env().scrubbed().collect();
+        if let Some(name) = provider.capabilities().credentials.iter().find(|c| !scrubbed.contains(&c.as_str())) {
+            return Err(Error::config(format!(
+                "the provider's credential {name} is not scrubbed by the harness: register its factory with \
+                 HarnessBuilder::provider_factory or name it with HarnessBuilder::scrub"
+            )));
+        }
+        Ok(provider)
     }
-
-    /// SESS-25, OVR-7: the injected store, else the configured backend; a backend that cannot open fails only the
-    /// checkpointed runs, with its reason.
-    async fn open_sessions(
-        &mut self,
-        config: &Config,
-        nats: Option<&SharedNats>,
-    ) -> Result<std::result::Result<Arc<dyn SessionStore>, String>> {
-        let backend = config.harness.sessions.backend.as_str();
-        if let Some(store) = self.sessions.take() {
-            return if backend == "file" { Ok(Ok(store)) } else { Err(conflict("sessions", backend)) };
-        }
-        let base = checked_dir("store base", self.store_base.as_deref())?;
-        let settings = SessionSettings::new(config).with_store_base(base);
-        #[cfg(feature = "nats")]
-        let settings = settings.with_nats(nats);
-        #[cfg(not(feature = "nats"))]
-        let _ = nats;
-        Ok(self.session_backends.open(&settings).await.map_err(|e| e.to_string()))
-    }
-}
-
-#[cfg(feature = "nats")]
-use crate::nats::SharedNats;
-/// Without NATS there is never a shared connection; the stand-in keeps one signature for both builds.
-#[cfg(not(feature = "nats"))]
-enum SharedNats {}
-
-/// OVR-7: an injected store and a configured non-default backend cannot both be meant.
-fn conflict(what: &str, backend: &str) -> Error {
-    let store = if what == "memory" { "memory" } else { "session" };
-    Error::config_key(
-        format!("harness.{what}.backend"),
-        format!("a {store} store was injected but harness.{what}.backend names \"{backend}\"; remove one of them"),
-    )
 }
 
 /// What assembly and the stores produced.
@@ -355,14 +307,7 @@ struct Tools {
     memory: Option<Arc<dyn MemoryStore>>,
     prompter: Arc<dyn Prompter>,
     sessions: std::result::Result<Arc<dyn SessionStore>, String>,
-    built: BuiltNames,
-}
-
-/// The names of the agent-only tools the builder made, to tell whether any survived selection.
-#[derive(Default)]
-struct BuiltNames {
-    hitl: Vec<String>,
-    memory: Vec<String>,
+    built: AgentTools,
 }
 
 /// The notes, warnings, tool-search plan and fingerprint of a built agent.

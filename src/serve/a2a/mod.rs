@@ -39,13 +39,13 @@ mod card;
 mod events;
 mod handler;
 mod intake;
-mod load;
 
 pub use events::{A2aEvent, A2aEventSink, NoA2aEvents};
 pub use intake::SHUTDOWN_GRACE;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::harness::{self, Harness, HarnessBuilder};
 use crate::nats::wire::{discovery_subject, tool_subject};
 use crate::nats::{NatsConnection, NatsContext};
 use crate::select::Toolset;
@@ -246,13 +246,49 @@ async fn connection_events(shared: Arc<Shared>, nats: NatsConnection, stop: Canc
     }
 }
 
+/// The a2a server's configuration and served set: from a harness given, a tool set given, or a harness for serving
+/// assembled from the builder's sources; a2a's checks run before anything loads.
+async fn serving_harness(
+    config: Option<Config>,
+    given: Option<Arc<Harness>>,
+    parts: Option<HarnessBuilder>,
+    touched: Option<&'static str>,
+    toolset: Option<Toolset>,
+) -> Result<(Config, harness::Served)> {
+    if let Some(harness) = given {
+        if let Some(method) = touched.or(config.as_ref().map(|_| "config")) {
+            return Err(Error::config(format!(
+                "A2aServerBuilder::{method} was given together with a harness: give it to the HarnessBuilder instead"
+            )));
+        }
+        let config = harness.config().clone();
+        let mut warnings = harness::check_a2a(&config)?;
+        warnings.extend(harness.warnings().iter().cloned());
+        let served = harness::a2a_served(&config, harness.toolset(), warnings)?;
+        return Ok((config, served));
+    }
+    let config = config.ok_or_else(|| Error::config("an a2a server needs a configuration"))?;
+    let mut warnings = harness::check_a2a(&config)?;
+    let served = match toolset {
+        Some(toolset) => harness::a2a_served(&config, &toolset, warnings)?,
+        None => {
+            let parts = parts.unwrap_or_default().for_agent(false);
+            let harness = parts.config(config.clone()).build().await?;
+            warnings.extend(harness.warnings().iter().cloned());
+            harness::a2a_served(&config, harness.toolset(), warnings)?
+        }
+    };
+    Ok((config, served))
+}
+
 /// Builds an [`A2aServer`]; by value, finished with [`A2aServerBuilder::build`].
 #[derive(Default)]
 pub struct A2aServerBuilder {
     config: Option<Config>,
-    sources: Vec<Arc<dyn ToolSource>>,
+    harness: Option<Arc<Harness>>,
+    parts: Option<HarnessBuilder>,
+    touched: Option<&'static str>,
     toolset: Option<Toolset>,
-    working_dir: Option<PathBuf>,
     nats: Option<NatsConnection>,
     events: Option<Arc<dyn A2aEventSink>>,
     version: Option<String>,
@@ -262,7 +298,7 @@ impl std::fmt::Debug for A2aServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("A2aServerBuilder")
             .field("config", &self.config.is_some())
-            .field("sources", &self.sources.len())
+            .field("harness", &self.harness.is_some())
             .field("nats", &self.nats)
             .finish_non_exhaustive()
     }
@@ -280,7 +316,17 @@ impl A2aServerBuilder {
     /// Another tool source; its command tools are served like the application's (imported tools never are).
     #[must_use]
     pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
-        self.sources.push(Arc::new(source));
+        self.touched.get_or_insert("source");
+        self.parts = Some(self.parts.take().unwrap_or_default().source(source));
+        self
+    }
+
+    /// Serve from `harness` (shared with an agent or an MCP server, say): `build` then loads nothing and serves
+    /// the harness's servable, ungated command tools. The configuration and sources are the harness's; giving them
+    /// here as well is an error.
+    #[must_use]
+    pub fn harness(mut self, harness: Arc<Harness>) -> Self {
+        self.harness = Some(harness);
         self
     }
 
@@ -295,7 +341,8 @@ impl A2aServerBuilder {
     /// Run command tools in `dir` (OVR-6): an absolute path to an existing directory.
     #[must_use]
     pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.working_dir = Some(dir.into());
+        self.touched.get_or_insert("working_dir");
+        self.parts = Some(self.parts.take().unwrap_or_default().working_dir(dir));
         self
     }
 
@@ -332,17 +379,8 @@ impl A2aServerBuilder {
     /// selection error when no tool can be served (A2A-5) or the card is too large; a NATS error when the
     /// connection cannot be made.
     pub async fn build(self) -> Result<A2aServer> {
-        let config = self.config.ok_or_else(|| Error::config("an a2a server needs a configuration"))?;
-        let (tools, warnings) = load::load(
-            &config,
-            load::Inputs {
-                sources: self.sources,
-                toolset: self.toolset,
-                working_dir: self.working_dir.as_deref(),
-                credentials: crate::llm::ProviderRegistry::with_defaults().credentials(),
-            },
-        )
-        .await?;
+        let (config, harness::Served { tools, warnings }) =
+            serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
         let a2a = &config.expose.agent.a2a;
         let identity = config.identity()?;
         let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());

@@ -41,7 +41,6 @@ mod guard;
 mod handler;
 mod http;
 mod listing;
-mod load;
 mod sessions;
 
 pub use super::signal::shutdown_signal;
@@ -49,9 +48,10 @@ pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
 pub use events::{Denial, GatedBehavior, McpEvent, McpEventSink, NoMcpEvents};
 pub use http::SHUTDOWN_GRACE;
 
-use crate::builtin::{BuiltinFactory, BuiltinRegistry};
+use crate::builtin::BuiltinFactory;
 use crate::config::{Config, ConfirmOverMcp};
 use crate::error::{Error, Result};
+use crate::harness::{self, Harness, HarnessBuilder};
 use crate::select::Toolset;
 use crate::source::ToolSource;
 use crate::warning::Warning;
@@ -255,10 +255,10 @@ impl McpServer {
 /// Builds an [`McpServer`]; by value, finished with [`McpServerBuilder::build`].
 pub struct McpServerBuilder {
     config: Option<Config>,
-    sources: Vec<Arc<dyn ToolSource>>,
-    registry: BuiltinRegistry,
+    harness: Option<Arc<Harness>>,
+    parts: HarnessBuilder,
+    touched: Option<&'static str>,
     toolset: Option<Toolset>,
-    working_dir: Option<PathBuf>,
     address: Option<String>,
     port: u16,
     events: Option<Arc<dyn McpEventSink>>,
@@ -272,10 +272,10 @@ impl Default for McpServerBuilder {
     fn default() -> Self {
         McpServerBuilder {
             config: None,
-            sources: Vec::new(),
-            registry: BuiltinRegistry::with_defaults(),
+            harness: None,
+            parts: HarnessBuilder::default().for_agent(false),
+            touched: None,
             toolset: None,
-            working_dir: None,
             address: None,
             port: 0,
             events: None,
@@ -291,11 +291,45 @@ impl std::fmt::Debug for McpServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServerBuilder")
             .field("config", &self.config.is_some())
-            .field("sources", &self.sources.len())
+            .field("harness", &self.harness.is_some())
             .field("address", &self.address)
             .field("port", &self.port)
             .finish_non_exhaustive()
     }
+}
+
+/// The MCP server's configuration and served set: from a harness given, a tool set given, or a harness for serving
+/// assembled from the builder's plug-ins; MCP's checks run before anything loads.
+async fn serving_harness(
+    config: Option<Config>,
+    given: Option<Arc<Harness>>,
+    parts: HarnessBuilder,
+    touched: Option<&'static str>,
+    toolset: Option<Toolset>,
+) -> Result<(Config, harness::Served)> {
+    if let Some(harness) = given {
+        if let Some(method) = touched.or(config.as_ref().map(|_| "config")) {
+            return Err(Error::config(format!(
+                "McpServerBuilder::{method} was given together with a harness: give it to the HarnessBuilder instead"
+            )));
+        }
+        let config = harness.config().clone();
+        let mut warnings = harness::check_mcp(&config)?;
+        warnings.extend(harness.warnings().iter().cloned());
+        let served = harness::mcp_served(&config, harness.toolset(), warnings)?;
+        return Ok((config, served));
+    }
+    let config = config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
+    let mut warnings = harness::check_mcp(&config)?;
+    let served = match toolset {
+        Some(toolset) => harness::mcp_served(&config, &toolset, warnings)?,
+        None => {
+            let harness = parts.config(config.clone()).build().await?;
+            warnings.extend(harness.warnings().iter().cloned());
+            harness::mcp_served(&config, harness.toolset(), warnings)?
+        }
+    };
+    Ok((config, served))
 }
 
 impl McpServerBuilder {
@@ -313,7 +347,8 @@ impl McpServerBuilder {
     /// are).
     #[must_use]
     pub fn source(mut self, source: impl ToolSource + 'static) -> Self {
-        self.sources.push(Arc::new(source));
+        self.touched.get_or_insert("source");
+        self.parts = self.parts.source(source);
         self
     }
 
@@ -321,7 +356,18 @@ impl McpServerBuilder {
     /// tool's spec says [`Exposure::Servable`](crate::tool::Exposure::Servable).
     #[must_use]
     pub fn builtin(mut self, factory: impl BuiltinFactory + 'static) -> Self {
-        self.registry.register(Arc::new(factory));
+        self.touched.get_or_insert("builtin");
+        self.parts = self.parts.builtin(factory);
+        self
+    }
+
+    /// Serve from `harness` (shared with an agent, say): `build` then does no I/O, and serves what of the harness's
+    /// tool set MCP may (commands, and built-ins and host tools whose specs say
+    /// [`Exposure::Servable`](crate::tool::Exposure::Servable)). The configuration, sources and built-ins are the
+    /// harness's; giving them here as well is an error.
+    #[must_use]
+    pub fn harness(mut self, harness: Arc<Harness>) -> Self {
+        self.harness = Some(harness);
         self
     }
 
@@ -336,7 +382,8 @@ impl McpServerBuilder {
     /// Run command tools in `dir` (OVR-6): an absolute path to an existing directory.
     #[must_use]
     pub fn working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.working_dir = Some(dir.into());
+        self.touched.get_or_insert("working_dir");
+        self.parts = self.parts.working_dir(dir);
         self
     }
 
@@ -405,18 +452,8 @@ impl McpServerBuilder {
     /// identity is invalid; an introspection or source error when a tool source cannot be loaded; a selection error on
     /// a name collision or when no tool can be served (MCP-7).
     pub async fn build(self) -> Result<McpServer> {
-        let config = self.config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
-        let (tools, warnings) = load::load(
-            &config,
-            load::Inputs {
-                sources: self.sources,
-                registry: &self.registry,
-                toolset: self.toolset,
-                working_dir: self.working_dir.as_deref(),
-                credentials: crate::llm::ProviderRegistry::with_defaults().credentials(),
-            },
-        )
-        .await?;
+        let (config, harness::Served { tools, warnings }) =
+            serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
         let mcp = config.expose.agent.mcp.clone().unwrap_or_default();
         let identity = config.identity()?;
         let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());

@@ -1,4 +1,4 @@
-//! The one assembly pipeline (DESIGN §4.1) the agent, the MCP server and a2a share:
+//! The one assembly pipeline (DESIGN §4.1) every surface's harness runs:
 //!
 //! 1. sources: the configured application first (TOOL-7), then each `mcp_servers` entry and each `remote_tools`
 //!    host (when the surface imports; the hosts share one NATS connection, CFG-15), then every other source, each
@@ -41,8 +41,13 @@ pub(crate) struct Candidates {
     tools: Vec<Arc<dyn Tool>>,
 }
 
-/// Steps 1 and 2: fix the child environment, then load every source once, in order. Warnings are appended.
-pub(crate) async fn load(config: &Config, inputs: Inputs<'_>, warnings: &mut Vec<Warning>) -> Result<Candidates> {
+/// Steps 1 and 2: fix the child environment, then load every source once, in order. Warnings are appended; the
+/// child environment every later child gets is returned with the candidates.
+pub(crate) async fn load(
+    config: &Config,
+    inputs: Inputs<'_>,
+    warnings: &mut Vec<Warning>,
+) -> Result<(Candidates, ChildEnv)> {
     let mut sources = configured(config, inputs.imports)?;
     #[cfg(feature = "nats")]
     if inputs.imports {
@@ -76,7 +81,7 @@ pub(crate) async fn load(config: &Config, inputs: Inputs<'_>, warnings: &mut Vec
         warnings.extend(loaded.warnings);
     }
     joined(remote_errors)?;
-    Ok(Candidates { tools })
+    Ok((Candidates { tools }, ctx.env().clone()))
 }
 
 /// The sources the configuration names: the application (TOOL-7), then the MCP imports in entry order.

@@ -1,0 +1,73 @@
+//! The memory and session stores a harness opens: an injected store, else the backend the configuration names,
+//! from the registry (MEM-18, SESS-25, OVR-7).
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::memory::{MemoryBackends, MemorySettings, MemoryStore};
+use crate::session::{SessionBackends, SessionSettings, SessionStore};
+use crate::source::checked_dir;
+use std::path::Path;
+use std::sync::Arc;
+
+#[cfg(feature = "nats")]
+pub(crate) use crate::nats::SharedNats;
+/// Without NATS there is never a shared connection; the stand-in keeps one signature for both builds.
+#[cfg(not(feature = "nats"))]
+pub(crate) enum SharedNats {}
+
+/// What opening a store needs besides the configuration.
+pub(crate) struct Places<'a> {
+    pub(crate) working_dir: &'a Path,
+    pub(crate) store_base: Option<&'a Path>,
+    pub(crate) nats: Option<&'a SharedNats>,
+}
+
+/// MEM-18, OVR-7: the injected store, else the configured backend from the registry; `None` when memory is off.
+pub(crate) async fn open_memory(
+    config: &Config,
+    injected: Option<Arc<dyn MemoryStore>>,
+    backends: &MemoryBackends,
+    places: &Places<'_>,
+) -> Result<Option<Arc<dyn MemoryStore>>> {
+    let memory = &config.harness.memory;
+    if !memory.enabled {
+        return Ok(None);
+    }
+    if let Some(store) = injected {
+        return if memory.backend == "file" { Ok(Some(store)) } else { Err(conflict("memory", &memory.backend)) };
+    }
+    let identity = config.identity()?;
+    let base = checked_dir("store base", places.store_base)?;
+    let settings = MemorySettings::new(config, &identity, places.working_dir).with_store_base(base);
+    #[cfg(feature = "nats")]
+    let settings = settings.with_nats(places.nats);
+    backends.open(&settings).await.map(Some).map_err(|e| config.locate(e))
+}
+
+/// SESS-25, OVR-7: the injected store, else the configured backend; a backend that cannot open fails only the
+/// checkpointed runs, with its reason (an unregistered name fails the build).
+pub(crate) async fn open_sessions(
+    config: &Config,
+    injected: Option<Arc<dyn SessionStore>>,
+    backends: &SessionBackends,
+    places: &Places<'_>,
+) -> Result<std::result::Result<Arc<dyn SessionStore>, String>> {
+    let backend = config.harness.sessions.backend.as_str();
+    if let Some(store) = injected {
+        return if backend == "file" { Ok(Ok(store)) } else { Err(conflict("sessions", backend)) };
+    }
+    let base = checked_dir("store base", places.store_base)?;
+    let settings = SessionSettings::new(config).with_store_base(base);
+    #[cfg(feature = "nats")]
+    let settings = settings.with_nats(places.nats);
+    Ok(backends.open(&settings).await.map_err(|e| e.to_string()))
+}
+
+/// OVR-7: an injected store and a configured non-default backend cannot both be meant.
+fn conflict(what: &str, backend: &str) -> Error {
+    let store = if what == "memory" { "memory" } else { "session" };
+    Error::config_key(
+        format!("harness.{what}.backend"),
+        format!("a {store} store was injected but harness.{what}.backend names \"{backend}\"; remove one of them"),
+    )
+}
