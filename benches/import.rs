@@ -8,7 +8,6 @@
 //! The fixture is examples/mcp_fixture_server.rs, built here in the bench profile.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fisk_ai::ToolSource;
 use fisk_ai::dispatch::{Approval, Gated, Outcome, Surface, dispatch};
 use fisk_ai::select::{Selection, Toolset};
 use fisk_ai::source::mcp::McpImport;

@@ -23,7 +23,7 @@ impl ToolSource for Tree {
         "tree"
     }
 
-    async fn load(&self) -> fisk_ai::Result<Loaded> {
+    async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
         FiskApp::new("app").tools_from_slice(&self.0)
     }
 }

@@ -440,7 +440,6 @@ async fn a2a_5_zero_served_tools_is_a_startup_error() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_restart_calls_in_the_gap_are_clear_errors_then_serving_resumes() {
-    use fisk_ai::source::ToolSource;
     use fisk_ai::source::remote::RemoteAgent;
     use fisk_ai::tool::{CallContext, ToolInput};
     let mut nats = NatsServer::start();

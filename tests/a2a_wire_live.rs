@@ -49,7 +49,6 @@ async fn a2a_6_every_reply_the_server_sends_validates_against_the_reference() {
 #[ignore = "needs nats-server and FISK_AI_WIRE_SCHEMAS; .ci/run provides both"]
 async fn a2a_6_every_request_the_importer_sends_validates_against_the_reference() {
     use common::a2a_peer::{A2aPeer, Reply, client, descriptor, tool_reply};
-    use fisk_ai::source::ToolSource;
     use fisk_ai::source::remote::RemoteAgent;
     use fisk_ai::tool::{CallContext, ToolInput};
     let nats = NatsServer::start();

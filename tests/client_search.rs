@@ -97,7 +97,7 @@ impl ToolSource for Choria {
         "choria"
     }
 
-    async fn load(&self) -> fisk_ai::Result<Loaded> {
+    async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
         self.app.tools_from_model(
             AppModel::from_slice(&self.doc).map_err(|e| fisk_ai::Error::source_failed(e.to_string()))?,
         )

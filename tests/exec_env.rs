@@ -46,7 +46,7 @@ impl ToolSource for DeclaringSource {
         vec![SOURCE_CREDENTIAL.to_owned()]
     }
 
-    async fn load(&self) -> fisk_ai::Result<fisk_ai::source::Loaded> {
+    async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<fisk_ai::source::Loaded> {
         Ok(fisk_ai::source::Loaded::default())
     }
 }

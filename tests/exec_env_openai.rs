@@ -12,7 +12,6 @@ mod fake_openai;
 
 use common::*;
 use fake_openai::{FakeOpenAi, calls, text};
-use fisk_ai::ToolSource;
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::llm::openai::OpenAiProvider;
 use fisk_ai::source::fisk::FiskApp;

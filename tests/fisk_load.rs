@@ -3,7 +3,6 @@
 mod common;
 
 use common::*;
-use fisk_ai::ToolSource;
 use fisk_ai::source::fisk::{AppModel, FiskApp};
 use fisk_ai::tool::{Tool, ToolKind};
 use fisk_ai::{ErrorKind, Warning};

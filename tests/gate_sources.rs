@@ -50,7 +50,7 @@ impl ToolSource for HostSource {
     fn name(&self) -> &str {
         "host"
     }
-    async fn load(&self) -> fisk_ai::Result<Loaded> {
+    async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
         Ok(Loaded::new(self.0.lock().unwrap().clone()))
     }
 }

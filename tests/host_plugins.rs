@@ -42,7 +42,7 @@ impl ToolSource for HostSource {
     fn name(&self) -> &str {
         "host"
     }
-    async fn load(&self) -> fisk_ai::Result<Loaded> {
+    async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
         let private = Arc::new(Echo(
             ToolSpec::new("host_private", ToolKind::Custom, json!({"type": "object"})).with_description("private"),
         ));
@@ -113,7 +113,7 @@ async fn mcp_7_only_agent_only_host_tools_is_a_startup_error_that_does_not_blame
         fn name(&self) -> &str {
             "private"
         }
-        async fn load(&self) -> fisk_ai::Result<Loaded> {
+        async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
             Ok(Loaded::new(vec![echo("p", ToolKind::Custom, Exposure::AgentOnly)]))
         }
     }
@@ -122,4 +122,46 @@ async fn mcp_7_only_agent_only_host_tools_is_a_startup_error_that_does_not_blame
     let err = err.unwrap_err().to_string();
     assert!(!err.contains("no application is wrapped"), "{err}");
     assert!(err.contains("Exposure::Servable"), "{err}");
+}
+
+/// A host source that learns its tools from a process it runs through the load context's hardened runner.
+struct Probing(std::sync::Mutex<Vec<fisk_ai::source::ProcessOutput>>);
+
+#[async_trait]
+impl ToolSource for Probing {
+    fn name(&self) -> &str {
+        "probing"
+    }
+    async fn load(&self, ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
+        let sh = |script: &str| vec!["-c".to_owned(), script.to_owned()];
+        let timeout = std::time::Duration::from_secs(20);
+        let env =
+            ctx.run("/bin/sh", &sh("echo \"home=${HOME:-unset} llmformat=${LLMFORMAT:-unset}\""), timeout).await?;
+        let flood = ctx.run("/bin/sh", &sh("yes 0123456789abcdef | head -c 2000000; exit 3"), timeout).await?;
+        self.0.lock().unwrap().extend([env, flood]);
+        // A hung probe is ended by the runner's timeout, and the error names the program.
+        let hung = ctx.run("/bin/sleep", &["30".to_owned()], std::time::Duration::from_millis(300)).await;
+        let err = hung.expect_err("a probe past its timeout is an error").to_string();
+        assert!(err.contains("/bin/sleep") && err.contains("did not finish"), "{err}");
+        Ok(Loaded::new(vec![echo("probed", ToolKind::Custom, Exposure::AgentOnly)]))
+    }
+}
+
+#[tokio::test]
+async fn harness_6_a_host_source_runs_its_process_through_the_contexts_hardened_runner() {
+    let probing = Arc::new(Probing(std::sync::Mutex::new(Vec::new())));
+    let harness = fisk_ai::harness::Harness::builder()
+        .config(Config::from_yaml_str("identity: hosted\n").unwrap())
+        .source_arc(probing.clone())
+        // A variable certainly set in this process: scrubbed by the harness, so the child must not see it.
+        .scrub(["HOME"])
+        .build()
+        .await
+        .unwrap();
+    assert!(harness.toolset().get("probed").is_some());
+    let runs = probing.0.lock().unwrap().clone();
+    assert_eq!(runs[0].exit_code, 0);
+    assert_eq!(runs[0].output.trim(), "home=unset llmformat=1", "the scrubbed environment, as every child gets it");
+    assert_eq!(runs[1].exit_code, 3);
+    assert!(runs[1].truncated && runs[1].output.len() < 200_000, "output bounded: {} bytes", runs[1].output.len());
 }

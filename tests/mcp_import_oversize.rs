@@ -10,7 +10,6 @@ mod common;
 #[allow(dead_code)]
 mod fixture;
 
-use fisk_ai::ToolSource;
 use fisk_ai::source::mcp::McpImport;
 use fisk_ai::tool::{CallContext, ToolInput};
 

@@ -9,7 +9,6 @@
 
 mod common;
 
-use fisk_ai::ToolSource;
 use fisk_ai::source::mcp::McpImport;
 use fisk_ai::tool::{CallContext, Tool, ToolInput};
 use std::path::PathBuf;

@@ -46,7 +46,7 @@ impl ToolSource for Importing {
         Origin::mcp(self.alias)
     }
 
-    async fn load(&self) -> fisk_ai::Result<Loaded> {
+    async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
         let tools = self
             .names
             .iter()

@@ -142,7 +142,7 @@ async fn a2a_10_import_9_hostile_tool_replies_are_error_results() {
     for (case, reply, _, text) in cases(good_reply) {
         let peer = A2aPeer::start(peers.clone(), "bad", |req| Reply::Json(good_card(req)), reply).await;
         let agent = RemoteAgent::new(caller.clone(), "ops", "bad").unwrap().with_timeout(TIMEOUT);
-        let loaded = fisk_ai::source::ToolSource::load(&agent).await.unwrap();
+        let loaded = fisk_ai::source::ToolSource::load(&agent, &Default::default()).await.unwrap();
         let out = loaded.tools[0].call(&ToolInput::empty(), &CallContext::new()).await;
         assert!(out.is_error(), "{case}");
         assert!(out.content().starts_with("calling tool \"t\" on agent \"bad\": "), "{case}: {}", out.content());
@@ -173,7 +173,7 @@ async fn import_9_a_peer_dying_mid_call() {
     let (_server, caller, peers) = setup().await;
     let _peer = A2aPeer::start(peers, "bad", |req| Reply::Json(good_card(req)), |_| Reply::Die).await;
     let agent = RemoteAgent::new(caller, "ops", "bad").unwrap();
-    let loaded = fisk_ai::source::ToolSource::load(&agent).await.unwrap();
+    let loaded = fisk_ai::source::ToolSource::load(&agent, &Default::default()).await.unwrap();
     let ctx = CallContext::new().with_timeout(TIMEOUT);
     let out = loaded.tools[0].call(&ToolInput::empty(), &ctx).await;
     assert!(out.is_error());
@@ -192,7 +192,10 @@ async fn import_9_a_peer_dying_mid_call() {
 async fn a_cancelled_call_is_an_error_result() {
     let (_server, caller, peers) = setup().await;
     let _peer = A2aPeer::start(peers, "bad", |req| Reply::Json(good_card(req)), |_| Reply::Silent).await;
-    let loaded = fisk_ai::source::ToolSource::load(&RemoteAgent::new(caller, "ops", "bad").unwrap()).await.unwrap();
+    let loaded =
+        fisk_ai::source::ToolSource::load(&RemoteAgent::new(caller, "ops", "bad").unwrap(), &Default::default())
+            .await
+            .unwrap();
     let cancel = CancellationToken::new();
     let ctx = CallContext::new().with_cancel(cancel.clone());
     let input = ToolInput::empty();
@@ -226,7 +229,7 @@ async fn a2a_6_a_reply_to_another_request_or_from_another_agent_is_refused() {
         let answer = move |req: &Value| Reply::Json(forge(req));
         let peer = A2aPeer::start(peers.clone(), "bad", |req| Reply::Json(good_card(req)), answer).await;
         let agent = RemoteAgent::new(caller.clone(), "ops", "bad").unwrap().with_timeout(TIMEOUT);
-        let loaded = fisk_ai::source::ToolSource::load(&agent).await.unwrap();
+        let loaded = fisk_ai::source::ToolSource::load(&agent, &Default::default()).await.unwrap();
         let out = loaded.tools[0].call(&ToolInput::empty(), &CallContext::new()).await;
         assert!(out.is_error() && out.content().contains(expected), "{expected}: {}", out.content());
         drop(peer);
@@ -250,7 +253,7 @@ async fn exec_12_a_peers_long_output_is_capped_like_a_local_one() {
     )
     .await;
     let agent = RemoteAgent::new(caller, "ops", "big").unwrap().with_timeout(Duration::from_secs(10));
-    let loaded = fisk_ai::source::ToolSource::load(&agent).await.unwrap();
+    let loaded = fisk_ai::source::ToolSource::load(&agent, &Default::default()).await.unwrap();
     let out = loaded.tools[0].call(&ToolInput::empty(), &CallContext::new()).await;
     assert!(!out.is_error(), "{}", out.content());
     let exec: Value = serde_json::from_str(out.content()).unwrap();

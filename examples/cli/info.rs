@@ -132,7 +132,7 @@ async fn imports(
     for (entry, import) in config.mcp_servers.iter().zip(imports) {
         let reach = match import {
             Err(reason) => Reachability::Unreachable { reason },
-            Ok(import) => match import.load_with(&ctx).await {
+            Ok(import) => match ToolSource::load(&import, &ctx).await {
                 Ok(loaded) => {
                     let count = loaded.tools.len();
                     tools.extend(loaded.tools);

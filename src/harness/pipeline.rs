@@ -69,7 +69,7 @@ pub(crate) async fn load(
     // together; any other source's failure ends the load at once.
     let mut remote_errors = Vec::new();
     for source in &sources {
-        let loaded = match source.load_with(&ctx).await {
+        let loaded = match source.load(&ctx).await {
             Ok(loaded) => loaded,
             Err(e) if matches!(source.origin(), crate::tool::Origin::Remote { .. }) => {
                 remote_errors.push(e);

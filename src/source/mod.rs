@@ -10,7 +10,7 @@ pub mod mcp;
 #[cfg(feature = "nats")]
 pub mod remote;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exec::ChildEnv;
 use crate::tool::{Origin, Tool};
 use crate::warning::Warning;
@@ -59,26 +59,30 @@ impl std::fmt::Debug for Loaded {
 ///
 /// ```
 /// use async_trait::async_trait;
-/// use fisk_ai::source::{Loaded, ToolSource};
+/// use fisk_ai::source::{LoadContext, Loaded, ToolSource};
 /// use fisk_ai::tool::Origin;
+/// use std::time::Duration;
 ///
-/// /// A source with no tools, e.g. while a feature flag is off.
-/// struct Nothing;
+/// /// A source that asks a program which tools exist, through the context's hardened runner (its own process
+/// /// group, the scrubbed environment, bounded output, a timeout).
+/// struct Inventory;
 ///
 /// #[async_trait]
-/// impl ToolSource for Nothing {
+/// impl ToolSource for Inventory {
 ///     fn name(&self) -> &str {
-///         "nothing"
+///         "inventory"
 ///     }
 ///
-///     async fn load(&self) -> fisk_ai::Result<Loaded> {
-///         Ok(Loaded::default())
+///     async fn load(&self, ctx: &LoadContext) -> fisk_ai::Result<Loaded> {
+///         let listed = ctx.run("/bin/sh", &["-c".into(), "echo none".into()], Duration::from_secs(5)).await?;
+///         assert_eq!(listed.output.trim(), "none");
+///         Ok(Loaded::default()) // build a Tool per line of listed.output here
 ///     }
 /// }
 ///
-/// # futures::executor::block_on(async {
-/// assert!(Nothing.load().await.unwrap().tools.is_empty());
-/// assert_eq!(Nothing.origin(), Origin::Local);
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// assert!(Inventory.load(&LoadContext::default()).await.unwrap().tools.is_empty());
+/// assert_eq!(Inventory.origin(), Origin::Local);
 /// # });
 /// ```
 #[async_trait]
@@ -98,23 +102,31 @@ pub trait ToolSource: Send + Sync {
         Vec::new()
     }
 
-    /// Load the tools. An error fails the agent build.
-    async fn load(&self) -> Result<Loaded>;
-
-    /// Load the tools as the assembly pipeline does: `ctx` carries the child environment (the scrub set of every
-    /// attached provider and source), fixed before the first source loads. A source that starts processes uses
-    /// it; the default ignores it and calls [`load`](ToolSource::load).
-    async fn load_with(&self, ctx: &LoadContext) -> Result<Loaded> {
-        let _ = ctx;
-        self.load().await
-    }
+    /// Load the tools, once per harness. `ctx` carries the child environment (the scrub set of every registered
+    /// provider and source, fixed before the first source loads) and a hardened process runner
+    /// ([`LoadContext::run`]); a source that starts processes must use them. An error fails the build.
+    async fn load(&self, ctx: &LoadContext) -> Result<Loaded>;
 }
 
-/// What the assembly pipeline hands every source at load time.
+/// What the assembly pipeline hands every source at load time: the child environment, and a process runner that
+/// applies it. [`LoadContext::default`] scrubs the credentials of every provider this build compiles in.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct LoadContext {
     env: ChildEnv,
+}
+
+/// What a process run through [`LoadContext::run`] left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProcessOutput {
+    /// The exit code (128 + the signal number for a child killed by one).
+    pub exit_code: i32,
+    /// Standard output and error merged in arrival order, bounded as a command's output is (EXEC-12), lossily
+    /// decoded.
+    pub output: String,
+    /// Whether the middle of the output was cut.
+    pub truncated: bool,
 }
 
 impl LoadContext {
@@ -126,6 +138,53 @@ impl LoadContext {
     /// The environment of every child process a source starts.
     pub fn env(&self) -> &ChildEnv {
         &self.env
+    }
+
+    /// Run `program` with `args` the way the crate runs its own children: no shell, stdin closed, the scrubbed
+    /// environment, its own process group (killed, with every descendant, when it times out), output merged and
+    /// bounded in memory however much it writes.
+    ///
+    /// ```no_run
+    /// use fisk_ai::source::LoadContext;
+    /// use std::time::Duration;
+    ///
+    /// # async fn demo() -> fisk_ai::Result<()> {
+    /// let ctx = LoadContext::default();
+    /// let listed = ctx.run("/usr/local/bin/inventory", &["--list".to_owned()], Duration::from_secs(10)).await?;
+    /// assert_eq!(listed.exit_code, 0, "{}", listed.output);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A source error naming the program when it cannot start, cannot be read, or does not finish within
+    /// `timeout`.
+    pub async fn run(
+        &self,
+        program: impl AsRef<std::path::Path>,
+        args: &[String],
+        timeout: std::time::Duration,
+    ) -> Result<ProcessOutput> {
+        use crate::exec::{Capture, RunError};
+        let program = program.as_ref();
+        let cancel = crate::tool::CancellationToken::new();
+        let shown = program.display();
+        match crate::exec::run(program, args, &self.env, false, Capture::HeadTail, &cancel, Some(timeout)).await {
+            Ok(done) => Ok(ProcessOutput {
+                exit_code: done.exit_code,
+                output: crate::exec::into_text(done.output),
+                truncated: done.truncated,
+            }),
+            Err(RunError::Spawn(e)) => Err(Error::source_failed(format!("cannot start {shown}: {e}"))),
+            Err(RunError::Io(e)) => Err(Error::source_failed(format!("cannot read the output of {shown}: {e}"))),
+            Err(RunError::TimedOut(t)) => Err(Error::source_failed(format!(
+                "{shown} did not finish within {}",
+                crate::config::format_duration(t)
+            ))),
+            Err(RunError::Cancelled) => Err(Error::source_failed(format!("{shown} was cancelled"))),
+            Err(RunError::TooLarge(n)) => Err(Error::source_failed(format!("{shown} wrote more than {n} bytes"))),
+        }
     }
 }
 

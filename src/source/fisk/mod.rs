@@ -139,6 +139,17 @@ impl FiskApp {
         self.decode(&output)
     }
 
+    /// Introspect once and build the tools, in this application's own environment
+    /// ([`with_env`](FiskApp::with_env); by default every compiled-in provider's credentials are scrubbed). The
+    /// harness calls [`ToolSource::load`] instead, with the scrub set of every registered plug-in.
+    ///
+    /// # Errors
+    ///
+    /// An introspection error (the binary cannot run, fails, times out or prints too much) or a decoding error.
+    pub async fn load(&self) -> Result<Loaded> {
+        self.tools_from_vec(self.introspect_bytes().await?)
+    }
+
     /// Run `<binary> --fisk-introspect` and return what it printed, failing as [`introspect`](Self::introspect)
     /// does on everything but the decode.
     async fn introspect_bytes(&self) -> Result<Vec<u8>> {
@@ -300,12 +311,9 @@ impl ToolSource for FiskApp {
         self.binary.to_str().unwrap_or("application")
     }
 
-    async fn load(&self) -> Result<Loaded> {
-        self.tools_from_vec(self.introspect_bytes().await?)
-    }
-
     /// Introspection and every call run with the pipeline's scrub set added to this source's own.
-    async fn load_with(&self, ctx: &super::LoadContext) -> Result<Loaded> {
+    /// The application's own environment ([`with_env`](FiskApp::with_env)) merged with the context's.
+    async fn load(&self, ctx: &super::LoadContext) -> Result<Loaded> {
         self.clone().with_env(self.env.merged(ctx.env())).load().await
     }
 }

@@ -212,6 +212,18 @@ impl McpImport {
         self.alias.as_deref().unwrap_or(&self.name)
     }
 
+    /// Connect, list and build the tools with every compiled-in provider's credentials and this server's own
+    /// scrubbed from a stdio server's environment. The harness calls [`ToolSource::load`] instead, with the scrub set
+    /// of every registered plug-in.
+    ///
+    /// # Errors
+    ///
+    /// A source error naming the server when it cannot be started, reached, initialized or listed.
+    pub async fn load(&self) -> Result<Loaded> {
+        let env = ChildEnv::new().with_scrubbed_all(self.credentials());
+        ToolSource::load(self, &LoadContext::new(env)).await
+    }
+
     fn keeps(&self, name: &str) -> bool {
         super::import_keeps(self.include.as_ref(), self.exclude.as_ref(), name)
     }
@@ -234,13 +246,8 @@ impl ToolSource for McpImport {
         }
     }
 
-    async fn load(&self) -> Result<Loaded> {
-        let env = ChildEnv::new().with_scrubbed_all(self.credentials());
-        self.load_with(&LoadContext::new(env)).await
-    }
-
     /// MCPI-6, MCPI-11: strict. An unreachable server or a failed listing fails the load, naming the server.
-    async fn load_with(&self, ctx: &LoadContext) -> Result<Loaded> {
+    async fn load(&self, ctx: &LoadContext) -> Result<Loaded> {
         let (conn, listed) = connection::Connection::open(self, ctx.env()).await?;
         let conn = Arc::new(conn);
         let mut warnings = Vec::new();

@@ -251,6 +251,17 @@ impl RemoteAgent {
     }
 }
 
+impl RemoteAgent {
+    /// Discover the host's tools ([`discover`](Self::discover) without the card's facts).
+    ///
+    /// # Errors
+    ///
+    /// As [`discover`](Self::discover).
+    pub async fn load(&self) -> Result<Loaded> {
+        self.discover().await.map(|d| d.loaded)
+    }
+}
+
 #[async_trait]
 impl ToolSource for RemoteAgent {
     fn name(&self) -> &str {
@@ -262,7 +273,8 @@ impl ToolSource for RemoteAgent {
     }
 
     /// IMPORT-7: strict. A host that cannot be reached or whose card is refused fails the load.
-    async fn load(&self) -> Result<Loaded> {
+    /// No child process is started: the context's environment has nothing to do here.
+    async fn load(&self, _ctx: &crate::source::LoadContext) -> Result<Loaded> {
         self.discover().await.map(|d| d.loaded)
     }
 }
