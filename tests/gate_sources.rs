@@ -202,3 +202,108 @@ async fn ovr_4_the_event_sink_hears_declined_unknown_missing_and_invalid_calls()
     assert!(heard[3].starts_with("refused 4 scale: ") && heard[3].contains("replicas"), "{}", heard[3]);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
+
+/// A host tool whose preparation refuses a replica count over 50, and records each preparation and whether its
+/// call saw the prepared state.
+struct Scaler {
+    spec: ToolSpec,
+    prepared: Arc<AtomicUsize>,
+    ran_with_state: Arc<AtomicUsize>,
+}
+
+/// The state `Scaler::prepare` hands to its call.
+struct Replicas(u64);
+
+#[async_trait]
+impl Tool for Scaler {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn prepare(
+        &self,
+        _: &ToolInput,
+        arguments: &serde_json::Value,
+    ) -> Result<fisk_ai::tool::Prepared, fisk_ai::tool::InputError> {
+        self.prepared.fetch_add(1, Ordering::SeqCst);
+        let replicas = arguments["replicas"].as_u64().unwrap_or(1);
+        if replicas > 50 {
+            return Err(fisk_ai::tool::InputError::invalid(Some("replicas"), "replicas must be at most 50"));
+        }
+        Ok(fisk_ai::tool::Prepared::new(format!("scale to {replicas}")).with_state(Replicas(replicas)))
+    }
+    async fn call(&self, _: &ToolInput, ctx: &CallContext) -> ToolOutput {
+        if let Some(Replicas(n)) = ctx.prepared::<Replicas>() {
+            self.ran_with_state.fetch_add(1, Ordering::SeqCst);
+            return ToolOutput::success(format!("scaled to {n}"));
+        }
+        ToolOutput::error("called without its prepared state")
+    }
+}
+
+fn scaler_spec(tags: &[&str]) -> ToolSpec {
+    let schema = serde_json::json!({"type": "object", "properties": {"replicas": {"type": "integer"}}});
+    ToolSpec::new("scale_web", ToolKind::Custom, schema).with_description("scale").with_tags(Tags::new(tags.to_vec()))
+}
+
+#[tokio::test]
+async fn harness_5_a_gated_call_whose_preparation_fails_is_refused_as_invalid_and_nobody_is_asked() {
+    let (prepared, ran) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let tool = Scaler { spec: scaler_spec(&["ai:confirm"]), prepared: prepared.clone(), ran_with_state: ran.clone() };
+    // The gate spy has no answer to give: being asked at all fails the test.
+    let (gate, log) = RecordingGate::new(&[]);
+    let provider = Arc::new(ScriptedProvider::new([
+        turn(vec![common::turns::call_with("1", "scale_web", r#"{"replicas": 500}"#)]),
+        done(),
+    ]));
+    let agent = Agent::builder().config(config("")).provider_arc(provider).gate(gate).tool(tool).build().await.unwrap();
+    let outcome = agent.run("go", RunOptions::new()).await;
+    assert!(log.asked().is_empty(), "the operator was asked about a call that could not run");
+    assert_eq!(prepared.load(Ordering::SeqCst), 1);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    let (text, is_error) = common::turns::result_of(&outcome.messages, "1");
+    assert!(is_error, "{text}");
+    assert!(text.contains("replicas must be at most 50") && text.contains("did not run"), "{text}");
+}
+
+/// A host built-in making the scaler, enabled with `confirm: true` so the crate wraps it in its decorator.
+struct ScalerFactory(Arc<AtomicUsize>, Arc<AtomicUsize>);
+
+impl fisk_ai::builtin::BuiltinFactory for ScalerFactory {
+    fn name(&self) -> &str {
+        "scale_web"
+    }
+    fn build(
+        &self,
+        _: &serde_json::Map<String, serde_json::Value>,
+        _: &fisk_ai::builtin::BuiltinEnv,
+    ) -> fisk_ai::Result<Arc<dyn Tool>> {
+        let spec = scaler_spec(&[]);
+        let spec = ToolSpec::new("scale_web", ToolKind::Builtin, spec.input_schema().clone()).with_description("scale");
+        Ok(Arc::new(Scaler { spec, prepared: self.0.clone(), ran_with_state: self.1.clone() }))
+    }
+}
+
+#[tokio::test]
+async fn harness_5_a_decorated_host_tool_keeps_its_prepare_and_its_state() {
+    let (prepared, ran) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (gate, log) = RecordingGate::new(&[Decision::Once]);
+    let provider = Arc::new(ScriptedProvider::new([
+        turn(vec![common::turns::call_with("1", "scale_web", r#"{"replicas": 3}"#)]),
+        done(),
+    ]));
+    let yaml = "identity: hosted\nsystem_prompt: s\nllm:\n  model: m\nharness:\n  tools:\n    - name: scale_web\n      confirm: true\n";
+    let agent = Agent::builder()
+        .config(fisk_ai::Config::from_yaml_str(yaml).unwrap())
+        .provider_arc(provider)
+        .gate(gate)
+        .builtin(ScalerFactory(prepared.clone(), ran.clone()))
+        .build()
+        .await
+        .unwrap();
+    let outcome = agent.run("go", RunOptions::new()).await;
+    assert_eq!(log.requests().len(), 1);
+    assert_eq!(log.requests()[0].command_line, "scale to 3", "the operator saw the wrapped tool's own line");
+    assert_eq!(prepared.load(Ordering::SeqCst), 1, "the decorator forwarded prepare");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the call saw the state its prepare made");
+    assert_eq!(common::turns::result_of(&outcome.messages, "1"), ("scaled to 3".to_owned(), false));
+}

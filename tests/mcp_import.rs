@@ -140,7 +140,10 @@ async fn mcpi_10_the_approval_line_shows_what_is_sent() {
     let loaded = stdio("shown", &[]).load().await.unwrap();
     let add = find(&loaded.tools, "add");
     let input = ToolInput::from_json(r#"{ "b": 1, "a": 12345678901234567890123 }"#).unwrap();
-    assert_eq!(add.prepare(&input).display(), r#"add {"a":1.2345678901234568e+22,"b":1}"#);
+    assert_eq!(
+        add.prepare(&input, &input.to_value().unwrap()).unwrap().display(),
+        r#"add {"a":1.2345678901234568e+22,"b":1}"#
+    );
 }
 
 /// MCPI-6: the entry's include then exclude, on the server's names.

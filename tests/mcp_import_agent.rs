@@ -75,7 +75,10 @@ async fn mcpi_7_import_5_final_names_against_commands_builtins_and_each_other_in
         // MCPI-10: the operator's line names the tool as the model called it.
         let echo = agent.toolset().get("b_echo").unwrap();
         let input = fisk_ai::tool::ToolInput::from_json(r#"{"text": "x"}"#).unwrap();
-        assert_eq!(echo.tool().prepare(&input).display(), r#"b_echo {"text":"x"}"#);
+        assert_eq!(
+            echo.tool().prepare(&input, &input.to_value().unwrap()).unwrap().display(),
+            r#"b_echo {"text":"x"}"#
+        );
         seen.push(names);
     }
     assert_eq!(seen[0], seen[1], "the same names in either order");

@@ -235,36 +235,14 @@ impl BuiltinRegistry {
                 ))
             })?;
             let tool = factory.build(&entry.options, env)?;
-            out.push(if entry.confirm { Arc::new(Confirmed::new(tool)) } else { tool });
+            out.push(if entry.confirm {
+                // The one decorator: every method (prepare included) is forwarded to the built-in.
+                let spec = tool.spec().clone().with_confirm(true);
+                Arc::new(crate::tool::Decorated::new(tool, spec))
+            } else {
+                tool
+            });
         }
         Ok(out)
-    }
-}
-
-/// A built-in whose entry says `confirm: true`: the same tool, gated with trigger `ai:confirm` (GATE-3).
-struct Confirmed {
-    inner: Arc<dyn Tool>,
-    spec: crate::tool::ToolSpec,
-}
-
-impl Confirmed {
-    fn new(inner: Arc<dyn Tool>) -> Self {
-        let spec = inner.spec().clone().with_confirm(true);
-        Confirmed { inner, spec }
-    }
-}
-
-#[async_trait::async_trait]
-impl Tool for Confirmed {
-    fn spec(&self) -> &crate::tool::ToolSpec {
-        &self.spec
-    }
-
-    fn display(&self, input: &crate::tool::ToolInput) -> String {
-        self.inner.display(input)
-    }
-
-    async fn call(&self, input: &crate::tool::ToolInput, ctx: &crate::tool::CallContext) -> crate::tool::ToolOutput {
-        self.inner.call(input, ctx).await
     }
 }

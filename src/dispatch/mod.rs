@@ -194,7 +194,14 @@ pub async fn dispatch<S: Surface + ?Sized>(
         Err(refusal) => return Outcome::Refused(refusal),
     };
     let tool = surface.instance(selected).clone();
-    let prepared = tool.prepare(input);
+    // Step 5: a call that cannot be prepared is refused as invalid, before anyone is asked to approve it.
+    let prepared = match tool.prepare(input, &arguments) {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            let command = selected.spec().kind() == crate::tool::ToolKind::Command;
+            return Outcome::Refused(Refusal::Invalid { tool: selected.spec().name().to_owned(), error, command });
+        }
+    };
     if let Some(trigger) = selected.gate_trigger() {
         let gated = Gated { tool: selected, input, arguments: &arguments, display: prepared.display(), trigger };
         match surface.approve(&gated).await {

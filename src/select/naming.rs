@@ -6,8 +6,7 @@
 //! set, never at discovery order.
 
 use crate::error::{Error, Result};
-use crate::tool::{CallContext, Origin, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
-use async_trait::async_trait;
+use crate::tool::{Decorated, Origin, Tool, ToolKind, ToolSpec};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -54,7 +53,8 @@ pub(crate) fn final_names(candidates: Vec<Arc<dyn Tool>>) -> Result<Vec<Arc<dyn 
             }
             let name = format!("{}_{}", alias(spec).unwrap_or("imported"), spec.name());
             finals.insert(name.clone());
-            Arc::new(Renamed { spec: spec.clone().renamed(name), inner: t }) as Arc<dyn Tool>
+            let spec = spec.clone().renamed(name);
+            under_final_name(t, spec)
         })
         .collect();
     // Only a prefixed name can still collide here; any other collision is the selection's to report.
@@ -96,41 +96,14 @@ fn still_colliding(tools: &[Arc<dyn Tool>], finals: &HashSet<String>) -> Result<
     )))
 }
 
-/// An imported tool under its final name; everything else is the source's tool.
-struct Renamed {
-    spec: ToolSpec,
-    inner: Arc<dyn Tool>,
-}
-
-impl Renamed {
-    /// A display line that starts with the source's name for the tool shows the final name instead (MCPI-10: the
-    /// operator approves what the model called).
-    fn final_named(&self, display: String) -> String {
-        let bare = self.inner.spec().name();
-        match display.strip_prefix(bare) {
-            Some(rest) if rest.is_empty() || rest.starts_with(' ') => format!("{}{rest}", self.spec.name()),
-            _ => display,
-        }
-    }
-}
-
-#[async_trait]
-impl Tool for Renamed {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn display(&self, input: &ToolInput) -> String {
-        self.final_named(self.inner.display(input))
-    }
-
-    fn prepare(&self, input: &ToolInput) -> Prepared {
-        let prepared = self.inner.prepare(input);
-        let display = self.final_named(prepared.display().to_owned());
-        prepared.with_display(display)
-    }
-
-    async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
-        self.inner.call(input, ctx).await
-    }
+/// An imported tool under its final name; everything else is the source's tool (the one decorator forwards every
+/// method). A display line that starts with the source's name for the tool shows the final name instead (MCPI-10:
+/// the operator approves what the model called).
+fn under_final_name(inner: Arc<dyn Tool>, spec: ToolSpec) -> Arc<dyn Tool> {
+    let (bare, name) = (inner.spec().name().to_owned(), spec.name().to_owned());
+    let tool = Decorated::new(inner, spec).with_display_map(move |display| match display.strip_prefix(&bare) {
+        Some(rest) if rest.is_empty() || rest.starts_with(' ') => format!("{name}{rest}"),
+        _ => display,
+    });
+    Arc::new(tool)
 }

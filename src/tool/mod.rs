@@ -4,6 +4,7 @@
 //! input. Calls never fail with an [`Error`](crate::Error): every outcome, including a bad argument, a non-zero
 //! exit or a timeout, is a [`ToolOutput`] the model can read.
 
+mod decorate;
 mod input;
 mod output;
 pub mod schema;
@@ -15,8 +16,10 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use decorate::Decorated;
 pub use input::ToolInput;
 pub use output::{ExecReport, ToolOutput};
+pub use schema::InputError;
 pub(crate) use spec::MakeSchema;
 pub use spec::{Exposure, Origin, ToolKind, ToolSpec};
 pub use tags::Tags;
@@ -81,11 +84,19 @@ pub trait Tool: Send + Sync {
     }
 
     /// Prepare a call whose input passed validation: the [`display`](Tool::display) line and, optionally, state
-    /// the call reuses so it is computed once (a command's argv). The dispatch path calls this once per call and
-    /// hands the state to [`call`](Tool::call) through [`CallContext::prepared`]. The default is the display line
-    /// alone.
-    fn prepare(&self, input: &ToolInput) -> Prepared {
-        Prepared::new(self.display(input))
+    /// the call reuses so it is computed once (a command's argv). `arguments` is the input already parsed by the
+    /// dispatch path (`{}` for none), so a tool need not parse it again. The dispatch path calls this once per
+    /// call, before any gate, and hands the state to [`call`](Tool::call) through [`CallContext::prepared`].
+    ///
+    /// A call that cannot run (the input cannot be mapped, say) fails here: the caller gets an invalid-input
+    /// result and no operator is ever asked to approve it. The default is the display line alone.
+    ///
+    /// # Errors
+    ///
+    /// An [`InputError`] naming the property, when the input cannot be prepared.
+    fn prepare(&self, input: &ToolInput, arguments: &serde_json::Value) -> Result<Prepared, InputError> {
+        let _ = arguments;
+        Ok(Prepared::new(self.display(input)))
     }
 
     /// Run the tool. Never panics on any input; every failure is an error [`ToolOutput`].

@@ -101,6 +101,20 @@ impl InputError {
         InputError { property, message }
     }
 
+    /// An input a tool cannot use, for [`Tool::prepare`](crate::tool::Tool::prepare): `message` says what is wrong
+    /// and should name `property` when there is one.
+    ///
+    /// ```
+    /// use fisk_ai::tool::schema::InputError;
+    ///
+    /// let e = InputError::invalid(Some("replicas"), "replicas must be below 50");
+    /// assert_eq!(e.property(), Some("replicas"));
+    /// assert_eq!(e.to_string(), "replicas must be below 50");
+    /// ```
+    pub fn invalid(property: Option<&str>, message: impl Into<String>) -> Self {
+        InputError { property: property.map(str::to_owned), message: message.into() }
+    }
+
     /// The offending top-level property, when the problem is with one.
     pub fn property(&self) -> Option<&str> {
         self.property.as_deref()

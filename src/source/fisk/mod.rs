@@ -27,7 +27,9 @@ use super::{Loaded, ToolSource};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exec::{self as process, Capture, ChildEnv, RunError};
-use crate::tool::{CallContext, ExecReport, MakeSchema, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{
+    CallContext, ExecReport, InputError, MakeSchema, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec,
+};
 use crate::warning::Warning;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -409,12 +411,13 @@ impl Tool for CommandTool {
         }
     }
 
-    /// The argv is mapped once: the operator approves exactly the vector that runs.
-    fn prepare(&self, input: &ToolInput) -> Prepared {
-        match self.shape().map(|s| s.argv(normalized(input))) {
-            Ok(Ok(argv)) => Prepared::new(crate::gate::display_argv(&argv)).with_state(Argv(argv)),
-            _ => Prepared::new(format!("{} {}", self.spec.display_path(), input.as_str())),
-        }
+    /// The argv is mapped once: the operator approves exactly the vector that runs, and an input that cannot be
+    /// mapped is refused before any operator is asked. The mapping reads the model's own text, not `arguments`:
+    /// a number reaches argv exactly as written, which a parsed JSON value cannot promise.
+    fn prepare(&self, input: &ToolInput, _arguments: &serde_json::Value) -> Result<Prepared, InputError> {
+        let shape = self.shape().map_err(|e| InputError::invalid(None, e.to_string()))?;
+        let argv = shape.argv(normalized(input)).map_err(|e| InputError::invalid(None, e.to_string()))?;
+        Ok(Prepared::new(crate::gate::display_argv(&argv)).with_state(Argv(argv)))
     }
 
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {

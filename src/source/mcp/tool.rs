@@ -2,7 +2,7 @@
 
 use super::McpImport;
 use super::connection::Connection;
-use crate::tool::{CallContext, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
+use crate::tool::{CallContext, InputError, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use async_trait::async_trait;
 use rmcp::model::JsonObject;
 use serde_json::Value;
@@ -51,19 +51,24 @@ impl Tool for ImportedTool {
 
     /// MCPI-10: the (final) name followed by the compact JSON of exactly the arguments that are sent.
     fn display(&self, input: &ToolInput) -> String {
-        self.prepare(input).display().to_owned()
+        let shown = match arguments(input) {
+            Ok(Some(map)) => serde_json::to_string(&map).unwrap_or_default(),
+            Ok(None) => "{}".to_owned(),
+            Err(_) => input.as_str().to_owned(),
+        };
+        format!("{} {shown}", self.spec.name())
     }
 
     /// The arguments are parsed once, here; the display is their serialization, so an operator approves what is
     /// sent (a number too long for a float is shown as the float it becomes).
-    fn prepare(&self, input: &ToolInput) -> Prepared {
-        let arguments = arguments(input);
+    /// An input that is not a JSON object is refused before any operator is asked.
+    fn prepare(&self, input: &ToolInput, _: &serde_json::Value) -> Result<Prepared, InputError> {
+        let arguments = arguments(input).map_err(|e| InputError::invalid(None, format!("not a JSON object: {e}")))?;
         let shown = match &arguments {
-            Ok(Some(map)) => serde_json::to_string(map).unwrap_or_default(),
-            Ok(None) => "{}".to_owned(),
-            Err(_) => input.as_str().to_owned(),
+            Some(map) => serde_json::to_string(map).unwrap_or_default(),
+            None => "{}".to_owned(),
         };
-        Prepared::new(format!("{} {shown}", self.spec.name())).with_state(Arguments(arguments))
+        Ok(Prepared::new(format!("{} {shown}", self.spec.name())).with_state(Arguments(Ok(arguments))))
     }
 
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
