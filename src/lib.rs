@@ -145,6 +145,7 @@ pub mod memory;
 #[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
 pub mod nats;
 pub mod operator;
+pub mod registry;
 pub mod select;
 pub mod serve;
 pub mod session;

@@ -165,3 +165,121 @@ async fn harness_6_a_host_source_runs_its_process_through_the_contexts_hardened_
     assert_eq!(runs[1].exit_code, 3);
     assert!(runs[1].truncated && runs[1].output.len() < 200_000, "output bounded: {} bytes", runs[1].output.len());
 }
+
+/// A host memory backend named in YAML: it reads its own options and refuses any it does not know.
+struct Scratch(Arc<std::sync::Mutex<Option<u64>>>);
+
+#[async_trait]
+impl fisk_ai::MemoryBackend for Scratch {
+    fn name(&self) -> &str {
+        "scratch"
+    }
+    async fn open(&self, s: &fisk_ai::memory::MemorySettings<'_>) -> fisk_ai::Result<Arc<dyn fisk_ai::MemoryStore>> {
+        s.reject_unknown_options(&["capacity"])?;
+        *self.0.lock().unwrap() = s.options().get("capacity").and_then(Value::as_u64);
+        Ok(Arc::new(fisk_ai::memory::InMemoryStore::new()))
+    }
+}
+
+/// A host session backend named in YAML, the same way.
+struct Journal(Arc<std::sync::Mutex<Option<String>>>);
+
+#[async_trait]
+impl fisk_ai::SessionBackend for Journal {
+    fn name(&self) -> &str {
+        "journal"
+    }
+    async fn open(&self, s: &fisk_ai::session::SessionSettings<'_>) -> fisk_ai::Result<Arc<dyn fisk_ai::SessionStore>> {
+        s.reject_unknown_options(&["label"])?;
+        *self.0.lock().unwrap() = s.options().get("label").and_then(Value::as_str).map(str::to_owned);
+        Ok(Arc::new(fisk_ai::session::InMemorySessionStore::new()))
+    }
+}
+
+async fn with_backends(yaml: &str) -> (fisk_ai::Result<fisk_ai::Harness>, Option<u64>, Option<String>) {
+    let (capacity, label) = (Arc::default(), Arc::default());
+    let built = fisk_ai::harness::Harness::builder()
+        .config(Config::from_yaml_str(yaml).unwrap())
+        .memory_backend(Scratch(Arc::clone(&capacity)))
+        .session_backend(Journal(Arc::clone(&label)))
+        .build()
+        .await;
+    let capacity = *capacity.lock().unwrap();
+    let label = label.lock().unwrap().clone();
+    (built, capacity, label)
+}
+
+#[tokio::test]
+async fn harness_3_host_backends_named_in_yaml_get_their_options() {
+    let yaml = "identity: hosted\nharness:\n  memory:\n    enabled: true\n    backend: scratch\n    options:\n      \
+                capacity: 3\n  sessions:\n    backend: journal\n    options:\n      label: ops\n";
+    let (built, capacity, label) = with_backends(yaml).await;
+    let harness = built.unwrap();
+    assert!(harness.memory().is_some(), "the host memory store was opened");
+    assert!(harness.sessions().is_ok(), "the host session store was opened");
+    assert_eq!(capacity, Some(3));
+    assert_eq!(label.as_deref(), Some("ops"));
+    assert!(harness.toolset().get("memory_write").is_some(), "memory tools over the host store");
+}
+
+#[tokio::test]
+async fn harness_3_an_option_a_host_backend_does_not_know_is_refused_with_its_location() {
+    let yaml = "identity: hosted\nharness:\n  memory:\n    enabled: true\n    backend: scratch\n    options:\n      \
+                capacity: 3\n      colour: red\n";
+    let err = with_backends(yaml).await.0.unwrap_err();
+    assert_eq!(err.key(), Some("harness.memory.options.colour"));
+    assert!(err.to_string().contains("line 8"), "{err}");
+    assert!(err.to_string().contains("scratch") && err.to_string().contains("capacity"), "{err}");
+
+    let yaml = "identity: hosted\nharness:\n  sessions:\n    backend: journal\n    options:\n      labels: x\n";
+    let err = with_backends(yaml).await.0.unwrap_err();
+    assert_eq!(err.key(), Some("harness.sessions.options.labels"), "{err}");
+    assert!(err.to_string().contains("line 6"), "{err}");
+}
+
+#[tokio::test]
+async fn harness_3_an_unregistered_backend_is_refused_listing_the_registered_ones() {
+    let yaml = "identity: hosted\nharness:\n  memory:\n    backend: redis\n";
+    let err = with_backends(yaml).await.0.unwrap_err().to_string();
+    assert!(err.contains("\"redis\"") && err.contains("file, jetstream, scratch"), "{err}");
+    assert!(err.contains("line 4"), "{err}");
+    let yaml = "identity: hosted\nharness:\n  sessions:\n    backend: sqlite\n";
+    let err = with_backends(yaml).await.0.unwrap_err().to_string();
+    assert!(err.contains("\"sqlite\"") && err.contains("file, jetstream, journal"), "{err}");
+}
+
+/// A host provider factory for another API: named by `llm.provider`, declaring its own credential.
+struct AcmeFactory;
+
+impl fisk_ai::llm::ProviderFactory for AcmeFactory {
+    fn name(&self) -> &str {
+        "acme"
+    }
+    fn credentials(&self) -> Vec<String> {
+        vec!["ACME_API_KEY".to_owned()]
+    }
+    fn build(&self, _: &fisk_ai::llm::ProviderSettings<'_>) -> fisk_ai::Result<Arc<dyn fisk_ai::ModelProvider>> {
+        let answer = fisk_ai::llm::Response::new(
+            vec![fisk_ai::llm::Block::text("acme answers")],
+            fisk_ai::llm::StopReason::EndTurn,
+            fisk_ai::llm::Usage::default(),
+        );
+        Ok(Arc::new(fisk_ai::llm::ScriptedProvider::new([answer])))
+    }
+}
+
+#[tokio::test]
+async fn harness_3_a_host_provider_factory_is_named_in_yaml_and_its_credential_is_scrubbed() {
+    let yaml = "identity: hosted\nsystem_prompt: s\nllm:\n  provider: acme\n  model: m\n";
+    let harness = fisk_ai::harness::Harness::builder()
+        .config(Config::from_yaml_str(yaml).unwrap())
+        .source(HostSource)
+        .provider_factory(AcmeFactory)
+        .build()
+        .await
+        .unwrap();
+    assert!(harness.child_env().scrubbed().any(|n| n == "ACME_API_KEY"));
+    let agent = fisk_ai::Agent::builder().harness(Arc::new(harness)).build().await.unwrap();
+    let outcome = agent.run("hi", fisk_ai::RunOptions::new()).await;
+    assert_eq!(outcome.answer.as_deref(), Some("acme answers"), "{:?}", outcome.error);
+}

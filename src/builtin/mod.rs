@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use crate::operator::Prompter;
 use crate::tool::Tool;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -167,25 +166,22 @@ pub fn reject_unknown_options(tool: &str, options: &Map<String, Value>, allowed:
     }
 }
 
-/// The built-in factories an agent knows, by name: the crate's (`read_file`, `base64_encode`) plus any a host
-/// registers.
-#[derive(Clone, Default)]
-pub struct BuiltinRegistry {
-    factories: BTreeMap<String, Arc<dyn BuiltinFactory>>,
+/// The built-in tools `harness.tools` entries can enable, by name ([`Registry`](crate::registry::Registry)).
+pub type BuiltinRegistry = crate::registry::Registry<dyn BuiltinFactory>;
+
+impl crate::registry::Named for dyn BuiltinFactory {
+    fn registered_name(&self) -> &str {
+        self.name()
+    }
 }
 
-impl fmt::Debug for BuiltinRegistry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.factories.keys()).finish()
+impl Default for BuiltinRegistry {
+    fn default() -> Self {
+        Self::empty()
     }
 }
 
 impl BuiltinRegistry {
-    /// A registry with no factories.
-    pub fn empty() -> Self {
-        Self::default()
-    }
-
     /// A registry with the crate's own `harness.tools` built-ins.
     pub fn with_defaults() -> Self {
         Self::empty().with(ReadFileFactory).with(Base64Factory)
@@ -196,21 +192,6 @@ impl BuiltinRegistry {
     pub fn with(mut self, factory: impl BuiltinFactory + 'static) -> Self {
         self.register(Arc::new(factory));
         self
-    }
-
-    /// Add (or replace) a shared factory.
-    pub fn register(&mut self, factory: Arc<dyn BuiltinFactory>) {
-        self.factories.insert(factory.name().to_owned(), factory);
-    }
-
-    /// The factory named `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn BuiltinFactory>> {
-        self.factories.get(name)
-    }
-
-    /// The known names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.factories.keys().map(String::as_str)
     }
 
     /// Build every `harness.tools` entry of `config` in list order (BUILTIN-1..3): an unknown name is an error
@@ -230,7 +211,7 @@ impl BuiltinRegistry {
                     format!(
                         "harness.tools[{i}].name: unknown built-in tool \"{}\"; known: {}",
                         entry.name,
-                        self.names().collect::<Vec<_>>().join(", ")
+                        self.listed()
                     ),
                 ))
             })?;

@@ -235,22 +235,22 @@ pub(crate) fn confirm_tags<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String
     Ok(validate::normalize_tags(&v))
 }
 
-/// A backend name from `known`; empty or `null` means `file`.
-fn backend<'de, D: Deserializer<'de>>(d: D, what: &str, known: &[&str]) -> Result<String, D::Error> {
+/// A backend name (any a registry may hold; the harness checks it is registered); empty or `null` means `file`.
+fn backend<'de, D: Deserializer<'de>>(d: D, what: &str) -> Result<String, D::Error> {
     str_opt(d, |s| {
         let v = s.filter(|s| !s.is_empty()).unwrap_or("file");
-        validate::check_backend(what, v, known).map(|()| v.to_owned())
+        validate::check_backend(what, v).map(|()| v.to_owned())
     })
 }
 
 /// `harness.memory.backend` (MEM-18).
 pub(crate) fn memory_backend<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    backend(d, "memory", super::Memory::KNOWN_BACKENDS)
+    backend(d, "memory")
 }
 
 /// `harness.sessions.backend` (SESS-25).
 pub(crate) fn sessions_backend<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    backend(d, "sessions", super::Sessions::KNOWN_BACKENDS)
+    backend(d, "sessions")
 }
 
 /// `llm.provider`; empty or `null` means `anthropic`.
@@ -385,14 +385,19 @@ where
     serde_yaml::from_str::<Option<ShadowDoc<M, S>>>(yaml).map(drop)
 }
 
-/// Re-reads the memory and session `options` blocks strictly for the backends `cfg` selected.
+/// Re-reads the memory and session `options` blocks strictly for the built-in backends `cfg` selected; a host
+/// backend's options are its factory's to check, when the harness opens it.
 pub(crate) fn check_backend_options(yaml: &str, memory: &str, sessions: &str) -> crate::error::Result<()> {
-    let res = match (memory, sessions) {
-        ("jetstream", "jetstream") => shadow::<JetStreamMemoryOptions, JetStreamSessionOptions>(yaml),
-        ("jetstream", _) => shadow::<JetStreamMemoryOptions, FileOptions>(yaml),
-        (_, "jetstream") => shadow::<FileOptions, JetStreamSessionOptions>(yaml),
-        _ => shadow::<FileOptions, FileOptions>(yaml),
-    };
+    let res = match memory {
+        "jetstream" => shadow::<JetStreamMemoryOptions, IgnoredAny>(yaml),
+        "file" => shadow::<FileOptions, IgnoredAny>(yaml),
+        _ => Ok(()),
+    }
+    .and_then(|()| match sessions {
+        "jetstream" => shadow::<IgnoredAny, JetStreamSessionOptions>(yaml),
+        "file" => shadow::<IgnoredAny, FileOptions>(yaml),
+        _ => Ok(()),
+    });
     res.map_err(|e| {
         let (msg, key, loc) = parts(&e);
         let which = match key.as_deref() {
@@ -402,6 +407,21 @@ pub(crate) fn check_backend_options(yaml: &str, memory: &str, sessions: &str) ->
         build(format!("{msg} (for the {which})"), key, loc)
     })
 }
+
+/// The `options` of `harness.memory` and `harness.sessions` as written, for the backends' factories.
+pub(crate) fn backend_option_maps(yaml: &str) -> (serde_json::Map<String, serde_json::Value>, OptionMap) {
+    type Maps = ShadowDoc<OptionMap, OptionMap>;
+    match serde_yaml::from_str::<Option<Maps>>(yaml) {
+        Ok(Some(ShadowDoc { harness: Some(h) })) => {
+            let take = |b: Option<ShadowBlock<OptionMap>>| b.and_then(|b| b.options).unwrap_or_default();
+            (take(h.memory), take(h.sessions))
+        }
+        _ => (OptionMap::new(), OptionMap::new()),
+    }
+}
+
+/// A backend's options as written.
+pub(crate) type OptionMap = serde_json::Map<String, serde_json::Value>;
 
 // ---- YAML errors ------------------------------------------------------------------------------------------------
 

@@ -77,8 +77,10 @@ impl HarnessTool {
 
 /// `harness.memory` (section 13).
 ///
-/// `backend` is always one of [`Memory::KNOWN_BACKENDS`] after parsing, and `options` holds only keys of that
-/// backend (CFG-4); `jetstream` has a non-empty `bucket`. These hold whether or not memory is enabled.
+/// `backend` names any registered backend (the harness refuses an unregistered one, listing the registered ones). For
+/// the backends this crate ships ([`Memory::KNOWN_BACKENDS`]) `options` holds only that backend's keys (CFG-4) and
+/// `jetstream` has a non-empty `bucket`; a host backend gets [`backend_options`](Memory::backend_options) as written
+/// and checks them itself.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
@@ -92,25 +94,35 @@ pub struct Memory {
     /// `no_index` (MEM-15): do not inject the memory index into the conversation.
     #[serde(deserialize_with = "de::nullable")]
     pub no_index: bool,
-    /// `options` (MEM-19..26).
+    /// `options` (MEM-19..26), typed for the backends this crate ships.
     #[serde(deserialize_with = "de::nullable")]
     pub options: MemoryOptions,
+    /// `options` as written, for the selected backend's factory ([`MemorySettings::options`](crate::memory::MemorySettings::options)).
+    #[serde(skip)]
+    pub backend_options: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Memory {
-    /// The backend names this build knows.
+    /// The backends this crate ships (a host registers more).
     pub const KNOWN_BACKENDS: &'static [&'static str] = &["file", "jetstream"];
 }
 
 impl Default for Memory {
     fn default() -> Self {
-        Memory { enabled: false, backend: "file".to_owned(), no_index: false, options: MemoryOptions::default() }
+        Memory {
+            enabled: false,
+            backend: "file".to_owned(),
+            no_index: false,
+            options: MemoryOptions::default(),
+            backend_options: serde_json::Map::new(),
+        }
     }
 }
 
-/// `harness.memory.options`: the union of both backends' keys; only the selected backend's keys may be set.
+/// `harness.memory.options`, typed: the union of the shipped backends' keys; only the selected backend's keys may be
+/// set when it is one of them (other keys are a host backend's, in [`Memory::backend_options`]).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
+#[serde(default, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct MemoryOptions {
     /// `directory` (file backend, MEM-19); unset means `memory/<identity>`.
@@ -128,8 +140,9 @@ pub struct MemoryOptions {
 
 /// `harness.sessions` (section 14).
 ///
-/// `backend` is always one of [`Sessions::KNOWN_BACKENDS`] after parsing, and `options` holds only keys of that
-/// backend (CFG-4); `jetstream` has a non-empty `stream`.
+/// `backend` names any registered backend (the harness refuses an unregistered one). For the backends this crate ships
+/// ([`Sessions::KNOWN_BACKENDS`]) `options` holds only that backend's keys (CFG-4) and `jetstream` has a non-empty
+/// `stream`; a host backend gets [`backend_options`](Sessions::backend_options) as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
@@ -137,25 +150,33 @@ pub struct Sessions {
     /// `backend` (SESS-25): `file` (the default; empty means `file`) or `jetstream`.
     #[serde(deserialize_with = "de::sessions_backend")]
     pub backend: String,
-    /// `options` (SESS-26..31).
+    /// `options` (SESS-26..31), typed for the backends this crate ships.
     #[serde(deserialize_with = "de::nullable")]
     pub options: SessionOptions,
+    /// `options` as written, for the selected backend's factory.
+    #[serde(skip)]
+    pub backend_options: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Sessions {
-    /// The backend names this build knows.
+    /// The backends this crate ships (a host registers more).
     pub const KNOWN_BACKENDS: &'static [&'static str] = &["file", "jetstream"];
 }
 
 impl Default for Sessions {
     fn default() -> Self {
-        Sessions { backend: "file".to_owned(), options: SessionOptions::default() }
+        Sessions {
+            backend: "file".to_owned(),
+            options: SessionOptions::default(),
+            backend_options: serde_json::Map::new(),
+        }
     }
 }
 
-/// `harness.sessions.options`: the union of both backends' keys; only the selected backend's keys may be set.
+/// `harness.sessions.options`, typed: the union of the shipped backends' keys; only the selected backend's keys may
+/// be set when it is one of them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
+#[serde(default, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct SessionOptions {
     /// `directory` (file backend, SESS-26).

@@ -389,6 +389,7 @@ impl Config {
         let mut cfg = cfg.unwrap_or_default();
         de::check_backend_options(yaml, &cfg.harness.memory.backend, &cfg.harness.sessions.backend)
             .map_err(|e| with_some_location(yaml, e))?;
+        (cfg.harness.memory.backend_options, cfg.harness.sessions.backend_options) = de::backend_option_maps(yaml);
         if let Some(root) = &cfg.root_directory {
             let abs = std::path::absolute(root).map_err(|e| {
                 Error::config_key(

@@ -378,6 +378,9 @@ impl HarnessBuilder {
         let config = self.config.take().ok_or_else(|| Error::config("a harness needs a configuration"))?;
         config.validate(Mode::Lenient)?;
         config.check_supported()?;
+        if self.for_agent {
+            stores::check_registered(&config, &self.memory_backends, &self.session_backends)?;
+        }
         let nats = self.shared_nats(&config);
         let credentials: Vec<String> = self.providers.credentials().into_iter().chain(self.scrub.drain(..)).collect();
         let mut warnings = Vec::new();

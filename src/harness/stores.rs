@@ -22,6 +22,34 @@ pub(crate) struct Places<'a> {
     pub(crate) nats: Option<&'a SharedNats>,
 }
 
+/// MEM-18, SESS-25: the backends the configuration names are registered (whether or not memory is enabled: a name
+/// nothing can open is refused, never ignored). Checked before anything loads.
+pub(crate) fn check_registered(config: &Config, memory: &MemoryBackends, sessions: &SessionBackends) -> Result<()> {
+    let h = &config.harness;
+    for (key, name, what, listed) in [
+        (
+            "harness.memory.backend",
+            &h.memory.backend,
+            "memory",
+            memory.get(&h.memory.backend).map(drop).ok_or_else(|| memory.listed()),
+        ),
+        (
+            "harness.sessions.backend",
+            &h.sessions.backend,
+            "session",
+            sessions.get(&h.sessions.backend).map(drop).ok_or_else(|| sessions.listed()),
+        ),
+    ] {
+        if let Err(registered) = listed {
+            return Err(config.locate(Error::config_key(
+                key,
+                format!("{key}: no {what} backend \"{name}\" is registered (registered: {registered})"),
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// MEM-18, OVR-7: the injected store, else the configured backend from the registry; `None` when memory is off.
 pub(crate) async fn open_memory(
     config: &Config,
@@ -45,7 +73,7 @@ pub(crate) async fn open_memory(
 }
 
 /// SESS-25, OVR-7: the injected store, else the configured backend; a backend that cannot open fails only the
-/// checkpointed runs, with its reason (an unregistered name fails the build).
+/// checkpointed runs, with its reason (a configuration error, such as an unknown option, fails the build).
 pub(crate) async fn open_sessions(
     config: &Config,
     injected: Option<Arc<dyn SessionStore>>,
@@ -60,7 +88,12 @@ pub(crate) async fn open_sessions(
     let settings = SessionSettings::new(config).with_store_base(base);
     #[cfg(feature = "nats")]
     let settings = settings.with_nats(places.nats);
-    Ok(backends.open(&settings).await.map_err(|e| e.to_string()))
+    match backends.open(&settings).await {
+        Ok(store) => Ok(Ok(store)),
+        // A configuration error (an option the backend refuses) is the build's: never ignored until a run needs it.
+        Err(e) if e.is_config() => Err(config.locate(e)),
+        Err(e) => Ok(Err(e.to_string())),
+    }
 }
 
 /// OVR-7: an injected store and a configured non-default backend cannot both be meant.

@@ -5,7 +5,6 @@ use super::observe::WireObserver;
 use super::provider::{Caps, ModelProvider};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -137,24 +136,22 @@ pub trait ProviderFactory: Send + Sync {
     fn build(&self, settings: &ProviderSettings<'_>) -> Result<Arc<dyn ModelProvider>>;
 }
 
-/// The providers `llm.provider` can name.
-#[derive(Clone, Default)]
-pub struct ProviderRegistry {
-    factories: BTreeMap<String, Arc<dyn ProviderFactory>>,
+/// The providers `llm.provider` can name ([`Registry`](crate::registry::Registry)).
+pub type ProviderRegistry = crate::registry::Registry<dyn ProviderFactory>;
+
+impl crate::registry::Named for dyn ProviderFactory {
+    fn registered_name(&self) -> &str {
+        self.name()
+    }
 }
 
-impl std::fmt::Debug for ProviderRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.factories.keys()).finish()
+impl Default for ProviderRegistry {
+    fn default() -> Self {
+        Self::empty()
     }
 }
 
 impl ProviderRegistry {
-    /// A registry with no provider.
-    pub fn empty() -> Self {
-        Self::default()
-    }
-
     /// The providers compiled into this build (`anthropic` and `openai`, each with its feature).
     pub fn with_defaults() -> Self {
         #[allow(unused_mut)]
@@ -166,25 +163,10 @@ impl ProviderRegistry {
         registry
     }
 
-    /// Add `factory`, replacing one of the same name.
-    pub fn register(&mut self, factory: Arc<dyn ProviderFactory>) {
-        self.factories.insert(factory.name().to_owned(), factory);
-    }
-
-    /// The factory named `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn ProviderFactory>> {
-        self.factories.get(name)
-    }
-
-    /// The registered names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.factories.keys().map(String::as_str)
-    }
-
     /// Every registered provider's credential variables, each once.
     pub fn credentials(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for name in self.factories.values().flat_map(|f| f.credentials()) {
+        for name in self.iter().flat_map(|f| f.credentials()) {
             if !out.contains(&name) {
                 out.push(name);
             }
@@ -217,8 +199,7 @@ impl ProviderRegistry {
     fn factory(&self, settings: &ProviderSettings<'_>) -> Result<&Arc<dyn ProviderFactory>> {
         let name = settings.config.llm.provider.as_str();
         self.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.names().collect();
-            let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+            let known = self.listed();
             Error::config_key("llm.provider", format!("llm.provider: unknown provider \"{name}\"; available: {known}"))
         })
     }

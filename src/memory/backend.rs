@@ -4,7 +4,6 @@ use super::{FileMemoryStore, MemoryStore};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use async_trait::async_trait;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -50,6 +49,32 @@ impl<'a> MemorySettings<'a> {
     #[cfg(feature = "nats")]
     pub fn nats(&self) -> Option<&'a crate::nats::SharedNats> {
         self.nats
+    }
+
+    /// The backend's `harness.memory.options` as written (a host backend reads and checks its own here).
+    pub fn options(&self) -> &'a serde_json::Map<String, serde_json::Value> {
+        &self.config.harness.memory.backend_options
+    }
+
+    /// Refuse every option not in `allowed`: a configuration error on `harness.memory.options.<key>`, with the
+    /// file, line and column, naming the backend and the options it takes. A key a backend does not act on is
+    /// never ignored.
+    ///
+    /// # Errors
+    ///
+    /// The error above, for the first unknown key.
+    pub fn reject_unknown_options(&self, allowed: &[&str]) -> crate::error::Result<()> {
+        let backend = &self.config.harness.memory.backend;
+        match self.options().keys().find(|k| !allowed.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(key) => Err(self.config.locate(crate::error::Error::config_key(
+                format!("harness.memory.options.{key}"),
+                format!(
+                    "harness.memory.options.{key}: the memory backend \"{backend}\" has no option \"{key}\"; it takes: {}",
+                    if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") }
+                ),
+            ))),
+        }
     }
 
     /// Resolve relative store paths under `base` instead.
@@ -147,15 +172,12 @@ impl MemoryBackend for JetStreamMemoryBackend {
     }
 }
 
-/// Memory backends by name.
-#[derive(Clone)]
-pub struct MemoryBackends {
-    backends: BTreeMap<String, Arc<dyn MemoryBackend>>,
-}
+/// Memory backends by name ([`Registry`](crate::registry::Registry)); `harness.memory.backend` names one.
+pub type MemoryBackends = crate::registry::Registry<dyn MemoryBackend>;
 
-impl std::fmt::Debug for MemoryBackends {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.backends.keys()).finish()
+impl crate::registry::Named for dyn MemoryBackend {
+    fn registered_name(&self) -> &str {
+        self.name()
     }
 }
 
@@ -166,11 +188,6 @@ impl Default for MemoryBackends {
 }
 
 impl MemoryBackends {
-    /// No backends.
-    pub fn empty() -> Self {
-        MemoryBackends { backends: BTreeMap::new() }
-    }
-
     /// The backends this build ships: `file`, and `jetstream` with the `nats` feature.
     pub fn with_defaults() -> Self {
         let mut r = Self::empty();
@@ -178,21 +195,6 @@ impl MemoryBackends {
         #[cfg(feature = "nats")]
         r.register(Arc::new(JetStreamMemoryBackend));
         r
-    }
-
-    /// Add `backend`, replacing one of the same name.
-    pub fn register(&mut self, backend: Arc<dyn MemoryBackend>) {
-        self.backends.insert(backend.name().to_owned(), backend);
-    }
-
-    /// The backend registered as `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn MemoryBackend>> {
-        self.backends.get(name)
-    }
-
-    /// The registered names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.backends.keys().map(String::as_str)
     }
 
     /// Open the store `harness.memory.backend` names. An unregistered name is a configuration error naming the
@@ -209,8 +211,8 @@ impl MemoryBackends {
             None => Err(Error::config_key(
                 "harness.memory.backend",
                 format!(
-                    "harness.memory.backend: no memory backend \"{name}\" in this build (available: {})",
-                    self.names().collect::<Vec<_>>().join(", ")
+                    "harness.memory.backend: no memory backend \"{name}\" is registered (registered: {})",
+                    self.listed()
                 ),
             )),
         }

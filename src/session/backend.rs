@@ -4,7 +4,6 @@ use super::{FileSessionStore, SessionStore};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use async_trait::async_trait;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -44,6 +43,32 @@ impl<'a> SessionSettings<'a> {
     #[cfg(feature = "nats")]
     pub fn nats(&self) -> Option<&'a crate::nats::SharedNats> {
         self.nats
+    }
+
+    /// The backend's `harness.sessions.options` as written (a host backend reads and checks its own here).
+    pub fn options(&self) -> &'a serde_json::Map<String, serde_json::Value> {
+        &self.config.harness.sessions.backend_options
+    }
+
+    /// Refuse every option not in `allowed`: a configuration error on `harness.sessions.options.<key>`, with the
+    /// file, line and column, naming the backend and the options it takes. A key a backend does not act on is
+    /// never ignored.
+    ///
+    /// # Errors
+    ///
+    /// The error above, for the first unknown key.
+    pub fn reject_unknown_options(&self, allowed: &[&str]) -> crate::error::Result<()> {
+        let backend = &self.config.harness.sessions.backend;
+        match self.options().keys().find(|k| !allowed.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(key) => Err(self.config.locate(crate::error::Error::config_key(
+                format!("harness.sessions.options.{key}"),
+                format!(
+                    "harness.sessions.options.{key}: the session backend \"{backend}\" has no option \"{key}\"; it takes: {}",
+                    if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") }
+                ),
+            ))),
+        }
     }
 
     /// Resolve relative store paths under `base`.
@@ -154,15 +179,12 @@ impl SessionBackend for JetStreamSessionBackend {
     }
 }
 
-/// Session backends by name.
-#[derive(Clone)]
-pub struct SessionBackends {
-    backends: BTreeMap<String, Arc<dyn SessionBackend>>,
-}
+/// Session backends by name ([`Registry`](crate::registry::Registry)); `harness.sessions.backend` names one.
+pub type SessionBackends = crate::registry::Registry<dyn SessionBackend>;
 
-impl std::fmt::Debug for SessionBackends {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.backends.keys()).finish()
+impl crate::registry::Named for dyn SessionBackend {
+    fn registered_name(&self) -> &str {
+        self.name()
     }
 }
 
@@ -173,11 +195,6 @@ impl Default for SessionBackends {
 }
 
 impl SessionBackends {
-    /// No backends.
-    pub fn empty() -> Self {
-        SessionBackends { backends: BTreeMap::new() }
-    }
-
     /// The backends this build ships: `file`, and `jetstream` with the `nats` feature.
     pub fn with_defaults() -> Self {
         let mut r = Self::empty();
@@ -185,21 +202,6 @@ impl SessionBackends {
         #[cfg(feature = "nats")]
         r.register(Arc::new(JetStreamSessionBackend));
         r
-    }
-
-    /// Add `backend`, replacing one of the same name.
-    pub fn register(&mut self, backend: Arc<dyn SessionBackend>) {
-        self.backends.insert(backend.name().to_owned(), backend);
-    }
-
-    /// The backend registered as `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn SessionBackend>> {
-        self.backends.get(name)
-    }
-
-    /// The registered names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.backends.keys().map(String::as_str)
     }
 
     /// Open the store `harness.sessions.backend` names. An unregistered name is a configuration error naming the
@@ -216,8 +218,8 @@ impl SessionBackends {
             None => Err(Error::config_key(
                 "harness.sessions.backend",
                 format!(
-                    "harness.sessions.backend: no session backend \"{name}\" in this build (available: {})",
-                    self.names().collect::<Vec<_>>().join(", ")
+                    "harness.sessions.backend: no session backend \"{name}\" is registered (registered: {})",
+                    self.listed()
                 ),
             )),
         }

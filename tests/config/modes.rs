@@ -75,7 +75,7 @@ fn cfg_2_validate_rechecks_every_mode_rules_for_configs_built_in_code() {
     assert_eq!(c.validate(Mode::Lenient).unwrap_err().key(), Some("llm.budget.call_timeout"));
 
     let mut c = Config::default();
-    c.harness.memory.backend = "redis".into();
+    c.harness.memory.backend = "red is".into();
     assert_eq!(c.validate(Mode::Lenient).unwrap_err().key(), Some("harness.memory.backend"));
 
     let mut c = Config::default();

@@ -168,9 +168,20 @@ fn builtin_1_unknown_tool_names_are_left_to_the_registry() {
 
 // ---- MEM-18 / SESS-25 ----------------------------------------------------------------------------------------------
 
+/// A backend name is any registered one, so the harness (which knows the registry) refuses an unregistered one, with
+/// the key's file position and the registered names, before anything loads.
+fn harness_err(yaml: &str) -> Error {
+    let config = Config::from_yaml_str(yaml).unwrap_or_else(|e| panic!("parses: {e}"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    match rt.block_on(fisk_ai::harness::Harness::builder().config(config).build()) {
+        Ok(_) => panic!("expected the harness to refuse:\n{yaml}"),
+        Err(e) => e,
+    }
+}
+
 #[test]
 fn mem_18_unknown_memory_backend_is_rejected_listing_known() {
-    let e = err("harness:\n  memory:\n    backend: redis\n");
+    let e = harness_err("harness:\n  memory:\n    backend: redis\n");
     assert_eq!(e.key(), Some("harness.memory.backend"));
     assert_eq!(loc(&e), (3, 14));
     assert_contains(&e, &["\"redis\"", "file", "jetstream"]);
@@ -178,9 +189,16 @@ fn mem_18_unknown_memory_backend_is_rejected_listing_known() {
 
 #[test]
 fn sess_25_unknown_sessions_backend_is_rejected_listing_known() {
-    let e = err("harness:\n  sessions:\n    backend: sqlite\n");
+    let e = harness_err("harness:\n  sessions:\n    backend: sqlite\n");
     assert_eq!(e.key(), Some("harness.sessions.backend"));
     assert_contains(&e, &["\"sqlite\"", "file", "jetstream"]);
+}
+
+#[test]
+fn mem_18_a_backend_name_no_registry_can_hold_is_refused_when_parsing() {
+    let e = err("harness:\n  memory:\n    backend: \"re dis\"\n");
+    assert_eq!(e.key(), Some("harness.memory.backend"));
+    assert_eq!(loc(&e), (3, 14));
 }
 
 #[test]
