@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Credential variables every provider compiled into this crate declares (PROV-16). They are removed from the
-/// environment of every child process, whichever provider is active.
+/// The floor of the scrub set (PROV-16): the credential variables the providers this crate ships declare
+/// (`llm::anthropic::CREDENTIALS`, `llm::openai::CREDENTIALS`; a unit test keeps this list their union). Every child
+/// gets at least this, even one a host starts through [`ChildEnv::new`] without a harness; the harness adds every
+/// registered provider's, source's and host-named credential.
 pub const PROVIDER_CREDENTIALS: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",

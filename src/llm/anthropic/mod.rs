@@ -13,7 +13,6 @@ pub use crate::llm::observe::{WireError, WireObserver, WireRequest, WireResponse
 
 use crate::config::check_http_url;
 use crate::error::Error;
-use crate::exec::PROVIDER_CREDENTIALS;
 use crate::llm::http::{Attempt, Decoded, HttpCore, RenderCache, RetryPolicy, SseEvents, WireFormat};
 use crate::llm::{Caps, ModelProvider, ProviderError, ProviderErrorKind, Request, Response};
 use async_trait::async_trait;
@@ -35,9 +34,33 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = crate::llm::http::DEFAULT_CALL_TIMEOU
 /// How many times a failed call is retried by default.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 
-/// This provider's own credential variables (PROV-16): the shared list also holds other providers' names.
+/// This provider's credential variables (PROV-16), declared here; the harness scrubs every registered provider's from
+/// every child, and the floor every child gets ([`PROVIDER_CREDENTIALS`](crate::exec::PROVIDER_CREDENTIALS)) holds
+/// them too (a unit test keeps the two together).
+pub const CREDENTIALS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+    "ANTHROPIC_CUSTOM_HEADERS",
+];
+
 fn credentials() -> impl Iterator<Item = &'static str> {
-    PROVIDER_CREDENTIALS.iter().copied().filter(|name| name.starts_with("ANTHROPIC_"))
+    CREDENTIALS.iter().copied()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn prov_16_every_compiled_in_providers_credentials_are_in_the_floor_every_child_gets() {
+        let floor = crate::exec::PROVIDER_CREDENTIALS;
+        let declared = super::CREDENTIALS.iter();
+        #[cfg(feature = "openai")]
+        let declared = declared.chain(crate::llm::openai::CREDENTIALS);
+        for name in declared {
+            assert!(floor.contains(name), "{name} is declared by a provider but missing from the floor");
+        }
+    }
 }
 
 /// The Anthropic Messages API as a [`ModelProvider`].
