@@ -1,12 +1,14 @@
 //! Per-surface exposure: what of a harness's tool set each server may offer (MCP-7, MCP-20, MCP-21, A2A-2, A2A-4,
-//! A2A-5, SEL-11). Roles are data ([`Exposure`]): a tool's maker says whether it may be served; nothing here looks at
+//! A2A-5, SEL-11). Roles are data ([`Exposure`](crate::tool::Exposure)): a tool's maker says whether it may be served; nothing here looks at
 //! names.
 
 use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
 use crate::gate::sanitize;
 use crate::select::{Rule, SelectedTool, Toolset, is_valid_tool_name};
-use crate::tool::{Exposure, ToolKind};
+#[cfg(feature = "mcp")]
+use crate::tool::Exposure;
+use crate::tool::ToolKind;
 use crate::warning::Warning;
 
 /// What one surface serves, and what it has to say about it.
@@ -15,6 +17,7 @@ pub(crate) struct Served {
     pub(crate) warnings: Vec<Warning>,
 }
 
+#[cfg(feature = "mcp")]
 /// MCP's checks before anything loads: validated leniently (MCP-1), with MCP serving enabled.
 pub(crate) fn check_mcp(config: &Config) -> Result<Vec<Warning>> {
     let warnings = config.validate(Mode::Lenient)?;
@@ -31,6 +34,7 @@ pub(crate) fn check_mcp(config: &Config) -> Result<Vec<Warning>> {
 /// What MCP serves of `selected` (a harness's tool set, or one handed over): commands, servable built-ins and host
 /// tools that say [`Exposure::Servable`], narrowed by `expose.agent.tools`. `warnings` holds the checks' and the
 /// harness's warnings already.
+#[cfg(feature = "mcp")]
 pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning>) -> Result<Served> {
     // MCP-21: agent-only settings have no effect here; MCPI-9 and IMPORT-11: imported tools are never re-served.
     for (on, setting) in [
@@ -80,6 +84,7 @@ pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
     Ok(Served { tools: served, warnings })
 }
 
+#[cfg(feature = "nats")]
 /// A2A's checks before anything loads: serving enabled, validated for serving (A2A-1).
 pub(crate) fn check_a2a(config: &Config) -> Result<Vec<Warning>> {
     if !config.expose.agent.agent_to_agent {
@@ -95,6 +100,7 @@ pub(crate) fn check_a2a(config: &Config) -> Result<Vec<Warning>> {
 
 /// What a2a serves of `selected`: servable command tools only, without gated, invalid-name and empty-description
 /// ones, narrowed by `expose.agent.tools`.
+#[cfg(feature = "nats")]
 pub(crate) fn a2a(config: &Config, selected: &Toolset, mut warnings: Vec<Warning>) -> Result<Served> {
     let mut kept: Vec<SelectedTool> = Vec::with_capacity(selected.len());
     for t in selected.iter() {

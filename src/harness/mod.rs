@@ -46,11 +46,17 @@
 //! # }
 //! ```
 
+#[cfg(any(feature = "mcp", feature = "nats"))]
 mod expose;
 mod pipeline;
 mod stores;
 
-pub(crate) use expose::{Served, a2a as a2a_served, check_a2a, check_mcp, mcp as mcp_served};
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) use expose::Served;
+#[cfg(feature = "nats")]
+pub(crate) use expose::{a2a as a2a_served, check_a2a};
+#[cfg(feature = "mcp")]
+pub(crate) use expose::{check_mcp, mcp as mcp_served};
 
 use crate::builtin::{BuiltinEnv, BuiltinFactory, BuiltinRegistry};
 use crate::config::{Config, Mode};

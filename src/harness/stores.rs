@@ -19,6 +19,8 @@ pub(crate) enum SharedNats {}
 pub(crate) struct Places<'a> {
     pub(crate) working_dir: &'a Path,
     pub(crate) store_base: Option<&'a Path>,
+    // Without the feature the stand-in has no values, so nothing reads it.
+    #[cfg_attr(not(feature = "nats"), expect(dead_code))]
     pub(crate) nats: Option<&'a SharedNats>,
 }
 
