@@ -75,7 +75,7 @@ mod tests {
 /// | backoff ([`with_backoff`](Self::with_backoff)) | 0.5 s doubling, at most 8 s, less up to 25 % jitter |
 /// | streaming ([`with_streaming`](Self::with_streaming)) | on |
 ///
-/// Every request is rendered the same way for the same input: the tools array once per [`ToolPlan`], then spliced
+/// Every request is rendered the same way for the same input: the tools array once per [`ToolPlan`](crate::llm::ToolPlan), then spliced
 /// into each turn, so the tools + system prefix the prompt cache keys on is byte-identical from turn to turn.
 ///
 /// ```
