@@ -283,3 +283,55 @@ async fn harness_3_a_host_provider_factory_is_named_in_yaml_and_its_credential_i
     let outcome = agent.run("hi", fisk_ai::RunOptions::new()).await;
     assert_eq!(outcome.answer.as_deref(), Some("acme answers"), "{:?}", outcome.error);
 }
+
+/// A session backend that cannot be reached: its error is kept for that store, not raised for both.
+struct Unreachable;
+
+#[async_trait]
+impl fisk_ai::SessionBackend for Unreachable {
+    fn name(&self) -> &str {
+        "unreachable"
+    }
+    async fn open(&self, _: &fisk_ai::session::SessionSettings<'_>) -> fisk_ai::Result<Arc<dyn fisk_ai::SessionStore>> {
+        Err(fisk_ai::Error::nats("journal host 10.0.0.9 refused the connection"))
+    }
+}
+
+#[tokio::test]
+async fn harness_3_open_stores_resolves_the_host_backends_a_run_would_without_loading_tools() {
+    let yaml = "identity: hosted\napplication_path: /nonexistent/app\nharness:\n  memory:\n    enabled: true\n    \
+                backend: scratch\n    options:\n      capacity: 7\n  sessions:\n    backend: journal\n    options:\n      \
+                label: ops\n";
+    let (capacity, label) = (Arc::default(), Arc::default());
+    let stores = fisk_ai::harness::Harness::builder()
+        .config(Config::from_yaml_str(yaml).unwrap())
+        .memory_backend(Scratch(Arc::clone(&capacity)))
+        .session_backend(Journal(Arc::clone(&label)))
+        .open_stores()
+        .await
+        .expect("no source is loaded: the missing application is not touched");
+    assert!(matches!(stores.memory(), Some(Ok(_))));
+    assert!(stores.sessions().is_ok());
+    assert_eq!(*capacity.lock().unwrap(), Some(7));
+    assert_eq!(label.lock().unwrap().as_deref(), Some("ops"));
+
+    // A configuration error fails the open with its location; an unreachable store is kept as that store's error.
+    let yaml = "identity: hosted\nharness:\n  sessions:\n    backend: journal\n    options:\n      colour: red\n";
+    let err = fisk_ai::harness::Harness::builder()
+        .config(Config::from_yaml_str(yaml).unwrap())
+        .session_backend(Journal(Arc::default()))
+        .open_stores()
+        .await
+        .unwrap_err();
+    assert_eq!(err.key(), Some("harness.sessions.options.colour"), "{err}");
+    let yaml = "identity: hosted\nharness:\n  memory:\n    enabled: true\n  sessions:\n    backend: unreachable\n";
+    let stores = fisk_ai::harness::Harness::builder()
+        .config(Config::from_yaml_str(yaml).unwrap())
+        .session_backend(Unreachable)
+        .open_stores()
+        .await
+        .unwrap();
+    assert!(matches!(stores.memory(), Some(Ok(_))), "the file memory store still opens");
+    let err = stores.into_sessions().map(drop).unwrap_err().to_string();
+    assert!(err.contains("10.0.0.9"), "{err}");
+}

@@ -91,7 +91,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     if let Err(e) = toolset.ensure_not_empty(config.application_path.is_some()) {
         eprintln!("warning: {e}");
     }
-    let stores = crate::stores::probe(&config, &identity, &env.working_dir).await;
+    let stores = crate::stores::probe(&config).await;
     let report = Report { config, path: args.config, identity, toolset, globals, warnings, servers, hosts, stores };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
@@ -209,9 +209,12 @@ impl Report {
                 },
             ));
             rows.push(("Reachability", self.stores.memory.clone().unwrap_or_else(|| "not checked".into())));
-        } else {
+        } else if mem.backend == "file" {
             let dir = mem.options.directory.clone().unwrap_or_else(|| PathBuf::from("memory").join(&self.identity));
             rows.push(("Directory", dir.display().to_string()));
+        } else {
+            // A host backend: its options as written, which its factory validates (harness issue, item 3).
+            rows.push(("Options", host_options(&mem.backend_options)));
         }
         rows.push(("Limits", "64 KB per entry, 1024 entries".into()));
         Some(rows)
@@ -226,9 +229,11 @@ impl Report {
             rows.push(("Context", self.config.nats_context.clone().unwrap_or_else(|| "(default)".into())));
             rows.push(("Prefix", "derived from the stream's subject at connect time".into()));
             rows.push(("Reachability", self.stores.sessions.clone().unwrap_or_else(|| "not checked".into())));
-        } else {
+        } else if s.backend == "file" {
             let dir = s.options.directory.as_ref().map_or_else(|| XDG_DEFAULT.into(), |d| d.display().to_string());
             rows.push(("Directory", dir));
+        } else {
+            rows.push(("Options", host_options(&s.backend_options)));
         }
         Some(rows)
     }
@@ -411,4 +416,14 @@ impl Report {
             "warnings": self.warnings.iter().map(|w| json!({"kind": w.kind(), "message": w.to_string()})).collect::<Vec<_>>(),
         })
     }
+}
+
+/// A host backend's options, one `key=value` per option in key order; `(none)` when there are none.
+fn host_options(options: &serde_json::Map<String, serde_json::Value>) -> String {
+    if options.is_empty() {
+        return "(none)".to_owned();
+    }
+    let mut pairs: Vec<String> = options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    pairs.sort();
+    fisk_ai::gate::sanitize(&pairs.join(", "), 400)
 }

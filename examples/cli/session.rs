@@ -1,13 +1,9 @@
 //! `fisk session ls|show|rm` (SPEC CLI-19..25): line output on stdout.
 
 use clap::{Args, Subcommand};
-use fisk_ai::Config;
-use fisk_ai::config::Mode;
 use fisk_ai::llm::{Block, Role};
-use fisk_ai::nats::SharedNats;
-use fisk_ai::session::{
-    ConfirmChoice, FileSessionStore, Journal, SessionBackends, SessionId, SessionSettings, SessionStore, rfc3339,
-};
+use fisk_ai::session::{ConfirmChoice, FileSessionStore, Journal, SessionId, SessionStore, rfc3339};
+use fisk_ai::{Config, Harness};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -70,30 +66,32 @@ async fn store(args: &SessionArgs) -> Result<Opened, Box<dyn std::error::Error>>
         });
     };
     let config = Config::load(path)?;
-    config.validate(Mode::Lenient)?;
     let backend = config.harness.sessions.backend.clone();
-    if backend == "file" {
-        return Ok(match &args.state_dir {
-            Some(dir) => file(FileSessionStore::new(dir)),
-            None => file(FileSessionStore::from_config(&config.harness.sessions.options, None)?),
-        });
-    }
-    // SESS-27.
-    if args.state_dir.is_some() {
-        return Err(format!(
-            "--state-dir is for the file session backend, but {} names the \"{backend}\" session backend",
-            path.display()
-        )
-        .into());
-    }
-    let identity = config.identity().unwrap_or_else(|_| "fisk-ai".to_owned());
-    let nats = SharedNats::from_context(config.nats_context.as_deref(), identity);
-    let settings = SessionSettings::new(&config).with_nats(Some(&nats));
-    let store = SessionBackends::with_defaults().open(&settings).await?;
-    let place = match config.harness.sessions.options.stream.as_deref() {
-        Some(stream) => format!("the {backend} backend (stream {stream})"),
-        None => format!("the {backend} backend"),
+    let mut harness = Harness::builder();
+    let place = match (&args.state_dir, backend.as_str()) {
+        // --state-dir overrides the file backend's directory: the store is handed to the harness (OVR-7).
+        (Some(dir), "file") => {
+            harness = harness.session_store(Arc::new(FileSessionStore::new(dir)));
+            dir.display().to_string()
+        }
+        // SESS-27.
+        (Some(_), _) => {
+            return Err(format!(
+                "--state-dir is for the file session backend, but {} names the \"{backend}\" session backend",
+                path.display()
+            )
+            .into());
+        }
+        (None, "file") => {
+            FileSessionStore::from_config(&config.harness.sessions.options, None)?.dir().display().to_string()
+        }
+        (None, _) => match config.harness.sessions.options.stream.as_deref() {
+            Some(stream) => format!("the {backend} backend (stream {stream})"),
+            None => format!("the {backend} backend"),
+        },
     };
+    // The same backends, options and NATS connection a run resolves (harness issue: stores only through it).
+    let store = harness.config(config).open_stores().await?.into_sessions()?;
     Ok(Opened { store, place })
 }
 

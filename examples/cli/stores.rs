@@ -11,30 +11,38 @@ pub(crate) struct StoreReach {
 }
 
 #[cfg(feature = "nats")]
-pub(crate) async fn probe(config: &Config, identity: &str, working_dir: &std::path::Path) -> StoreReach {
-    use fisk_ai::memory::{MemoryBackends, MemorySettings};
-    use fisk_ai::nats::SharedNats;
-    use fisk_ai::session::{SessionBackends, SessionSettings};
+pub(crate) async fn probe(config: &Config) -> StoreReach {
     let memory_on = config.harness.memory.enabled && config.harness.memory.backend == "jetstream";
     let sessions_on = config.llm.model.is_some() && config.harness.sessions.backend == "jetstream";
-    let shared = SharedNats::from_context(config.nats_context.as_deref(), identity);
-    let line = |result: Result<(), fisk_ai::Error>| match result {
+    let mut reach = StoreReach::default();
+    if !memory_on && !sessions_on {
+        return reach;
+    }
+    let line = |result: Result<(), &fisk_ai::Error>| match result {
         Ok(()) => "reachable".to_owned(),
         Err(e) => format!("unreachable: {}", fisk_ai::gate::sanitize(&e.to_string(), 400)),
     };
-    let mut reach = StoreReach::default();
+    // Opened as a run opens them (same backends, options and one shared connection, CFG-15).
+    let opened = fisk_ai::Harness::builder().config(config.clone()).open_stores().await;
+    let stores = match opened {
+        Ok(stores) => stores,
+        Err(e) => {
+            let why = line(Err(&e));
+            reach.memory = memory_on.then(|| why.clone());
+            reach.sessions = sessions_on.then_some(why);
+            return reach;
+        }
+    };
     if memory_on {
-        let settings = MemorySettings::new(config, identity, working_dir).with_nats(Some(&shared));
-        reach.memory = Some(line(MemoryBackends::with_defaults().open(&settings).await.map(drop)));
+        reach.memory = stores.memory().map(|m| line(m.map(drop)));
     }
     if sessions_on {
-        let settings = SessionSettings::new(config).with_nats(Some(&shared));
-        reach.sessions = Some(line(SessionBackends::with_defaults().open(&settings).await.map(drop)));
+        reach.sessions = Some(line(stores.sessions().map(drop)));
     }
     reach
 }
 
 #[cfg(not(feature = "nats"))]
-pub(crate) async fn probe(_: &Config, _: &str, _: &std::path::Path) -> StoreReach {
+pub(crate) async fn probe(_: &Config) -> StoreReach {
     StoreReach::default()
 }

@@ -72,6 +72,7 @@ use crate::tool::Tool;
 use crate::warning::Warning;
 use std::path::PathBuf;
 use std::sync::Arc;
+pub use stores::Stores;
 use stores::{Places, SharedNats};
 
 /// An assembled tool set with everything its surfaces share: the configuration, the selected tools, the child
@@ -426,7 +427,9 @@ impl HarnessBuilder {
         candidates.extend(self.builtins.build_enabled(&config, &builtin_env)?);
         let toolset = candidates.select(&config, &mut warnings)?;
         let sessions = if self.for_agent {
-            stores::open_sessions(&config, self.sessions.take(), &self.session_backends, &places).await?
+            stores::open_sessions(&config, self.sessions.take(), &self.session_backends, &places)
+                .await?
+                .map_err(|e| e.to_string())
         } else {
             Err("this harness is for serving only: no session store was opened".to_owned())
         };
@@ -442,6 +445,30 @@ impl HarnessBuilder {
             agent_tools,
             for_agent: self.for_agent,
         })
+    }
+
+    /// Open only the stores the configuration names, as [`build`](Self::build) would (the same registered
+    /// backends, injected stores, options, store base and one shared NATS connection), without loading any tool.
+    /// For a host's own tooling: the example CLI's `session` and `info` commands use it.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error: no configuration, an unregistered backend name, an option a backend refuses. A store
+    /// that cannot be reached is not an error here: [`Stores`] keeps it for each store.
+    pub async fn open_stores(mut self) -> Result<Stores> {
+        let config = self.config.take().ok_or_else(|| Error::config("opening stores needs a configuration"))?;
+        config.validate(Mode::Lenient)?;
+        config.check_supported()?;
+        stores::check_registered(&config, &self.memory_backends, &self.session_backends)?;
+        let nats = self.shared_nats(&config);
+        let builtin_env = BuiltinEnv::new(&config, Arc::new(NoOperator))?;
+        let places = Places {
+            working_dir: &builtin_env.working_dir,
+            store_base: self.store_base.as_deref(),
+            nats: nats.as_ref(),
+        };
+        let injected = stores::Injected { memory: self.memory.take(), sessions: self.sessions.take() };
+        stores::open_both(&config, injected, (&self.memory_backends, &self.session_backends), &places).await
     }
 
     /// CFG-15: one connection for remote hosts and JetStream stores, made when the first of them needs it.

@@ -81,7 +81,7 @@ pub(crate) async fn open_sessions(
     injected: Option<Arc<dyn SessionStore>>,
     backends: &SessionBackends,
     places: &Places<'_>,
-) -> Result<std::result::Result<Arc<dyn SessionStore>, String>> {
+) -> Result<std::result::Result<Arc<dyn SessionStore>, Error>> {
     let backend = config.harness.sessions.backend.as_str();
     if let Some(store) = injected {
         return if backend == "file" { Ok(Ok(store)) } else { Err(conflict("sessions", backend)) };
@@ -94,8 +94,75 @@ pub(crate) async fn open_sessions(
         Ok(store) => Ok(Ok(store)),
         // A configuration error (an option the backend refuses) is the build's: never ignored until a run needs it.
         Err(e) if e.is_config() => Err(config.locate(e)),
-        Err(e) => Ok(Err(e.to_string())),
+        Err(e) => Ok(Err(e)),
     }
+}
+
+/// The stores a configuration names, opened on their own, without loading any tool
+/// ([`HarnessBuilder::open_stores`](super::HarnessBuilder::open_stores)): for a host's own tooling (listing sessions,
+/// checking that a store is reachable) that must resolve the same backends, options and NATS connection a run would.
+///
+/// A configuration error (an unregistered backend, an option it refuses) fails the open; a store that cannot be
+/// reached is kept here as its error, so each store is reported on its own.
+pub struct Stores {
+    pub(crate) memory: Option<std::result::Result<Arc<dyn MemoryStore>, Error>>,
+    pub(crate) sessions: std::result::Result<Arc<dyn SessionStore>, Error>,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores")
+            .field("memory", &self.memory.as_ref().map(|m| m.as_ref().map(drop)))
+            .field("sessions", &self.sessions.as_ref().map(drop))
+            .finish()
+    }
+}
+
+impl Stores {
+    /// The memory store: `None` when `harness.memory` is off, else the store or why it could not open.
+    pub fn memory(&self) -> Option<std::result::Result<&Arc<dyn MemoryStore>, &Error>> {
+        self.memory.as_ref().map(std::result::Result::as_ref)
+    }
+
+    /// The session store, or why it could not open.
+    ///
+    /// # Errors
+    ///
+    /// The backend's own error (the stream does not exist, the server is unreachable).
+    pub fn sessions(&self) -> std::result::Result<&Arc<dyn SessionStore>, &Error> {
+        self.sessions.as_ref()
+    }
+
+    /// The session store, owned.
+    ///
+    /// # Errors
+    ///
+    /// As [`sessions`](Self::sessions).
+    pub fn into_sessions(self) -> Result<Arc<dyn SessionStore>> {
+        self.sessions
+    }
+}
+
+/// Stores the host handed over instead of a configured backend (OVR-7).
+pub(crate) struct Injected {
+    pub(crate) memory: Option<Arc<dyn MemoryStore>>,
+    pub(crate) sessions: Option<Arc<dyn SessionStore>>,
+}
+
+/// Both stores for [`Stores`]: configuration errors fail, a store that cannot open is kept as its error.
+pub(crate) async fn open_both(
+    config: &Config,
+    injected: Injected,
+    backends: (&MemoryBackends, &SessionBackends),
+    places: &Places<'_>,
+) -> Result<Stores> {
+    let memory = match open_memory(config, injected.memory, backends.0, places).await {
+        Ok(store) => store.map(Ok),
+        Err(e) if e.is_config() => return Err(e),
+        Err(e) => Some(Err(e)),
+    };
+    let sessions = open_sessions(config, injected.sessions, backends.1, places).await?;
+    Ok(Stores { memory, sessions })
 }
 
 /// OVR-7: an injected store and a configured non-default backend cannot both be meant.
