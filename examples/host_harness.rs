@@ -57,7 +57,10 @@ impl ProviderFactory for Replay {
         let remember = json!({"key": "greeting", "description": "who was greeted", "content": "daisy"});
         Ok(Arc::new(ScriptedProvider::new([
             Response::new(
-                vec![call("t1", "cow_say", json!({"message": "hello", "name": "daisy"})), call("t2", "memory_write", remember)],
+                vec![
+                    call("t1", "cow_say", json!({"message": "hello", "name": "daisy"})),
+                    call("t2", "memory_write", remember),
+                ],
                 StopReason::ToolUse,
                 usage,
             ),
@@ -88,9 +91,8 @@ expose:
     )?;
 
     // Assembled once: validated, the scrub set fixed, the app introspected, built-ins added, selected, stores open.
-    let harness = Arc::new(
-        Harness::builder().config(config).memory_backend(Notebook).provider_factory(Replay).build().await?,
-    );
+    let harness =
+        Arc::new(Harness::builder().config(config).memory_backend(Notebook).provider_factory(Replay).build().await?);
     for warning in harness.warnings() {
         eprintln!("warning: {warning}");
     }

@@ -151,6 +151,7 @@ pub mod serve;
 pub mod session;
 pub mod source;
 pub mod telemetry;
+mod time;
 pub mod tool;
 pub mod warning;
 

@@ -25,6 +25,7 @@ mod outcome;
 mod resume;
 mod run;
 pub mod search;
+mod spans;
 
 pub use builder::AgentBuilder;
 pub use events::{EventSink, NoEvents, RunEvent};

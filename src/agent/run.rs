@@ -156,7 +156,7 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
     };
     let session = run.checkpoint.as_ref().map(|c| c.id.as_str());
     let provider = &inner.provider.capabilities().provider;
-    let span = telemetry::run_span(&inner.name, provider, &inner.model, session, start.resumed);
+    let span = super::spans::run_span(&inner.name, provider, &inner.model, session, start.resumed);
     // OVR-5: a panic anywhere in the run becomes an internal-error outcome, not a crash of the host.
     let mut crashed = false;
     let end = match AssertUnwindSafe(run.drive(start.pending)).catch_unwind().instrument(span.clone()).await {
@@ -168,7 +168,7 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
     };
     let session_id = run.finish(&end).instrument(span.clone()).await;
     run.stats.latency = started.elapsed();
-    telemetry::run_ended(&span, &run.stats, end.reason, end.error.as_ref());
+    super::spans::run_ended(&span, &run.stats, end.reason, end.error.as_ref());
     RunOutcome {
         reason: end.reason,
         answer: end.answer,
@@ -380,11 +380,11 @@ impl Run<'_> {
             .with_cache(if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default })
             .with_timeout(Some(llm.budget.call_timeout()));
         let provider = &inner.provider.capabilities().provider;
-        let span = telemetry::chat_span(provider, &inner.model, iteration, max_output);
+        let span = crate::llm::spans::chat_span(provider, &inner.model, iteration, max_output);
         if inner.trace_content {
             let system = (self.sent == 0).then_some(self.system);
             let added = self.messages.get(self.sent..).unwrap_or_default();
-            span.in_scope(|| telemetry::content_input(system, added));
+            span.in_scope(|| crate::llm::spans::content_input(system, added));
         }
         let response = call_model(inner, &self.options.cancel, &request, &span).await?;
         self.stats.usage += response.usage;
@@ -486,21 +486,21 @@ async fn call_model(
         biased;
         _ = cancel.cancelled() => {
             let why = "the run was cancelled";
-            telemetry::chat_failed(span, &ProviderError::new(ProviderErrorKind::Cancelled, why));
+            crate::llm::spans::chat_failed(span, &ProviderError::new(ProviderErrorKind::Cancelled, why));
             return Err(ended(TerminalReason::Error, why));
         }
         reply = inner.provider.call(request).instrument(span.clone()) => reply,
     };
     match reply {
         Ok(response) => {
-            telemetry::chat_answered(span, &response);
+            crate::llm::spans::chat_answered(span, &response);
             if inner.trace_content {
-                span.in_scope(|| telemetry::content_output(&response.content));
+                span.in_scope(|| crate::llm::spans::content_output(&response.content));
             }
             Ok(response)
         }
         Err(e) => {
-            telemetry::chat_failed(span, &e);
+            crate::llm::spans::chat_failed(span, &e);
             let error = Error::provider(format!("model call failed: {e}"));
             Err(Ended { reason: TerminalReason::Error, answer: None, error: Some(error) })
         }

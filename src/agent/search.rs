@@ -26,10 +26,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// The search tool's name.
-pub const SEARCH_TOOLS: &str = "search_tools";
-/// The routing tool's name.
-pub const CALL_TOOL: &str = "call_tool";
+pub use crate::tool::{CALL_TOOL, SEARCH_TOOLS};
 /// Matches returned when the model gives no limit.
 const DEFAULT_LIMIT: usize = 5;
 /// The most matches one search returns.

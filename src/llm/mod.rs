@@ -12,6 +12,7 @@ pub mod anthropic;
 pub mod openai;
 mod plan;
 mod scripted;
+pub(crate) mod spans;
 
 pub use plan::{TOOL_SEARCH_THRESHOLD, ToolPlan};
 

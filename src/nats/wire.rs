@@ -244,7 +244,7 @@ fn ksuid() -> String {
 }
 
 fn now() -> String {
-    crate::session::rfc3339(std::time::SystemTime::now())
+    crate::time::rfc3339(std::time::SystemTime::now())
 }
 
 /// A discovery request: the header only.

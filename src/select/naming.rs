@@ -32,7 +32,7 @@ pub(crate) fn final_names(candidates: Vec<Arc<dyn Tool>>) -> Result<Vec<Arc<dyn 
         .map(ToolSpec::name)
         .collect();
     // The client-side search meta-tools' names are the agent's own: an imported tool never takes them.
-    held.extend([crate::agent::search::SEARCH_TOOLS, crate::agent::search::CALL_TOOL]);
+    held.extend([crate::tool::SEARCH_TOOLS, crate::tool::CALL_TOOL]);
     // Counted per tool, not per alias: two sources sharing an alias both expose the name too.
     let mut exposers: HashMap<&str, usize> = HashMap::new();
     for spec in candidates.iter().map(|t| t.spec()).filter(|s| s.kind() == ToolKind::Imported) {

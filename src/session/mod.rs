@@ -32,8 +32,8 @@ pub mod jetstream;
 mod record;
 mod store;
 mod terminal;
-mod time;
 
+pub use crate::time::rfc3339;
 #[cfg(feature = "nats")]
 pub use backend::JetStreamSessionBackend;
 pub use backend::{FileSessionBackend, SessionBackend, SessionBackends, SessionSettings};
@@ -53,7 +53,6 @@ pub use record::{
 };
 pub use store::{JournalWriter, SessionEntry, SessionStore};
 pub use terminal::TerminalReason;
-pub use time::rfc3339;
 
 use crate::error::{Error, Result};
 use std::fmt;

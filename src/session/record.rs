@@ -82,7 +82,7 @@ impl Meta {
         Meta {
             version: JOURNAL_VERSION,
             run_id: run_id.into(),
-            created: super::time::rfc3339(std::time::SystemTime::now()),
+            created: crate::time::rfc3339(std::time::SystemTime::now()),
             fingerprint,
             prompt: prompt.into(),
             interactive: None,

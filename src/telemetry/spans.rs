@@ -1,9 +1,7 @@
 //! The span constructors and events of the [module docs](super), so every name is spelled once.
 
 use super::*;
-use crate::agent::{RunStats, TerminalReason};
 use crate::dispatch::Refusal;
-use crate::llm::{Block, Message, ProviderError, ProviderErrorKind, Response, StopReason, Usage};
 use crate::tool::{ToolInput, ToolKind, ToolOutput};
 use crate::warning::Warning;
 use serde::Serialize;
@@ -13,7 +11,7 @@ use tracing::field::Empty;
 use tracing::{Span, info, info_span, warn};
 
 /// `"{operation} {target}"`, formatted only when a subscriber records it.
-struct Named<'a>(&'a str, &'a str);
+pub(crate) struct Named<'a>(pub(crate) &'a str, pub(crate) &'a str);
 
 impl fmt::Display for Named<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -22,7 +20,7 @@ impl fmt::Display for Named<'_> {
 }
 
 /// A value as compact JSON, serialized only when a subscriber records it.
-struct Json<'a, T: ?Sized>(&'a T);
+pub(crate) struct Json<'a, T: ?Sized>(pub(crate) &'a T);
 
 impl<T: Serialize + ?Sized> fmt::Display for Json<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -30,142 +28,15 @@ impl<T: Serialize + ?Sized> fmt::Display for Json<'_, T> {
     }
 }
 
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Mark `span` failed, with an error class and what failed.
-fn failed(span: &Span, error_type: &str, description: &dyn fmt::Display) {
+pub(crate) fn failed(span: &Span, error_type: &str, description: &dyn fmt::Display) {
     span.record(ERROR_TYPE, error_type);
     span.record(OTEL_STATUS_CODE, "error");
     span.record(OTEL_STATUS_DESCRIPTION, tracing::field::display(description));
-}
-
-/// The `invoke_agent` span of one run.
-pub(crate) fn run_span(agent: &str, provider: &str, model: &str, session: Option<&str>, resumed: bool) -> Span {
-    info_span!(
-        target: TARGET,
-        RUN_SPAN,
-        { OTEL_NAME } = %Named(RUN_SPAN, agent),
-        { OPERATION_NAME } = RUN_SPAN,
-        { AGENT_NAME } = agent,
-        { PROVIDER_NAME } = provider,
-        { SYSTEM } = provider,
-        { REQUEST_MODEL } = model,
-        { CONVERSATION_ID } = session,
-        { RUN_RESUMED } = resumed,
-        { USAGE_INPUT_TOKENS } = Empty,
-        { USAGE_OUTPUT_TOKENS } = Empty,
-        { RUN_OUTCOME } = Empty,
-        { RUN_LLM_CALLS } = Empty,
-        { RUN_TOOL_CALLS } = Empty,
-        { ERROR_TYPE } = Empty,
-        { OTEL_STATUS_CODE } = Empty,
-        { OTEL_STATUS_DESCRIPTION } = Empty,
-    )
-}
-
-/// The run's totals and how it ended.
-pub(crate) fn run_ended(span: &Span, stats: &RunStats, reason: TerminalReason, error: Option<&crate::Error>) {
-    span.record(USAGE_INPUT_TOKENS, input_tokens(&stats.usage));
-    span.record(USAGE_OUTPUT_TOKENS, stats.usage.output_tokens);
-    span.record(RUN_OUTCOME, reason.as_str());
-    span.record(RUN_LLM_CALLS, stats.llm_calls);
-    span.record(RUN_TOOL_CALLS, stats.tool_calls);
-    if !reason.is_success()
-        && let Some(error) = error
-    {
-        failed(span, reason.as_str(), error);
-    }
-}
-
-/// Every input token, cached ones included (the convention's `input_tokens`).
-fn input_tokens(usage: &Usage) -> u64 {
-    usage.input_tokens.saturating_add(usage.cache_read_tokens).saturating_add(usage.cache_creation_tokens)
-}
-
-/// The `chat` span of one model call.
-pub(crate) fn chat_span(provider: &str, model: &str, iteration: u32, max_tokens: Option<u32>) -> Span {
-    info_span!(
-        target: TARGET,
-        CHAT_SPAN,
-        { OTEL_NAME } = %Named(CHAT_SPAN, model),
-        { OTEL_KIND } = "client",
-        { OPERATION_NAME } = CHAT_SPAN,
-        { PROVIDER_NAME } = provider,
-        { SYSTEM } = provider,
-        { REQUEST_MODEL } = model,
-        { REQUEST_MAX_TOKENS } = max_tokens,
-        { ITERATION } = iteration,
-        { RESPONSE_MODEL } = Empty,
-        { RESPONSE_ID } = Empty,
-        { RESPONSE_FINISH_REASONS } = Empty,
-        { USAGE_INPUT_TOKENS } = Empty,
-        { USAGE_OUTPUT_TOKENS } = Empty,
-        { USAGE_CACHE_READ_TOKENS } = Empty,
-        { USAGE_CACHE_CREATION_TOKENS } = Empty,
-        { ERROR_TYPE } = Empty,
-        { OTEL_STATUS_CODE } = Empty,
-        { OTEL_STATUS_DESCRIPTION } = Empty,
-    )
-}
-
-/// What the reply says about itself: model, id, tokens, stop reason; and the LOOP-6 truncation event.
-pub(crate) fn chat_answered(span: &Span, response: &Response) {
-    if let Some(model) = &response.model {
-        span.record(RESPONSE_MODEL, model.as_str());
-    }
-    if let Some(id) = &response.id {
-        span.record(RESPONSE_ID, id.as_str());
-    }
-    let usage = &response.usage;
-    span.record(USAGE_INPUT_TOKENS, input_tokens(usage));
-    span.record(USAGE_OUTPUT_TOKENS, usage.output_tokens);
-    span.record(USAGE_CACHE_READ_TOKENS, usage.cache_read_tokens);
-    span.record(USAGE_CACHE_CREATION_TOKENS, usage.cache_creation_tokens);
-    span.record(RESPONSE_FINISH_REASONS, response.stop_reason.as_str());
-    if response.stop_reason == StopReason::MaxTokens {
-        span.in_scope(|| {
-            warn!(
-                target: TARGET,
-                { { RESPONSE_FINISH_REASONS } = response.stop_reason.as_str() },
-                "the model's reply was truncated at the output limit (llm.budget.max_output_tokens)"
-            );
-        });
-    }
-}
-
-/// A model call that failed after any retries.
-pub(crate) fn chat_failed(span: &Span, error: &ProviderError) {
-    failed(span, provider_error_type(error.kind()), error);
-}
-
-/// The [`ERROR_TYPE`] of a provider error.
-fn provider_error_type(kind: ProviderErrorKind) -> &'static str {
-    match kind {
-        ProviderErrorKind::Status => "status",
-        ProviderErrorKind::Timeout => "timeout",
-        ProviderErrorKind::Transport => "transport",
-        ProviderErrorKind::Decode => "decode",
-        ProviderErrorKind::Stream => "stream",
-        ProviderErrorKind::Cancelled => "cancelled",
-        ProviderErrorKind::Config => "config",
-    }
-}
-
-/// A failed model-call attempt that will be retried (retry number `attempt`, from 1, after `wait`).
-#[cfg(any(feature = "anthropic", feature = "openai"))]
-pub(crate) fn model_retry(attempt: u32, wait: Duration, error: &ProviderError) {
-    warn!(
-        target: TARGET,
-        {
-            { RETRY_ATTEMPT } = attempt,
-            { RETRY_WAIT_MS } = millis(wait),
-            { ERROR_TYPE } = provider_error_type(error.kind()),
-            { HTTP_STATUS_CODE } = error.http_status(),
-        },
-        "retrying the model call: {error}"
-    );
 }
 
 /// A model-call attempt that got no complete reply within `timeout` (PROV-5).
@@ -285,23 +156,6 @@ pub(crate) fn mcp_span(
 #[cfg(feature = "mcp")]
 pub(crate) fn http_refused(status: u16, why: &str) {
     warn!(target: TARGET, { { HTTP_STATUS_CODE } = status }, "MCP request refused: {why}");
-}
-
-/// Content: what a model call sends that earlier calls did not (the system prompt on the first call).
-pub(crate) fn content_input(system: Option<&[String]>, added: &[Message]) {
-    info!(
-        target: CONTENT_TARGET,
-        {
-            { SYSTEM_INSTRUCTIONS } = system.map(|s| tracing::field::display(Json(s))),
-            { INPUT_MESSAGES } = %Json(added),
-        },
-        "model input"
-    );
-}
-
-/// Content: the model's reply.
-pub(crate) fn content_output(content: &[Block]) {
-    info!(target: CONTENT_TARGET, { { OUTPUT_MESSAGES } = %Json(content) }, "model output");
 }
 
 /// Content: a tool call's arguments, as the model wrote them (refused calls included).

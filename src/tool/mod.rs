@@ -23,6 +23,12 @@ pub use schema::InputError;
 pub(crate) use spec::MakeSchema;
 pub use spec::{Exposure, Origin, ToolKind, ToolSpec};
 pub use tags::Tags;
+
+/// The name of the agent's client-side search meta-tool (SEARCH-4). Declared here, at the bottom of the module
+/// graph, because selection reserves it (an imported tool never takes it) and selection sits below the agent.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// The name of the agent's routing meta-tool, reserved like [`SEARCH_TOOLS`].
+pub const CALL_TOOL: &str = "call_tool";
 /// Cancels a running call (re-exported so hosts need not depend on `tokio-util`).
 pub use tokio_util::sync::CancellationToken;
 

@@ -380,7 +380,7 @@ impl HttpCore {
             }
             let wait = self.retry.wait(n, failure.retry_after);
             n += 1;
-            crate::telemetry::model_retry(n, wait, &failure.error);
+            crate::llm::spans::model_retry(n, wait, &failure.error);
             let report = WireRetry { attempt: n, wait, error: &failure.error };
             self.observers.iter().for_each(|o| o.on_retry(&report));
             tokio::time::sleep(wait).await;

@@ -1,4 +1,4 @@
-//! RFC 3339 timestamps for the journal (SESS-6) without a calendar dependency.
+//! RFC 3339 timestamps for the journal (SESS-6) and the NATS wire, without a calendar dependency: a leaf both use.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
