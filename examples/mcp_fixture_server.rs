@@ -190,25 +190,40 @@ impl ServerHandler for Fixture {
     }
 }
 
-/// Start this executable as `--setsid-sleep` with no pipes of ours: its process id, or why it could not start.
+/// Start this executable as `--setsid-sleep` with no pipes of ours once it has left this server's session: its
+/// process id, or why it could not start.
 fn spawn_setsid() -> String {
+    use std::io::Read;
     let started = std::env::current_exe().and_then(|exe| {
         std::process::Command::new(exe)
             .arg("--setsid-sleep")
             .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
     });
     // Never waited for: the child is meant to outlive this call, and the server, if nothing ends it.
-    started.map(|child| child.id().to_string()).unwrap_or_else(|e| format!("cannot start: {e}"))
+    let mut child = match started {
+        Ok(child) => child,
+        Err(e) => return format!("cannot start: {e}"),
+    };
+    // Answer only once it has called setsid(): a test that ends the server before then would see the group kill
+    // end it. Its one line says so; then the pipe is closed on this side.
+    let mut ready = [0u8; 1];
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read(&mut ready);
+    }
+    child.id().to_string()
 }
 
-/// The `--setsid-sleep` child: leave the parent's process group and session, then sleep until killed.
+/// The `--setsid-sleep` child: leave the parent's process group and session, say so, then sleep until killed.
 fn setsid_sleep() -> ! {
+    use std::io::Write;
     // A child of the server is never a group leader, so setsid() succeeds; if it did not, the test would still see
     // a live process by its pid.
     let _ = nix::unistd::setsid();
+    let _ = writeln!(std::io::stdout(), "ready");
+    let _ = std::io::stdout().flush();
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
