@@ -1,7 +1,7 @@
 //! EXEC-17 on Linux: the subreaper setting, the spawn marker, the sweep (kill in passes) and the reaper.
 
 use super::CALL_MARKER;
-use super::table::{self, Entry};
+use super::table::{self, Entry, Procs};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -59,43 +59,47 @@ impl Lineage {
         Lineage { marker, child: pgid.and_then(|p| table::stat(p.as_raw())) }
     }
 
-    /// Every process of `procs` attributable to this spawn: the child while it is still ours, this process's
-    /// children that carry the marker or belong to the child's group (orphans reparented to us), and everything
-    /// below those.
-    fn attribute(&self, me: i32, procs: &[Entry]) -> Vec<Entry> {
-        let child = self.child.filter(|c| procs.iter().any(|e| e.same(c) && e.ppid == me));
-        let mut roots: Vec<Entry> = procs.iter().filter(|e| child.is_some_and(|c| e.same(&c))).copied().collect();
-        for e in procs.iter().filter(|e| e.ppid == me) {
+    /// Every process attributable to this spawn now: the child while it is still ours, this process's children
+    /// that carry the marker or belong to the child's group (orphans reparented to us), and everything below
+    /// those.
+    fn attribute(&self, me: i32, procs: &Procs) -> Vec<Entry> {
+        // Nothing started before the child can descend from it: the host's older children are passed over
+        // without reading their environment.
+        let born = self.child.map_or(0, |c| c.start);
+        let mut roots = Vec::new();
+        for e in procs.children(me).into_iter().filter(|e| e.start >= born) {
+            let is_child = self.child.is_some_and(|c| e.same(&c));
             // A member of the child's group other than its leader: the group id cannot be reused while it has
-            // members, so this is the child's group (a process with the child's pid reused is its own leader).
+            // members, so this is the child's group (a process that reused the child's pid leads its own).
             let in_group = self.child.is_some_and(|c| e.pgrp == c.pid && e.pid != c.pid);
             // A zombie's environment is gone: it can only match by group.
-            if in_group || (!e.zombie && table::carries(e.pid, &self.marker)) {
-                roots.push(*e);
+            if is_child || in_group || (!e.zombie && table::carries(e.pid, &self.marker)) {
+                roots.push(e);
             }
         }
         below(roots, procs)
     }
 
-    /// Whether the child's group still has a member, so that killing it cannot reach a group that reused the id.
-    fn group_alive(&self, pgid: Pid, procs: &[Entry]) -> bool {
+    /// Whether `found` (this spawn's processes) still holds a member of the child's group, so that killing the
+    /// group cannot reach another group that reused the id. Every member is the child or below it, or an orphan
+    /// of it, so all are in `found`.
+    fn group_alive(&self, pgid: Pid, found: &[Entry]) -> bool {
         let pgid = pgid.as_raw();
-        procs.iter().any(|e| e.pgrp == pgid && (e.pid != pgid || self.child.is_some_and(|c| e.same(&c))))
+        found.iter().any(|e| !e.zombie && e.pgrp == pgid && (e.pid != pgid || self.child.is_some_and(|c| e.same(&c))))
     }
 }
 
-/// `roots` and every process below them in `procs`, each once.
-fn below(roots: Vec<Entry>, procs: &[Entry]) -> Vec<Entry> {
-    let mut children: HashMap<i32, Vec<Entry>> = HashMap::new();
-    for e in procs {
-        children.entry(e.ppid).or_default().push(*e);
-    }
+/// `roots` and every process below them, each once.
+fn below(roots: Vec<Entry>, procs: &Procs) -> Vec<Entry> {
     let mut seen: HashSet<i32> = HashSet::new();
     let mut out = Vec::new();
     let mut todo = roots;
     while let Some(e) = todo.pop() {
         if seen.insert(e.pid) {
-            todo.extend(children.get(&e.pid).into_iter().flatten().copied());
+            // A zombie has no children: they were reparented when it exited.
+            if !e.zombie {
+                todo.extend(procs.children(e.pid));
+            }
             out.push(e);
         }
     }
@@ -108,18 +112,18 @@ pub(super) fn sweep(pgid: Option<Pid>, lineage: &Lineage) {
     let Ok(me) = i32::try_from(std::process::id()) else { return };
     let mut killed: HashMap<i32, Entry> = HashMap::new();
     for pass in 0..PASSES {
-        let procs = match table::scan() {
+        let procs = match Procs::read() {
             Ok(procs) => procs,
             Err(e) => return blind_group_kill(pgid, &e),
         };
+        let found = lineage.attribute(me, &procs);
         // Without the child's start time (unreadable at spawn) the group is killed as EXEC-10 always did.
         if pass == 0
-            && let Some(pgid) = pgid.filter(|&p| lineage.child.is_none() || lineage.group_alive(p, &procs))
+            && let Some(pgid) = pgid.filter(|&p| lineage.child.is_none() || lineage.group_alive(p, &found))
         {
             // ESRCH (the group emptied meanwhile) is fine.
             let _ = killpg(pgid, Signal::SIGKILL);
         }
-        let found = lineage.attribute(me, &procs);
         // Zombies are reaped too: a group member that exited on its own after the child did.
         for e in found.iter().filter(|e| e.zombie) {
             killed.entry(e.pid).or_insert(*e);

@@ -2,7 +2,10 @@
 //! which spawn marker a process inherited.
 
 use super::CALL_MARKER;
+use std::collections::HashMap;
 use std::io::{self, Read};
+use std::path::Path;
+use std::sync::OnceLock;
 
 /// How much of a process's environment is searched for the marker. Past this a process reads as unmarked, as if
 /// it had cleared its environment, which it could do anyway.
@@ -50,18 +53,58 @@ pub(super) fn stat(pid: i32) -> Option<Entry> {
     parse_stat(pid, &text)
 }
 
-/// Every process visible in `/proc`. An error only when `/proc` itself cannot be listed; a process that vanishes
-/// while it is read is left out.
-pub(super) fn scan() -> io::Result<Vec<Entry>> {
-    let mut procs = Vec::new();
+/// Who parents whom, read from `/proc` on demand: from each task's `children` file where the kernel has them
+/// (cheap: only this process's children and the subtrees walked are read), else from one scan of every process.
+pub(super) struct Procs {
+    /// `None`: read `children` files as needed. `Some`: every process, by parent, from one scan.
+    scanned: Option<HashMap<i32, Vec<Entry>>>,
+}
+
+impl Procs {
+    /// A fresh view. An error only when `/proc` cannot be read at all.
+    pub(super) fn read() -> io::Result<Procs> {
+        static CHILDREN_FILES: OnceLock<bool> = OnceLock::new();
+        // The main thread's tid is the pid. Kernels without CONFIG_PROC_CHILDREN lack the file.
+        let files = *CHILDREN_FILES
+            .get_or_init(|| Path::new(&format!("/proc/self/task/{}/children", std::process::id())).exists());
+        if files {
+            // Fail here, not silently later, when /proc is gone.
+            std::fs::metadata("/proc/self/task")?;
+            return Ok(Procs { scanned: None });
+        }
+        Ok(Procs { scanned: Some(scan()?) })
+    }
+
+    /// The processes whose parent is `pid` now; a process that vanishes while it is read is left out.
+    pub(super) fn children(&self, pid: i32) -> Vec<Entry> {
+        if let Some(scanned) = &self.scanned {
+            return scanned.get(&pid).cloned().unwrap_or_default();
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+        let mut pids: Vec<i32> = Vec::new();
+        for task in tasks.flatten() {
+            // A child belongs to the thread that forked it (or to whichever thread it was reparented to).
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else { continue };
+            pids.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        // The file is a snapshot: keep only what stat still shows as a child of `pid`.
+        pids.into_iter().filter_map(stat).filter(|e| e.ppid == pid).collect()
+    }
+}
+
+/// Every process visible in `/proc`, by parent; a process that vanishes while it is read is left out.
+fn scan() -> io::Result<HashMap<i32, Vec<Entry>>> {
+    let mut by_parent: HashMap<i32, Vec<Entry>> = HashMap::new();
     for dirent in std::fs::read_dir("/proc")? {
         let Ok(dirent) = dirent else { continue };
         let Some(pid) = dirent.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
         if let Some(entry) = stat(pid) {
-            procs.push(entry);
+            by_parent.entry(entry.ppid).or_default().push(entry);
         }
     }
-    Ok(procs)
+    Ok(by_parent)
 }
 
 /// Whether process `pid` inherited the spawn id `id` in [`CALL_MARKER`]. False when its environment cannot be read
@@ -112,11 +155,19 @@ mod tests {
     }
 
     #[test]
-    fn exec_17_this_process_is_in_the_table_with_its_parent() {
+    fn exec_17_children_files_and_the_full_scan_agree_on_a_child() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let me = i32::try_from(std::process::id()).unwrap();
-        let procs = scan().unwrap();
-        let entry = procs.iter().find(|e| e.pid == me).unwrap();
-        assert_eq!(entry.ppid, nix::unistd::getppid().as_raw());
-        assert_eq!(stat(me).unwrap().start, entry.start);
+        let pid = i32::try_from(child.id()).unwrap();
+        let started = stat(pid).unwrap();
+        assert_eq!((started.ppid, started.zombie), (me, false));
+        // The children files (this kernel has them) and the fallback scan.
+        for procs in [Procs::read().unwrap(), Procs { scanned: Some(scan().unwrap()) }] {
+            let found = procs.children(me);
+            assert!(found.iter().any(|e| e.same(&started)), "{found:?}");
+            assert!(procs.children(pid).is_empty());
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }
