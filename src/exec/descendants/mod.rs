@@ -49,18 +49,16 @@ pub(crate) struct Marker {
 }
 
 impl Marker {
-    /// Make this process a subreaper (once) and mark `cmd`'s environment with a fresh spawn id. Elsewhere than
-    /// Linux: nothing.
+    /// Make this process a subreaper (once) and mark `cmd`'s environment with a fresh spawn id.
+    #[cfg(target_os = "linux")]
     pub(crate) fn prepare(cmd: &mut std::process::Command) -> Marker {
-        #[cfg(target_os = "linux")]
-        {
-            Marker { id: linux::prepare(cmd) }
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = cmd;
-            Marker {}
-        }
+        Marker { id: linux::prepare(cmd) }
+    }
+
+    /// Nothing: no subreaper, no marker, elsewhere than Linux.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn prepare(_cmd: &mut std::process::Command) -> Marker {
+        Marker {}
     }
 }
 
@@ -73,12 +71,26 @@ pub(crate) struct Sweep {
 }
 
 impl Sweep {
+    #[cfg(target_os = "linux")]
+    fn new(pgid: Option<Pid>, marker: Marker) -> Self {
+        Sweep { pgid, lineage: linux::Lineage::new(pgid, marker.id) }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new(pgid: Option<Pid>, _marker: Marker) -> Self {
+        Sweep { pgid }
+    }
+
     /// Kill the group and every remaining descendant, and reap what this process parents (EXEC-10, EXEC-17).
     /// Safe to run more than once.
+    #[cfg(target_os = "linux")]
     pub(crate) fn run(&self) {
-        #[cfg(target_os = "linux")]
         linux::sweep(self.pgid, &self.lineage);
-        #[cfg(not(target_os = "linux"))]
+    }
+
+    /// Kill the group (EXEC-10): the only lineage known elsewhere than Linux.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn run(&self) {
         if let Some(pgid) = self.pgid {
             // ESRCH (group already gone) is fine.
             let _ = killpg(pgid, Signal::SIGKILL);
@@ -97,17 +109,11 @@ impl Descendants {
     /// Guard the child with `pid` (`None`: already gone), started with `marker`, leading its own process group.
     pub(crate) fn new(pid: Option<u32>, marker: Marker) -> Self {
         let pgid = pid.and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
-        #[cfg(target_os = "linux")]
-        let sweep = Sweep { pgid, lineage: linux::Lineage::new(pgid, marker.id) };
-        #[cfg(not(target_os = "linux"))]
-        let sweep = {
-            let _ = marker;
-            Sweep { pgid }
-        };
-        Descendants { sweep, ended: false }
+        Descendants { sweep: Sweep::new(pgid, marker), ended: false }
     }
 
-    /// A handle that ends the same lineage, for a task that sees the child exit.
+    /// A handle that ends the same lineage, for a task that sees the child exit (a stdio MCP server's).
+    #[cfg(feature = "mcp")]
     pub(crate) fn sweep(&self) -> Sweep {
         self.sweep.clone()
     }
