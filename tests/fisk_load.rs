@@ -352,6 +352,16 @@ async fn exec_17_a_setsid_grandchild_does_not_outlive_introspection() {
     procs::wait_gone(pid, "the introspection's setsid grandchild").await;
 }
 
+/// EXEC-17: the same when introspection is cut off at its 16 MiB cap (TOOL-3).
+#[tokio::test]
+async fn exec_17_a_setsid_grandchild_does_not_outlive_introspection_over_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = FiskApp::new(fake_app(dir.path(), "setsid-huge")).load().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Introspection, "{err}");
+    let pid = procs::pid_in(&dir.path().join("pids"));
+    procs::wait_gone(pid, "the introspection's setsid grandchild").await;
+}
+
 #[tokio::test]
 async fn tool_5_missing_binary_fails_naming_it() {
     let err = FiskApp::new("/nonexistent/fisk-app").load().await.unwrap_err();
