@@ -23,7 +23,7 @@ static SPAWNS: AtomicU64 = AtomicU64::new(0);
 /// Become a subreaper (once), then mark `cmd` with a fresh spawn id, which is returned.
 pub(super) fn prepare(cmd: &mut std::process::Command) -> Arc<str> {
     SUBREAPER.call_once(|| {
-        // Process-wide and for good: see the module documentation for what that means to a host.
+        // Process-wide and for good: the `crate::exec` documentation says what that means to a host.
         if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
             tracing::warn!(
                 target: "fisk_ai::exec",
