@@ -4,14 +4,16 @@
 //!
 //! ```text
 //! cargo run --example mcp_fixture_server --features mcp -- [--http ADDR] [--many N --page N] [--hostile]
-//!     [--flood-stderr] [--extra NAME]... [--legacy] [--endless]
+//!     [--flood-stderr] [--extra NAME]... [--legacy] [--endless] [--setsid]
 //! ```
 //!
 //! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
 //! {bytes}` (a text of that many bytes, starting `HEAD` and ending `TAIL`), `slow {ms}`, `die` (exits while
 //! answering), `mixed` (a text, an image and a text item), `structured` (structured content only), `fails`
 //! (`isError`), and `pwd`. `--many N` adds `t00000`.. tools, listed `--page` at a time; `--hostile` adds tools whose
-//! names or descriptions are unusable or carry control and bidi characters.
+//! names or descriptions are unusable or carry control and bidi characters. `--setsid` adds `setsid`: it starts a
+//! child of this server that leaves the server's process group and session (`setsid()`), holds none of its pipes,
+//! sleeps forever, and answers that child's process id (EXEC-17: it must not outlive the connection).
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
@@ -50,6 +52,13 @@ impl Fixture {
         }
         let legacy = args.iter().any(|a| a == "--legacy");
         let endless = args.iter().any(|a| a == "--endless");
+        if args.iter().any(|a| a == "--setsid") {
+            tools.push(tool(
+                "setsid",
+                "Start a child in a session of its own; answer its process id",
+                object(json!({}), &[]),
+            ));
+        }
         Fixture { tools: Arc::new(tools), page: page.max(1), legacy, endless }
     }
 }
@@ -136,6 +145,7 @@ async fn answer(request: &CallToolRequestParams, context: &RequestContext<RoleSe
         }
         "fails" => CallToolResult::error(vec![ContentBlock::text("it broke")]),
         "pid" => text(std::process::id().to_string()),
+        "setsid" => text(spawn_setsid()),
         "pwd" => text(std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()),
         other => text(format!("called {other}")),
     }
@@ -180,6 +190,45 @@ impl ServerHandler for Fixture {
     }
 }
 
+/// Start this executable as `--setsid-sleep` with no pipes of ours once it has left this server's session: its
+/// process id, or why it could not start.
+fn spawn_setsid() -> String {
+    use std::io::Read;
+    let started = std::env::current_exe().and_then(|exe| {
+        std::process::Command::new(exe)
+            .arg("--setsid-sleep")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+    });
+    // Never waited for: the child is meant to outlive this call, and the server, if nothing ends it.
+    let mut child = match started {
+        Ok(child) => child,
+        Err(e) => return format!("cannot start: {e}"),
+    };
+    // Answer only once it has called setsid(): a test that ends the server before then would see the group kill
+    // end it. Its one line says so; then the pipe is closed on this side.
+    let mut ready = [0u8; 1];
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read(&mut ready);
+    }
+    child.id().to_string()
+}
+
+/// The `--setsid-sleep` child: leave the parent's process group and session, say so, then sleep until killed.
+fn setsid_sleep() -> ! {
+    use std::io::Write;
+    // A child of the server is never a group leader, so setsid() succeeds; if it did not, the test would still see
+    // a live process by its pid.
+    let _ = nix::unistd::setsid();
+    let _ = writeln!(std::io::stdout(), "ready");
+    let _ = std::io::stdout().flush();
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
 fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
 }
@@ -187,6 +236,9 @@ fn flag(args: &[String], name: &str) -> Option<String> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--setsid-sleep") {
+        setsid_sleep();
+    }
     let fixture = Fixture::from_args(&args);
     if args.iter().any(|a| a == "--flood-stderr") {
         std::thread::spawn(|| {

@@ -307,3 +307,70 @@ async fn exec_2_false_for_a_plain_boolean_flag_renders_nothing_unless_it_default
         }
     }
 }
+
+/// Run `behaviour` with a pid file as its last argument under `ctx`: the result and the pid the grandchild wrote.
+async fn run_with_pidfile(behaviour: &str, ctx: &CallContext) -> (fisk_ai::ToolOutput, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let t = tool(dir.path(), behaviour);
+    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
+    let out = t.call(&raw(&input), ctx).await;
+    (out, procs::pid_in(&pidfile))
+}
+
+#[tokio::test]
+async fn exec_17_a_setsid_grandchild_does_not_outlive_a_call_that_ended_normally() {
+    // The grandchild left the process group and holds none of the output, and its parent exited: only its
+    // ancestry (it was reparented to us) and its inherited environment tie it to the call.
+    let (out, pid) = run_with_pidfile("setsid-grandchild", &CallContext::new()).await;
+    assert!(!out.is_error(), "{}", out.content());
+    assert_eq!(exec_output(out.content()).0, "leader done\n");
+    procs::wait_gone(pid, "the setsid grandchild").await;
+}
+
+#[tokio::test]
+async fn exec_17_a_setsid_grandchild_does_not_outlive_a_call_killed_at_its_deadline() {
+    // The leader hangs, so the grandchild is still its child when the deadline kills the group it has left.
+    let ctx = CallContext::new().with_timeout(Duration::from_secs(3));
+    let (out, pid) = run_with_pidfile("setsid-hang", &ctx).await;
+    assert!(out.is_error() && out.content().contains("did not finish within 3s"), "{}", out.content());
+    procs::wait_gone(pid, "the setsid grandchild").await;
+}
+
+#[tokio::test]
+async fn exec_17_a_hosts_own_children_are_neither_killed_nor_reaped() {
+    // A first call makes this process a subreaper, so the host's orphan below is reparented to it as a call's is.
+    let (_, first) = run_with_pidfile("setsid-grandchild", &CallContext::new()).await;
+    procs::wait_gone(first, "the first call's setsid grandchild").await;
+    // The host's children: a sleeper, one that has exited (its status is the host's to collect), and an orphan
+    // of the host's own, reparented to this process.
+    let mut sleeper = std::process::Command::new("sleep").arg("1000").spawn().unwrap();
+    let mut exited = std::process::Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+    let orphan = std::process::Command::new("sh")
+        .args(["-c", "sleep 1000 </dev/null >/dev/null 2>&1 & echo $!"])
+        .output()
+        .unwrap();
+    let orphan: i32 = String::from_utf8(orphan.stdout).unwrap().trim().parse().unwrap();
+    for _ in 0..400 {
+        if procs::zombie(exited.id() as i32) && procs::parent(orphan) == Some(std::process::id() as i32) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(procs::zombie(exited.id() as i32), "the host's short child has exited");
+    assert_eq!(procs::parent(orphan), Some(std::process::id() as i32), "the host's orphan was reparented to us");
+
+    // A call whose setsid grandchild is killed and reaped: the sweep looked at every child of this process.
+    let (_, pid) = run_with_pidfile("setsid-grandchild", &CallContext::new()).await;
+    procs::wait_gone(pid, "the setsid grandchild").await;
+
+    assert!(procs::alive(sleeper.id() as i32), "the host's sleeper was killed");
+    assert!(procs::alive(orphan), "the host's orphan was killed");
+    assert_eq!(exited.wait().unwrap().code(), Some(3), "the host's exit status was taken");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    // The orphan is this process's to reap now.
+    let orphan = nix::unistd::Pid::from_raw(orphan);
+    nix::sys::signal::kill(orphan, nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::wait::waitpid(orphan, None).unwrap();
+}

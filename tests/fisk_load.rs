@@ -341,6 +341,27 @@ async fn tool_4_exec_10_a_hung_introspection_is_killed_with_every_descendant_at_
     }
 }
 
+/// EXEC-17: a descendant of the introspection run that left its process group and session (setsid) does not
+/// outlive the run, which ended normally.
+#[tokio::test]
+async fn exec_17_a_setsid_grandchild_does_not_outlive_introspection() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = FiskApp::new(fake_app(dir.path(), "setsid-grandchild")).load().await.unwrap();
+    assert!(!loaded.tools.is_empty());
+    let pid = procs::pid_in(&dir.path().join("pids"));
+    procs::wait_gone(pid, "the introspection's setsid grandchild").await;
+}
+
+/// EXEC-17: the same when introspection is cut off at its 16 MiB cap (TOOL-3).
+#[tokio::test]
+async fn exec_17_a_setsid_grandchild_does_not_outlive_introspection_over_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = FiskApp::new(fake_app(dir.path(), "setsid-huge")).load().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Introspection, "{err}");
+    let pid = procs::pid_in(&dir.path().join("pids"));
+    procs::wait_gone(pid, "the introspection's setsid grandchild").await;
+}
+
 #[tokio::test]
 async fn tool_5_missing_binary_fails_naming_it() {
     let err = FiskApp::new("/nonexistent/fisk-app").load().await.unwrap_err();

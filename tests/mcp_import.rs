@@ -289,6 +289,30 @@ async fn mcpi_3_dropping_the_tools_kills_the_server() {
     panic!("the server {pid} outlived its tools");
 }
 
+/// EXEC-17: a child of the server that left its process group and session (setsid) does not outlive the
+/// connection: dropping the tools ends it with the server.
+#[tokio::test]
+async fn exec_17_a_servers_setsid_child_does_not_outlive_the_connection() {
+    let loaded = stdio("spawner", &["--setsid"]).load().await.unwrap();
+    let pid: i32 = call(&find(&loaded.tools, "setsid"), "{}").await.content().parse().unwrap();
+    assert!(common::procs::alive(pid));
+    drop(loaded);
+    common::procs::wait_gone(pid, "the server's setsid child").await;
+}
+
+/// EXEC-17: when the server itself exits, its setsid child (now reparented to this process, tied to the server
+/// only by the environment it inherited) is ended too, while the tools are still held.
+#[tokio::test]
+async fn exec_17_a_servers_setsid_child_does_not_outlive_the_server() {
+    let loaded = stdio("spawner", &["--setsid"]).load().await.unwrap();
+    let server: i32 = call(&find(&loaded.tools, "pid"), "{}").await.content().parse().unwrap();
+    let pid: i32 = call(&find(&loaded.tools, "setsid"), "{}").await.content().parse().unwrap();
+    assert!(call(&find(&loaded.tools, "die"), "{}").await.is_error());
+    common::procs::wait_gone(server, "the server").await;
+    common::procs::wait_gone(pid, "the server's setsid child").await;
+    drop(loaded);
+}
+
 fn alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     !stat.is_empty() && !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z'))

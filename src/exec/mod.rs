@@ -4,6 +4,10 @@
 //! - [`ChildEnv`]: the inherited environment minus every credential variable of every attached provider and
 //!   source (EXEC-8), and the tool working directory (EXEC-9).
 //! - Each child leads its own process group, killed on cancellation, timeout and drop (EXEC-10).
+//! - No descendant outlives its call (EXEC-17): on Linux this process becomes a child subreaper when it starts its
+//!   first child, marks each child's environment with [`CALL_MARKER`], and when a call, a stdio MCP server or an
+//!   introspection run ends, kills every remaining descendant of that child, in its group or not. A host embedding
+//!   the crate therefore gets the orphans of its own children reparented to it (see below).
 //! - Captured output is bounded in memory: head and tail around a marker (EXEC-12).
 //!
 //! ```
@@ -12,17 +16,45 @@
 //! let env = ChildEnv::new().with_scrubbed("GITHUB_TOKEN");
 //! assert!(env.scrubbed().any(|n| n == "GITHUB_TOKEN"));
 //! ```
+//!
+//! # Descendants: what a host embedding the crate gets (EXEC-17)
+//!
+//! Being a subreaper is process-wide: orphans of the host's own children are reparented to the host too (they used
+//! to go to init). The crate ends and reaps only what it can attribute to a call; a host that starts processes of
+//! its own which orphan theirs should reap them (by pid), or zombies accumulate.
+//!
+//! # Descendants: what cannot be caught without a cgroup per call
+//!
+//! Without a cgroup per call (the sandbox's job) a descendant is attributed to its call by ancestry and by the
+//! [`CALL_MARKER`] it inherited, so:
+//!
+//! - A double fork that also clears or rewrites its environment (`env -i`, or overwriting its own environ memory)
+//!   and whose middle process exits before the sweep walks `/proc` is reparented to this process with nothing tying it to the
+//!   call: it survives. So does a process that moves to another uid (setuid), whose environment this process
+//!   cannot read.
+//! - A descendant that left the group and exits on its own before the sweep stays a zombie of this process (a
+//!   zombie's environment cannot be read), until the host reaps it.
+//! - A process stuck in uninterruptible sleep dies (and is reaped) when it wakes; reaping waits for it up to
+//!   10 seconds in the background.
+//! - Signalling by pid has the usual race with pid reuse for a descendant that exits and is reaped by its own
+//!   parent between the `/proc` walk and the signal; orphans parented to this process cannot be reused before we reap them.
+//!
+//! Elsewhere than Linux there is no subreaper and no `/proc` walk: only the group kill of EXEC-10.
 
+mod descendants;
 mod env;
 mod process;
 
+pub use descendants::CALL_MARKER;
 pub use env::{ChildEnv, PROVIDER_CREDENTIALS};
 #[doc(hidden)]
 pub use process::captured_output;
 pub(crate) use process::{Capture, RunError, into_text, run};
 // The MCP import's stdio child and its result capping share them.
 #[cfg(feature = "mcp")]
-pub(crate) use process::{GroupGuard, HeadTail, TRUNCATION_MARKER};
+pub(crate) use descendants::{Descendants, Marker};
+#[cfg(feature = "mcp")]
+pub(crate) use process::{HeadTail, TRUNCATION_MARKER};
 // Both imports cap what a server sent as EXEC-12 caps a command's output.
 #[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use process::OUTPUT_CAP;

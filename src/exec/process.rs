@@ -2,11 +2,11 @@
 //!
 //! No shell: the program gets an argument vector. Stdin is closed. Stdout and stderr share one pipe, so output
 //! keeps its true arrival order. The child leads its own process group, which is killed on cancellation, timeout
-//! or drop. Captured output is bounded in memory whatever the child writes.
+//! or drop; when the call ends, however it ends, every remaining descendant is killed too (EXEC-17). Captured
+//! output is bounded in memory whatever the child writes.
 
 use super::ChildEnv;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use super::descendants::{Descendants, Marker};
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
@@ -116,36 +116,6 @@ impl HeadTail {
     }
 }
 
-/// Kills the process group when dropped while armed, so an abandoned call leaves nothing running.
-#[derive(Debug)]
-pub(crate) struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    /// Guard the group led by the child with `pid` (`None`: the child is already gone).
-    pub(crate) fn new(pid: Option<u32>) -> Self {
-        GroupGuard { pgid: pid.and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) }
-    }
-
-    pub(crate) fn kill(&mut self) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (group already gone) is fine.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-
-    pub(crate) fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Run `program` with `args`, capture merged output, and wait for it to finish.
 pub(crate) async fn run(
     program: &Path,
@@ -166,10 +136,12 @@ pub(crate) async fn run(
         .kill_on_drop(true)
         .env("LLMFORMAT", "1");
     env.apply(cmd.as_std_mut(), use_working_dir);
+    let marker = Marker::prepare(cmd.as_std_mut());
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
     // The Command holds our copies of the pipe's write end; drop it or EOF never arrives.
     drop(cmd);
-    let mut guard = GroupGuard::new(child.id());
+    // Ends the group and every other descendant on every way out of this function, the normal one included.
+    let mut guard = Descendants::new(child.id(), marker);
     let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(RunError::Io)?;
 
     let far = Instant::now() + Duration::from_secs(86400 * 365);
@@ -185,18 +157,19 @@ pub(crate) async fn run(
         tokio::select! {
             biased;
             _ = cancel.cancelled() => {
-                guard.kill();
+                guard.end();
                 reap(&mut child).await;
                 return Err(RunError::Cancelled);
             }
             _ = tokio::time::sleep_until(deadline) => {
-                guard.kill();
+                guard.end();
                 reap(&mut child).await;
                 return Err(RunError::TimedOut(timeout.unwrap_or_default()));
             }
             _ = tokio::time::sleep_until(linger), if status.is_some() && !eof => {
-                // Descendants keep the output open after the command exited: end them, then drain what is left.
-                guard.kill();
+                // Descendants keep the output open after the command exited: end them (in its group or not), then
+                // drain what is left.
+                guard.end();
                 linger = far;
                 let drain = tokio::time::timeout(TEARDOWN, drain_into(&mut rx, &mut buf, capture, &mut head_tail, &mut all));
                 match drain.await {
@@ -208,14 +181,14 @@ pub(crate) async fn run(
                 Ok(0) => eof = true,
                 Ok(n) => {
                     if let Err(e) = keep(capture, &mut head_tail, &mut all, &buf[..n]) {
-                        guard.kill();
+                        guard.end();
                         reap(&mut child).await;
                         return Err(e);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    guard.kill();
+                    guard.end();
                     reap(&mut child).await;
                     return Err(RunError::Io(e));
                 }
@@ -226,7 +199,7 @@ pub(crate) async fn run(
             }
         }
     }
-    guard.disarm();
+    guard.end();
     let exit_code = status.and_then(|s| s.code()).unwrap_or(-1);
     let (output, truncated) = match capture {
         Capture::HeadTail => head_tail.finish(),

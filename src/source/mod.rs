@@ -141,8 +141,9 @@ impl LoadContext {
     }
 
     /// Run `program` with `args` the way the crate runs its own children: no shell, stdin closed, the scrubbed
-    /// environment, its own process group (killed, with every descendant, when it times out), output merged and
-    /// bounded in memory however much it writes.
+    /// environment, its own process group (killed when it times out), output merged and bounded in memory however
+    /// much it writes; when it ends, however it ends, every descendant still running is killed, in its group or
+    /// not (EXEC-17, see [`crate::exec`]).
     ///
     /// ```no_run
     /// use fisk_ai::source::LoadContext;

@@ -190,14 +190,16 @@ impl CallContext {
         Self::default()
     }
 
-    /// Cancel the call when `token` is cancelled; a running process group is killed.
+    /// Cancel the call when `token` is cancelled; a running process group is killed, with every other descendant
+    /// (EXEC-17).
     #[must_use]
     pub fn with_cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
     }
 
-    /// Bound the call; on expiry a running process group is killed and the result is an error.
+    /// Bound the call; on expiry a running process group is killed, with every other descendant (EXEC-17), and the
+    /// result is an error.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);

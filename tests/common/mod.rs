@@ -11,6 +11,7 @@ pub mod gate;
 #[cfg(feature = "nats")]
 pub mod kv;
 pub mod nats;
+pub mod procs;
 pub mod tools;
 pub mod trace;
 pub mod turns;

@@ -130,7 +130,8 @@ impl FiskApp {
     }
 
     /// Run `<binary> --fisk-introspect` once and decode the document (TOOL-1..5): scrubbed environment, the process
-    /// working directory, own process group, 16 MiB cap (rejected, never truncated), bounded by the deadline.
+    /// working directory, own process group, 16 MiB cap (rejected, never truncated), bounded by the deadline; no
+    /// descendant outlives it (EXEC-17).
     ///
     /// # Errors
     ///

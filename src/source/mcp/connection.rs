@@ -44,7 +44,8 @@ impl rmcp::ClientHandler for ImportClient {
     }
 }
 
-/// A connected server. Dropping it ends the session and kills a stdio server's process group.
+/// A connected server. Dropping it ends the session and kills a stdio server's process group and every other
+/// descendant (EXEC-17).
 pub(crate) struct Connection {
     server: String,
     session: Mutex<Arc<RunningService<RoleClient, ImportClient>>>,

@@ -4,7 +4,8 @@
 //! 2026-07-28 discovery, falling back to the 2025-11-25 handshake), lists its tools following pagination, filters
 //! them by the entry's `include` then `exclude`, and hands them to the one assembly pipeline, where final naming
 //! (IMPORT-5/6) and selection apply. The connection is kept for as long as any of its tools lives: a stdio server
-//! (its whole process group) is killed when the last tool is dropped, that is when the agent is.
+//! (its whole process group, and every other descendant, EXEC-17) is killed when the last tool is dropped, that is
+//! when the agent is; what a server leaves running when it exits on its own is killed then.
 //!
 //! Calls go through the one dispatch path like every tool: the input is validated against the server's schema
 //! first, gated when the entry sets `confirm`, and sent as one `tools/call` bounded by the entry's timeout. The

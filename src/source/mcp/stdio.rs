@@ -1,11 +1,11 @@
 //! The stdio server child (MCPI-3): no shell, its own process group, the scrubbed environment without
 //! `LLMFORMAT`, the process working directory; stderr drained into a bounded tail; stdout read in bounded memory
-//! ([`BoundedLines`]).
+//! ([`BoundedLines`]). No descendant outlives the server or the connection (EXEC-17).
 
 use super::connection::source_error;
 use super::lines::BoundedLines;
 use crate::error::Result;
-use crate::exec::{ChildEnv, GroupGuard};
+use crate::exec::{ChildEnv, Descendants, Marker};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use tokio::io::AsyncReadExt;
@@ -21,9 +21,9 @@ struct Leftovers {
     stderr: Vec<u8>,
 }
 
-/// A running stdio server. Dropping it kills the whole process group.
+/// A running stdio server. Dropping it kills the whole process group and every other descendant.
 pub(crate) struct StdioChild {
-    guard: GroupGuard,
+    guard: Descendants,
     leftovers: Arc<Mutex<Leftovers>>,
 }
 
@@ -44,10 +44,12 @@ pub(crate) fn spawn(
     // MCPI-3: the scrubbed environment, in the process working directory (not the tools' one), no LLMFORMAT.
     env.apply(cmd.as_std_mut(), false);
     cmd.env_remove("LLMFORMAT");
+    let marker = Marker::prepare(cmd.as_std_mut());
     let mut child =
         cmd.spawn().map_err(|e| source_error(server, format!("cannot start {program}: {e}")).with_source(e))?;
     drop(cmd);
-    let guard = GroupGuard::new(child.id());
+    let guard = Descendants::new(child.id(), marker);
+    let sweep = guard.sweep();
     let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
         (Some(i), Some(o), Some(e)) => (i, o, e),
         _ => return Err(source_error(server, "the child's pipes are missing".into())),
@@ -60,6 +62,9 @@ pub(crate) fn spawn(
         if let Ok(mut l) = exit.lock() {
             l.exit = Some(status);
         }
+        // The server is gone (exited, or killed with the connection): whatever it left running goes too, now
+        // rather than when its tools are dropped. It reads /proc, so off the async threads.
+        let _ = tokio::task::spawn_blocking(move || sweep.run()).await;
     });
     Ok((StdioChild { guard, leftovers }, BoundedLines::new(stdout), stdin))
 }
@@ -84,7 +89,7 @@ impl StdioChild {
 
 impl Drop for StdioChild {
     fn drop(&mut self) {
-        self.guard.kill();
+        self.guard.end();
     }
 }
 

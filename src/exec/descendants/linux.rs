@@ -1,0 +1,205 @@
+//! EXEC-17 on Linux: the subreaper setting, the spawn marker, the sweep (kill in passes) and the reaper.
+
+use super::CALL_MARKER;
+use super::table::{self, Entry, Procs};
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+
+/// A sweep stops after this many passes even if descendants keep appearing (a fork bomb racing the kills).
+const PASSES: usize = 16;
+/// How long killed processes are waited for, in the background, before they are left to the host (one stuck in
+/// uninterruptible sleep). The same bound as EXEC-10's teardown.
+const REAP_WITHIN: Duration = Duration::from_secs(10);
+
+static SUBREAPER: Once = Once::new();
+static PROC_UNREADABLE: Once = Once::new();
+static SPAWNS: AtomicU64 = AtomicU64::new(0);
+
+/// Become a subreaper (once), then mark `cmd` with a fresh spawn id, which is returned.
+pub(super) fn prepare(cmd: &mut std::process::Command) -> Arc<str> {
+    SUBREAPER.call_once(|| {
+        // Process-wide and for good: the `crate::exec` documentation says what that means to a host.
+        if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+            tracing::warn!(
+                target: "fisk_ai::exec",
+                error = %e,
+                "cannot become a child subreaper: a descendant whose parent exits goes to init and may outlive its call"
+            );
+        }
+    });
+    // Unique among the live processes: no other process has our pid, and the counter never repeats in ours.
+    let id: Arc<str> = format!("{}-{}", std::process::id(), SPAWNS.fetch_add(1, Ordering::Relaxed)).into();
+    // An agent running inside another agent's call keeps the outer ids, so the outer agent still finds our
+    // children's orphans when this agent dies.
+    let value = match std::env::var(CALL_MARKER) {
+        Ok(outer) if !outer.is_empty() => format!("{outer}:{id}"),
+        _ => id.to_string(),
+    };
+    cmd.env(CALL_MARKER, value);
+    id
+}
+
+/// One spawn: its marker, and the child as it was when it started (pid and start time), so a later pid reuse is
+/// never mistaken for it.
+#[derive(Debug, Clone)]
+pub(super) struct Lineage {
+    marker: Arc<str>,
+    child: Option<Entry>,
+}
+
+impl Lineage {
+    /// The lineage of the child leading group `pgid` (its pid), read right after the spawn, while the child
+    /// cannot have been reaped yet.
+    pub(super) fn new(pgid: Option<Pid>, marker: Arc<str>) -> Self {
+        Lineage { marker, child: pgid.and_then(|p| table::stat(p.as_raw())) }
+    }
+
+    /// Every process attributable to this spawn now: the child while it is still ours, this process's children
+    /// that carry the marker or belong to the child's group (orphans reparented to us), and everything below
+    /// those.
+    fn attribute(&self, me: i32, procs: &Procs) -> Vec<Entry> {
+        // Nothing started before the child can descend from it: the host's older children are passed over
+        // without reading their environment.
+        let born = self.child.map_or(0, |c| c.start);
+        let mut roots = Vec::new();
+        for e in procs.children(me).into_iter().filter(|e| e.start >= born) {
+            let is_child = self.child.is_some_and(|c| e.same(&c));
+            // A member of the child's group other than its leader: the group id cannot be reused while it has
+            // members, so this is the child's group (a process that reused the child's pid leads its own).
+            let in_group = self.child.is_some_and(|c| e.pgrp == c.pid && e.pid != c.pid);
+            // A zombie's environment is gone: it can only match by group.
+            if is_child || in_group || (!e.zombie && table::carries(e.pid, &self.marker)) {
+                roots.push(e);
+            }
+        }
+        below(roots, procs)
+    }
+
+    /// Whether `found` (this spawn's processes) still holds a member of the child's group, so that killing the
+    /// group cannot reach another group that reused the id. Every member is the child or below it, or an orphan
+    /// of it, so all are in `found`.
+    fn group_alive(&self, pgid: Pid, found: &[Entry]) -> bool {
+        let pgid = pgid.as_raw();
+        found.iter().any(|e| !e.zombie && e.pgrp == pgid && (e.pid != pgid || self.child.is_some_and(|c| e.same(&c))))
+    }
+}
+
+/// `roots` and every process below them, each once.
+fn below(roots: Vec<Entry>, procs: &Procs) -> Vec<Entry> {
+    let mut seen: HashSet<i32> = HashSet::new();
+    let mut out = Vec::new();
+    let mut todo = roots;
+    while let Some(e) = todo.pop() {
+        if seen.insert(e.pid) {
+            // A zombie has no children: they were reparented when it exited.
+            if !e.zombie {
+                todo.extend(procs.children(e.pid));
+            }
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// Kill the group (when it still has members) and every attributable process, pass after pass until a pass
+/// finds nobody new; then reap what this process parents. Without a readable `/proc`: the group kill alone.
+pub(super) fn sweep(pgid: Option<Pid>, lineage: &Lineage) {
+    let Ok(me) = i32::try_from(std::process::id()) else { return };
+    let mut killed: HashMap<i32, Entry> = HashMap::new();
+    for pass in 0..PASSES {
+        let procs = match Procs::read() {
+            Ok(procs) => procs,
+            Err(e) => return blind_group_kill(pgid, &e),
+        };
+        let found = lineage.attribute(me, &procs);
+        // Without the child's start time (unreadable at spawn) the group is killed as EXEC-10 always did.
+        if pass == 0
+            && let Some(pgid) = pgid.filter(|&p| lineage.child.is_none() || lineage.group_alive(p, &found))
+        {
+            // ESRCH (the group emptied meanwhile) is fine.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+        // Zombies are reaped too: a group member that exited on its own after the child did.
+        for e in found.iter().filter(|e| e.zombie) {
+            killed.entry(e.pid).or_insert(*e);
+        }
+        let fresh: Vec<Entry> = found.into_iter().filter(|e| !e.zombie && !killed.contains_key(&e.pid)).collect();
+        if fresh.is_empty() {
+            return reap(me, lineage, killed.into_values().collect());
+        }
+        for e in fresh {
+            // ESRCH (it exited meanwhile) is fine; EPERM (it changed uid) leaves it to the host.
+            let _ = kill(Pid::from_raw(e.pid), Signal::SIGKILL);
+            killed.insert(e.pid, e);
+        }
+    }
+    tracing::warn!(
+        target: "fisk_ai::exec",
+        child = lineage.child.map(|c| c.pid),
+        spawn = %lineage.marker,
+        "descendants kept appearing after {PASSES} kill passes; some may outlive their call"
+    );
+    reap(me, lineage, killed.into_values().collect());
+}
+
+/// `/proc` cannot be listed: kill the group as EXEC-10 always did, and say once why descendants that left it
+/// cannot be found.
+fn blind_group_kill(pgid: Option<Pid>, error: &std::io::Error) {
+    PROC_UNREADABLE.call_once(|| {
+        tracing::warn!(
+            target: "fisk_ai::exec",
+            error = %error,
+            "cannot list /proc: descendants that leave a child's process group may outlive their call"
+        );
+    });
+    if let Some(pgid) = pgid {
+        let _ = killpg(pgid, Signal::SIGKILL);
+    }
+}
+
+/// Reap every process of `killed` this process parents, now if it is already a zombie, else from a background
+/// thread for up to [`REAP_WITHIN`]: a process killed while its parent lived is reparented here when that parent
+/// dies. The direct child is its tokio handle's to reap.
+fn reap(me: i32, lineage: &Lineage, killed: Vec<Entry>) {
+    let child = lineage.child.map(|c| c.pid);
+    let mut pending: Vec<Entry> = killed.into_iter().filter(|e| Some(e.pid) != child).collect();
+    pending.retain(|e| !reaped(me, e));
+    if pending.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new().name("fisk-ai-reap".into()).spawn(move || {
+        let until = Instant::now() + REAP_WITHIN;
+        let mut pause = Duration::from_millis(5);
+        while !pending.is_empty() && Instant::now() < until {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(200));
+            pending.retain(|e| !reaped(me, e));
+        }
+        if !pending.is_empty() {
+            let pids: Vec<i32> = pending.iter().map(|e| e.pid).collect();
+            tracing::warn!(target: "fisk_ai::exec", ?pids, "killed descendants did not exit within 10s; not reaped");
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(target: "fisk_ai::exec", error = %e, "cannot start the reaping thread; killed descendants may stay zombies");
+    }
+}
+
+/// Whether `e` needs no more waiting: gone (its parent reaped it, or the pid now names another process), or a
+/// zombie of ours that is reaped now. Only that one pid is waited for, after checking it is that same process
+/// and already a zombie, so no status the host waits for is ever taken.
+fn reaped(me: i32, e: &Entry) -> bool {
+    match table::stat(e.pid) {
+        None => true,
+        Some(now) if now.start != e.start => true,
+        Some(now) if now.zombie && now.ppid == me => {
+            !matches!(waitpid(Pid::from_raw(e.pid), Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::StillAlive))
+        }
+        Some(_) => false,
+    }
+}

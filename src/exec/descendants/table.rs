@@ -1,0 +1,173 @@
+//! This process's view of `/proc` (Linux): who parents whom, in which group, whether exited, since when, and
+//! which spawn marker a process inherited.
+
+use super::CALL_MARKER;
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// How much of a process's environment is searched for the marker. Past this a process reads as unmarked, as if
+/// it had cleared its environment, which it could do anyway.
+const ENVIRON_LIMIT: u64 = 1 << 20;
+
+/// One process, as `/proc/PID/stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Entry {
+    pub(super) pid: i32,
+    pub(super) ppid: i32,
+    pub(super) pgrp: i32,
+    /// Exited and waiting to be reaped (or being torn down): it cannot fork, and its environment is gone.
+    pub(super) zombie: bool,
+    /// Start time in clock ticks after boot: with the pid, it names one process even across pid reuse.
+    pub(super) start: u64,
+}
+
+impl Entry {
+    /// Whether `other` is this same process (pid and start time).
+    pub(super) fn same(&self, other: &Entry) -> bool {
+        self.pid == other.pid && self.start == other.start
+    }
+}
+
+/// Parse `/proc/<pid>/stat`. `None` when it is not in the expected shape (a process that vanished mid-read).
+pub(super) fn parse_stat(pid: i32, text: &str) -> Option<Entry> {
+    // The command name is parenthesised and may itself hold spaces and parentheses: the fields start after the
+    // last ')'. Then: state, ppid, pgrp, session, tty_nr, tpgid, flags, minflt, cminflt, majflt, cmajflt, utime,
+    // stime, cutime, cstime, priority, nice, num_threads, itrealvalue, starttime (proc(5) fields 3..22).
+    let (_, rest) = text.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?;
+    Some(Entry {
+        pid,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        zombie: matches!(*state, "Z" | "X" | "x"),
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// The process `pid` now, if it exists.
+pub(super) fn stat(pid: i32) -> Option<Entry> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &text)
+}
+
+/// Who parents whom, read from `/proc` on demand: from each task's `children` file where the kernel has them
+/// (cheap: only this process's children and the subtrees walked are read), else from one scan of every process.
+pub(super) struct Procs {
+    /// `None`: read `children` files as needed. `Some`: every process, by parent, from one scan.
+    scanned: Option<HashMap<i32, Vec<Entry>>>,
+}
+
+impl Procs {
+    /// A fresh view. An error only when `/proc` cannot be read at all.
+    pub(super) fn read() -> io::Result<Procs> {
+        static CHILDREN_FILES: OnceLock<bool> = OnceLock::new();
+        // The main thread's tid is the pid. Kernels without CONFIG_PROC_CHILDREN lack the file.
+        let files = *CHILDREN_FILES
+            .get_or_init(|| Path::new(&format!("/proc/self/task/{}/children", std::process::id())).exists());
+        if files {
+            // Fail here, not silently later, when /proc is gone.
+            std::fs::metadata("/proc/self/task")?;
+            return Ok(Procs { scanned: None });
+        }
+        Ok(Procs { scanned: Some(scan()?) })
+    }
+
+    /// The processes whose parent is `pid` now; a process that vanishes while it is read is left out.
+    pub(super) fn children(&self, pid: i32) -> Vec<Entry> {
+        if let Some(scanned) = &self.scanned {
+            return scanned.get(&pid).cloned().unwrap_or_default();
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+        let mut pids: Vec<i32> = Vec::new();
+        for task in tasks.flatten() {
+            // A child belongs to the thread that forked it (or to whichever thread it was reparented to).
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else { continue };
+            pids.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        // The file is a snapshot: keep only what stat still shows as a child of `pid`.
+        pids.into_iter().filter_map(stat).filter(|e| e.ppid == pid).collect()
+    }
+}
+
+/// Every process visible in `/proc`, by parent; a process that vanishes while it is read is left out.
+fn scan() -> io::Result<HashMap<i32, Vec<Entry>>> {
+    let mut by_parent: HashMap<i32, Vec<Entry>> = HashMap::new();
+    for dirent in std::fs::read_dir("/proc")? {
+        let Ok(dirent) = dirent else { continue };
+        let Some(pid) = dirent.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if let Some(entry) = stat(pid) {
+            by_parent.entry(entry.ppid).or_default().push(entry);
+        }
+    }
+    Ok(by_parent)
+}
+
+/// Whether process `pid` inherited the spawn id `id` in [`CALL_MARKER`]. False when its environment cannot be read
+/// (gone, a zombie, another uid).
+pub(super) fn carries(pid: i32, id: &str) -> bool {
+    let Ok(file) = std::fs::File::open(format!("/proc/{pid}/environ")) else { return false };
+    let mut environ = Vec::new();
+    if file.take(ENVIRON_LIMIT).read_to_end(&mut environ).is_err() {
+        return false;
+    }
+    marked(&environ, id)
+}
+
+/// Whether the NUL-separated `environ` sets [`CALL_MARKER`] to a `:`-separated list holding `id`.
+pub(super) fn marked(environ: &[u8], id: &str) -> bool {
+    let prefix = format!("{CALL_MARKER}=");
+    environ
+        .split(|&b| b == 0)
+        .filter_map(|var| var.strip_prefix(prefix.as_bytes()))
+        .any(|value| value.split(|&b| b == b':').any(|token| token == id.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_17_stat_fields_are_read_after_the_last_parenthesis() {
+        let line = "4242 (a) (b c) S 17 4240 4240 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3\n";
+        let e = parse_stat(4242, line).unwrap();
+        assert_eq!((e.pid, e.ppid, e.pgrp, e.zombie, e.start), (4242, 17, 4240, false, 987_654));
+        let zombie = line.replace(") S ", ") Z ");
+        assert!(parse_stat(4242, &zombie).unwrap().zombie);
+        assert_eq!(parse_stat(1, "1 (cut short) S 0"), None);
+        assert_eq!(parse_stat(1, "no parenthesis"), None);
+    }
+
+    #[test]
+    fn exec_17_the_marker_matches_a_whole_token_of_the_variable() {
+        let env = b"PATH=/bin\0FISK_AI_CALL=7-1:99-3\0HOME=/root\0";
+        assert!(marked(env, "99-3"));
+        assert!(marked(env, "7-1"));
+        assert!(!marked(env, "99-"), "a prefix of a token is not the token");
+        assert!(!marked(env, "9-3"), "a suffix of a token is not the token");
+        assert!(!marked(b"XFISK_AI_CALL=99-3\0", "99-3"), "another variable ending in the name");
+        assert!(!marked(b"OTHER=FISK_AI_CALL=99-3\0", "99-3"), "the name inside another value");
+        assert!(!marked(b"", "99-3"));
+    }
+
+    #[test]
+    fn exec_17_children_files_and_the_full_scan_agree_on_a_child() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let me = i32::try_from(std::process::id()).unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let started = stat(pid).unwrap();
+        assert_eq!((started.ppid, started.zombie), (me, false));
+        // The children files (this kernel has them) and the fallback scan.
+        for procs in [Procs::read().unwrap(), Procs { scanned: Some(scan().unwrap()) }] {
+            let found = procs.children(me);
+            assert!(found.iter().any(|e| e.same(&started)), "{found:?}");
+            assert!(procs.children(pid).is_empty());
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
