@@ -199,7 +199,8 @@ pub(crate) async fn run(
             }
         }
     }
-    guard.end();
+    // The normal way out: the child exited and the output closed, so the sweep need not hold the result back.
+    guard.end_soon();
     let exit_code = status.and_then(|s| s.code()).unwrap_or(-1);
     let (output, truncated) = match capture {
         Capture::HeadTail => head_tail.finish(),

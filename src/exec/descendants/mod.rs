@@ -128,6 +128,24 @@ impl Descendants {
     }
 }
 
+impl Descendants {
+    /// [`end`](Self::end), off the caller's path: after a normal exit the child is gone and its output closed, so
+    /// what is left to end is only a descendant that left the group and closed its output. The sweep (reading
+    /// `/proc`) then runs on the blocking pool, so a call's result is not held back by it; without a runtime it
+    /// runs here.
+    pub(crate) fn end_soon(&mut self) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let sweep = self.sweep.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(move || sweep.run())),
+            Err(_) => sweep.run(),
+        }
+    }
+}
+
 impl Drop for Descendants {
     fn drop(&mut self) {
         self.end();
