@@ -18,9 +18,16 @@ pub const PROVIDER_CREDENTIALS: &[&str] = &[
     "OPENAI_API_KEY",
 ];
 
+/// The credential variables of the `nats` feature (EXEC-18): the names the NATS tools read a user, password,
+/// token, nkey seed or credentials file from. No child ever gets them, whether or not this process connects to
+/// NATS: a NATS credential in the agent's environment is the operator's, never a tool's.
+#[cfg(feature = "nats")]
+pub const NATS_CREDENTIALS: &[&str] = &["NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_NKEY", "NATS_CREDS"];
+
 /// The environment and working directory of child processes (EXEC-8, EXEC-9).
 ///
-/// The child inherits this process's environment minus every credential variable, plus `LLMFORMAT=1`.
+/// The child inherits this process's environment minus every credential variable (at least
+/// [`PROVIDER_CREDENTIALS`] and, with the `nats` feature, `NATS_CREDENTIALS`), plus `LLMFORMAT=1`.
 ///
 /// ```
 /// use fisk_ai::exec::ChildEnv;
@@ -37,7 +44,10 @@ pub struct ChildEnv {
 
 impl Default for ChildEnv {
     fn default() -> Self {
-        ChildEnv { scrub: PROVIDER_CREDENTIALS.iter().map(|s| (*s).to_owned()).collect(), working_dir: None }
+        let floor = PROVIDER_CREDENTIALS.iter();
+        #[cfg(feature = "nats")]
+        let floor = floor.chain(NATS_CREDENTIALS);
+        ChildEnv { scrub: floor.map(|s| (*s).to_owned()).collect(), working_dir: None }
     }
 }
 

@@ -46,6 +46,8 @@ mod env;
 mod process;
 
 pub use descendants::CALL_MARKER;
+#[cfg(feature = "nats")]
+pub use env::NATS_CREDENTIALS;
 pub use env::{ChildEnv, PROVIDER_CREDENTIALS};
 #[doc(hidden)]
 pub use process::captured_output;

@@ -88,10 +88,24 @@ impl Capture {
 }
 
 /// Capture on this thread until the guard drops.
-pub fn capture() -> (Capture, tracing::subscriber::DefaultGuard) {
+pub fn capture() -> (Capture, TraceGuard) {
+    // One capture at a time per test binary: tracing-core recomputes its global level and callsite interest when
+    // a subscriber is created or dropped, and two of those recomputations racing on other threads can leave this
+    // subscriber's events filtered out (seen as a missing event about one run in ten).
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());
-    (capture, tracing::subscriber::set_default(subscriber))
+    let guard = tracing::subscriber::set_default(subscriber);
+    tracing::callsite::rebuild_interest_cache();
+    (capture, TraceGuard { _default: guard, _lock: lock })
+}
+
+/// Keeps the capturing subscriber the thread's default, and other captures of this binary waiting, until dropped.
+pub struct TraceGuard {
+    // Field order is drop order: the subscriber goes before the next capture may start.
+    _default: tracing::subscriber::DefaultGuard,
+    _lock: std::sync::MutexGuard<'static, ()>,
 }
 
 /// Where a span's record is, kept in the registry's span extensions (span ids are reused after close).
