@@ -294,3 +294,20 @@ async fn hostile_journal_contents_are_clear_errors_naming_stream_subject_and_seq
     let e = sessions.read(&SessionId::new("absent").unwrap()).await.unwrap_err().to_string();
     assert!(e.contains("absent") && e.contains("no such session"), "{e}");
 }
+
+/// SESS-34 (issue 24 item 9): a session stream deleted mid-run fails the next append at once, naming the stream
+/// and the command that creates it, instead of retrying "no responders" until the 15 s acknowledgement bound.
+#[tokio::test]
+#[ignore = "needs nats-server 2.11+"]
+async fn sess_34_a_deleted_session_stream_fails_the_next_append_at_once_with_its_fix() {
+    let server = NatsServer::start_fencing();
+    let (nats, sessions) = bound(&server, "GONE", "ops.gone").await;
+    let id = SessionId::new("deleted-mid-run").unwrap();
+    let mut writer = sessions.create(&id).await.unwrap();
+    writer.append(&user(1, "before")).await.unwrap();
+    assert!(jetstream::new(nats.client().clone()).delete_stream("GONE").await.unwrap().success);
+    let text = writer.append(&user(2, "after")).await.unwrap_err().to_string();
+    assert!(text.contains("session stream GONE no longer exists"), "{text}");
+    assert!(text.contains("nats stream add GONE --subjects 'ops.gone.>'"), "the fix: {text}");
+    assert!(!text.contains("no acknowledgement within"), "the final answer, not the acknowledgement bound: {text}");
+}

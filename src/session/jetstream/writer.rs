@@ -159,6 +159,11 @@ impl JetStreamJournal {
                 Ok(Ok(ack)) => return Ok(ack.sequence),
                 Ok(Err(e)) if is_conflict(&e) => return self.rejected(seq, &subject, deadline).await,
                 Ok(Err(e)) if is_transient(&e) => {
+                    // No responders reads as "stream not found" both while JetStream restarts (transient) and when
+                    // the stream was deleted (final, SESS-34): ask the server which it is.
+                    if matches!(e.kind(), PublishErrorKind::StreamNotFound) && self.stream_is_gone(deadline).await {
+                        return Err(self.error(&subject, self.gone()));
+                    }
                     last_error = e.to_string();
                     if tokio::time::timeout_at(deadline, tokio::time::sleep(RETRY_PAUSE)).await.is_err() {
                         return Err(self.error(&subject, format!("no acknowledgement within {OP_TIMEOUT:?} ({e})")));
@@ -167,6 +172,25 @@ impl JetStreamJournal {
                 Ok(Err(e)) => return Err(self.error(&subject, &e)),
             }
         }
+    }
+
+    /// SESS-34: whether the server answers that the stream does not exist (JetStream API error 10059). No answer,
+    /// or any other, is not evidence: the publish is retried within its bound.
+    async fn stream_is_gone(&self, deadline: tokio::time::Instant) -> bool {
+        use async_nats::jetstream::ErrorCode;
+        use async_nats::jetstream::context::GetStreamErrorKind;
+        let asked = tokio::time::timeout_at(deadline, self.shared.js.get_stream(&self.shared.stream_name)).await;
+        matches!(asked, Ok(Err(e)) if matches!(e.kind(), GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND))
+    }
+
+    /// The final error of a deleted stream: which, and how to create it again.
+    fn gone(&self) -> String {
+        format!(
+            "session stream {} no longer exists (deleted while the run was writing); the agent never creates it: \
+             create it with: {}, then resume the session",
+            self.shared.stream_name,
+            super::bind::add_hint(&self.shared.stream_name, &self.shared.prefix)
+        )
     }
 
     /// A fence rejection on `subject`: adopt our own message whose acknowledgement was lost, else refuse.
