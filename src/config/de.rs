@@ -183,6 +183,14 @@ pub(crate) fn concurrency<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Err
     })
 }
 
+/// `expose.agent.a2a.queue` (A2A-14): 0 (unset) up to [`MAX_A2A_QUEUE`](super::expose::MAX_A2A_QUEUE).
+pub(crate) fn a2a_queue<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    int_opt(d, |v| {
+        let v = v.unwrap_or(0);
+        super::validate::check_a2a_queue(v).map(|()| v as u32)
+    })
+}
+
 /// `expose.agent.mcp.max_sessions`: 0 (unset) up to [`MAX_MCP_SESSIONS`](super::expose::MAX_MCP_SESSIONS).
 pub(crate) fn max_sessions<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     int_opt(d, |v| {

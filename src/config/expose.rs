@@ -188,9 +188,26 @@ pub struct A2aExpose {
     /// `tool_timeout` as written (never negative after parsing). Use [`A2aExpose::tool_timeout()`].
     #[serde(deserialize_with = "de::non_negative_duration")]
     pub tool_timeout: Option<GoDuration>,
+    /// `queue` as written (0..=1024); 0 means unset. Use [`A2aExpose::queue()`].
+    #[serde(deserialize_with = "de::a2a_queue")]
+    pub queue: u32,
+    /// `any_reply_subject` (A2A-15): also answer a request whose reply subject is not an inbox. Off by default: a
+    /// reply published onto another subject (another agent's tool subject, say) is a request the server forged.
+    pub any_reply_subject: bool,
 }
 
+/// Default `expose.agent.a2a.queue` (A2A-14): tool requests waiting for a slot, beyond the running ones.
+pub const DEFAULT_A2A_QUEUE: usize = 32;
+/// The largest `expose.agent.a2a.queue`: each waiting request holds its body (up to 768 KiB).
+pub const MAX_A2A_QUEUE: usize = 1024;
+
 impl A2aExpose {
+    /// How many tool requests may wait for a slot (A2A-14): 32 when 0/unset. Past them a request is answered at
+    /// once with the framework's `503` error ("busy, retry"), never dropped.
+    pub fn queue(&self) -> usize {
+        if self.queue == 0 { DEFAULT_A2A_QUEUE } else { self.queue as usize }
+    }
+
     /// The concurrency bound, 2 when 0/unset.
     pub fn max_concurrent_tools(&self) -> usize {
         concurrency_or_default(self.max_concurrent_tools)

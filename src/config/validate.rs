@@ -303,6 +303,7 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
     if let Some(t) = a2a.tool_timeout {
         check_non_negative_duration(t).map_err(|e| key_err("expose.agent.a2a.tool_timeout", e))?;
     }
+    check_a2a_queue(i64::from(a2a.queue)).map_err(|e| key_err("expose.agent.a2a.queue", e))?;
 
     // CFG-9 (CFG-8 holds by type).
     if let Some(t) = cfg.llm.budget.call_timeout {
@@ -387,4 +388,10 @@ pub(crate) fn warnings(cfg: &Config) -> Vec<Warning> {
         .chain(servers)
         .map(|(section, name)| Warning::ImportIncludeTagsIgnored { section, name: name.clone() })
         .collect()
+}
+
+/// A2A-14: `expose.agent.a2a.queue` is 0 (unset) to 1024.
+pub(crate) fn check_a2a_queue(v: i64) -> Result<(), String> {
+    let max = super::expose::MAX_A2A_QUEUE as i64;
+    if (0..=max).contains(&v) { Ok(()) } else { Err(format!("must be between 0 and {max}, got {v}")) }
 }

@@ -172,3 +172,24 @@ pub(crate) fn content_tool_display(line: &str) {
 pub(crate) fn content_tool_result(result: &str) {
     info!(target: CONTENT_TARGET, { { TOOL_CALL_RESULT } = result }, "tool result");
 }
+
+/// A2A-15: an a2a request with a reply subject outside the inbox prefix was refused (a counter for metrics
+/// layers that read `monotonic_counter.*` fields).
+#[cfg(feature = "nats")]
+pub(crate) fn a2a_reply_refused(endpoint: &str, reply_subject: &str, inbox_prefix: &str) {
+    warn!(
+        target: TARGET,
+        { monotonic_counter.fisk_ai.a2a.reply_refused = 1_u64, endpoint = endpoint, reply_subject = reply_subject },
+        "a2a request refused: its reply subject is not under the inbox prefix {inbox_prefix}"
+    );
+}
+
+/// A2A-14: an a2a tool request answered busy (no slot, no queue place).
+#[cfg(feature = "nats")]
+pub(crate) fn a2a_busy(tool: &str) {
+    warn!(
+        target: TARGET,
+        { monotonic_counter.fisk_ai.a2a.busy = 1_u64, { TOOL_NAME } = tool },
+        "a2a request answered busy (503): every slot and queue place is taken"
+    );
+}

@@ -14,14 +14,23 @@ pub enum A2aEvent<'a> {
         /// The caller's identity, as its request names it (not authenticated: NATS permissions are the boundary).
         caller: &'a str,
     },
-    /// A request was refused with a transport error (A2A-10).
+    /// A request was refused with a transport error: `400` for a malformed one (A2A-10), `503` when every slot and
+    /// queue place is taken (A2A-14).
     Rejected {
         /// `discovery` or `tool`.
         endpoint: &'static str,
-        /// The error code (`400`).
+        /// The error code (`400`, `503`).
         code: u16,
         /// The `Nats-Service-Error` description.
         description: &'a str,
+    },
+    /// A request whose reply subject is not under the connection's inbox prefix was refused, unseen and unanswered
+    /// (A2A-15; `expose.agent.a2a.any_reply_subject` allows it).
+    ReplyRefused {
+        /// `discovery` or `tool`.
+        endpoint: &'static str,
+        /// The reply subject, sanitized.
+        reply_subject: &'a str,
     },
     /// The NATS connection changed state (a disconnect, a reconnect).
     Connection(&'a ConnectionEvent),

@@ -32,6 +32,12 @@ pub(crate) struct Shared {
     pub(crate) events: Arc<dyn A2aEventSink>,
     /// Cancelled when the grace period after a shutdown has passed: calls still running are stopped.
     pub(crate) calls_cancel: CancellationToken,
+    /// Places for admitted calls waiting for a slot (`expose.agent.a2a.queue`, A2A-14).
+    pub(crate) waiting: Arc<Semaphore>,
+    /// The connection's inbox prefix with its trailing dot (`_INBOX.` or the context's own, A2A-15).
+    pub(crate) inbox_prefix: String,
+    /// `expose.agent.a2a.any_reply_subject`.
+    pub(crate) any_reply_subject: bool,
 }
 
 /// A tool request that passed intake.
@@ -44,7 +50,7 @@ pub(crate) struct Call {
 impl Shared {
     /// Answer a discovery request (or refuse it, A2A-10). A publish without a reply subject is dropped.
     pub(crate) async fn discovery(&self, request: &Request) {
-        if request.message.reply.is_none() {
+        if !self.answerable(request, "discovery") {
             return;
         }
         let decoded = MessageKind::DiscoveryRequest
@@ -59,7 +65,9 @@ impl Shared {
     /// A2A-10 then the unknown-tool check, both before a slot is taken. `None` when the request was answered.
     pub(crate) async fn intake(&self, request: &Request) -> Option<Call> {
         // Nobody could read the result, so nothing runs: a plain publish takes no slot and starts no command.
-        request.message.reply.as_ref()?;
+        if !self.answerable(request, "tool") {
+            return None;
+        }
         let decoded =
             MessageKind::ToolRequest.decode(&request.message.payload).and_then(wire::typed::<wire::ToolRequest>);
         let message = match decoded {
@@ -96,6 +104,31 @@ impl Shared {
             }
         };
         respond(request, self.reply(&call.header, body)).await;
+    }
+
+    /// A2A-15: whether `request` may be answered, and so run. A plain publish (no reply subject) is dropped; a reply
+    /// subject outside the connection's inbox prefix is refused unseen, unless `any_reply_subject` is on: publishing
+    /// a reply onto another agent's tool subject would be a request this server forged for the sender.
+    fn answerable(&self, request: &Request, endpoint: &'static str) -> bool {
+        let Some(reply) = request.message.reply.as_deref() else { return false };
+        if self.any_reply_subject || reply.starts_with(&self.inbox_prefix) {
+            return true;
+        }
+        let shown = sanitize(reply, 256);
+        self.events.emit(&A2aEvent::ReplyRefused { endpoint, reply_subject: &shown });
+        crate::telemetry::a2a_reply_refused(endpoint, &shown, &self.inbox_prefix);
+        false
+    }
+
+    /// A2A-14: no slot and no place in the queue: the framework's `503` error reply at once, never a silent drop.
+    pub(crate) async fn refuse_busy(&self, request: &Request, call: Call) {
+        let description = format!("busy, retry: every slot and queue place is taken; {:?} was not run", call.name);
+        self.events.emit(&A2aEvent::Rejected { endpoint: "tool", code: 503, description: &description });
+        crate::telemetry::a2a_busy(&call.name);
+        let error = async_nats::service::error::Error { status: description, code: 503 };
+        if let Err(e) = request.respond(Err(error)).await {
+            tracing::debug!("a2a: the 503 reply could not be sent: {e}");
+        }
     }
 
     /// A call admitted as the server began shutting down: answered, never run.

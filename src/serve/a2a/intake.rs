@@ -1,5 +1,5 @@
-//! The two endpoint loops. Tool intake blocks while every slot is busy (A2A-11), so a saturated server leaves
-//! requests on the queue group for another member instead of buffering them.
+//! The two endpoint loops. Tool intake never blocks: a request runs, waits in the bounded queue, or is answered
+//! busy at once (A2A-11, A2A-14), so no request is dropped unanswered.
 
 use super::handler::Shared;
 use async_nats::service::endpoint::Endpoint;
@@ -26,7 +26,9 @@ pub(crate) async fn discovery(shared: Arc<Shared>, mut endpoint: Endpoint, stop:
     let _ = endpoint.stop().await;
 }
 
-/// Take tool requests until `stop`, then let calls in progress finish within [`SHUTDOWN_GRACE`].
+/// Take tool requests until `stop`, then let calls in progress finish within [`SHUTDOWN_GRACE`]. Intake never
+/// blocks (A2A-14): a request runs in a free slot, else waits in one of the queue's places, else is answered busy
+/// (`503`) at once. Reading on keeps the client library's buffer from filling, which would drop requests unseen.
 pub(crate) async fn tools(shared: Arc<Shared>, mut endpoint: Endpoint, stop: CancellationToken) {
     let mut calls = JoinSet::new();
     loop {
@@ -37,23 +39,30 @@ pub(crate) async fn tools(shared: Arc<Shared>, mut endpoint: Endpoint, stop: Can
         };
         while calls.try_join_next().is_some() {}
         let Some(call) = shared.intake(&request).await else { continue };
-        // Back-pressure: the next request is not read until this one has a slot.
-        let permit = tokio::select! {
-            biased;
-            () = stop.cancelled() => None,
-            p = shared.slots.clone().acquire_owned() => p.ok(),
-        };
-        let shared = Arc::clone(&shared);
-        match permit {
-            Some(permit) => {
-                calls.spawn(async move { shared.call(&request, call, permit).await });
-            }
-            None => {
-                // Shutting down before it started: answered, never run.
-                shared.refuse_stopping(&request, call).await;
-                break;
-            }
+        if let Ok(permit) = shared.slots.clone().try_acquire_owned() {
+            let shared = Arc::clone(&shared);
+            calls.spawn(async move { shared.call(&request, call, permit).await });
+            continue;
         }
+        let Ok(place) = shared.waiting.clone().try_acquire_owned() else {
+            shared.refuse_busy(&request, call).await;
+            continue;
+        };
+        let (shared, stop) = (Arc::clone(&shared), stop.clone());
+        calls.spawn(async move {
+            // Slots are handed out in arrival order (tokio's semaphore is fair).
+            let permit = tokio::select! {
+                biased;
+                () = stop.cancelled() => None,
+                p = shared.slots.clone().acquire_owned() => p.ok(),
+            };
+            drop(place);
+            match permit {
+                Some(permit) => shared.call(&request, call, permit).await,
+                // Shutting down before it started: answered, never run.
+                None => shared.refuse_stopping(&request, call).await,
+            }
+        });
     }
     // Unsubscribe first, so new requests go to the other members of the queue group.
     let _ = endpoint.stop().await;

@@ -8,12 +8,15 @@
 //!   identity share the work and `nats micro ls` lists them (A2A-3).
 //! - Every inbound body is checked for size, protocol and schema; a failure gets the framework's `400` error reply
 //!   (A2A-10). An unknown tool gets an in-band error reply before any slot is taken.
-//! - At most `expose.agent.a2a.max_concurrent_tools` calls run at once, each bounded by `tool_timeout`; intake
-//!   blocks while every slot is busy (A2A-11). Core NATS has already delivered what is waiting, so on a connection
-//!   the server makes itself the client library buffers only a few requests per slot (at least 32) and drops the
-//!   rest, whose callers time out: memory stays bounded under any flood. A request without a reply subject is
-//!   dropped unanswered and never runs. Shutdown unsubscribes first, then gives calls in progress
-//!   [`SHUTDOWN_GRACE`].
+//! - At most `expose.agent.a2a.max_concurrent_tools` calls run at once, each bounded by `tool_timeout` (A2A-11).
+//!   Intake never blocks: a request beyond them waits in one of `expose.agent.a2a.queue` places (32 by default, at
+//!   most 1024), in arrival order; one that finds no place is answered at once with the framework's `503` error
+//!   ("busy, retry", A2A-14), so a caller always gets an answer, never a timeout, and memory stays bounded.
+//! - Replies go only to inboxes (A2A-15): a request whose reply subject is not under the connection's inbox prefix
+//!   (`_INBOX.` or the context's own) is refused unseen and never runs, unless `expose.agent.a2a.any_reply_subject:
+//!   true`; each refusal is an [`A2aEvent::ReplyRefused`] and a `monotonic_counter.fisk_ai.a2a.reply_refused`
+//!   telemetry event. A request without a reply subject is dropped unanswered and never runs. Shutdown
+//!   unsubscribes first, then gives calls in progress [`SHUTDOWN_GRACE`].
 //!
 //! ```no_run
 //! use fisk_ai::Config;
@@ -232,6 +235,16 @@ async fn settle(client: &async_nats::Client) -> std::result::Result<(), String> 
     }
 }
 
+/// The connection's inbox prefix, with its trailing dot: what its own inboxes start with (`_INBOX.` unless the
+/// context sets another), read off a fresh inbox so a host's connection is covered too.
+fn inbox_prefix(client: &async_nats::Client) -> String {
+    let inbox = client.new_inbox();
+    match inbox.rsplit_once('.') {
+        Some((prefix, _)) => format!("{prefix}."),
+        None => "_INBOX.".to_owned(),
+    }
+}
+
 async fn connection_events(shared: Arc<Shared>, nats: NatsConnection, stop: CancellationToken) {
     let mut events = nats.events();
     loop {
@@ -390,7 +403,10 @@ impl A2aServerBuilder {
             Some(nats) => nats,
             None => {
                 let context = NatsContext::load(config.nats_context.as_deref()).map_err(|e| config.locate(e))?;
-                let buffered = max_concurrent.saturating_mul(INTAKE_BUFFER_PER_SLOT).max(MIN_INTAKE_BUFFER);
+                let buffered = max_concurrent
+                    .saturating_mul(INTAKE_BUFFER_PER_SLOT)
+                    .max(MIN_INTAKE_BUFFER)
+                    .max(a2a.queue().saturating_add(max_concurrent));
                 NatsConnection::connect_with(&context, &identity, Some(buffered)).await?
             }
         };
@@ -402,6 +418,9 @@ impl A2aServerBuilder {
             slots: Arc::new(Semaphore::new(max_concurrent)),
             events: self.events.unwrap_or_else(|| Arc::new(NoA2aEvents)),
             calls_cancel: CancellationToken::new(),
+            waiting: Arc::new(Semaphore::new(a2a.queue())),
+            inbox_prefix: inbox_prefix(nats.client()),
+            any_reply_subject: a2a.any_reply_subject,
         };
         Ok(A2aServer { shared: Arc::new(shared), nats, warnings, version, max_concurrent })
     }
