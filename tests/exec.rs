@@ -246,6 +246,10 @@ fn invariant_4_exec_8_child_env_names_the_prov_16_credentials_and_operator_named
     if cfg!(feature = "openai") {
         spec.push("OPENAI_API_KEY");
     }
+    // EXEC-18: the nats feature's credential variables, written out from the issue.
+    if cfg!(feature = "nats") {
+        spec.extend(["NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_NKEY", "NATS_CREDS"]);
+    }
     assert_eq!(ChildEnv::new().scrubbed().collect::<Vec<_>>(), spec);
     // An operator-named credential is added once, however often it is named (MCPI-4).
     let env = ChildEnv::new().with_scrubbed("GITHUB_TOKEN").with_scrubbed("GITHUB_TOKEN").with_scrubbed(spec[0]);
