@@ -239,3 +239,23 @@ async fn mcp_24_calls_racing_eviction_either_run_or_get_404() {
     eprintln!("racing eviction: {ran} calls ran, {gone} found their session gone, {refused} initializes refused");
     assert_eq!(ran + gone, 90);
 }
+
+/// A session being opened counts as busy until its `initialize` has been answered: a concurrent `initialize` at the
+/// cap never evicts it half-open (its client would get a 500 for a session that vanished before its answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mcp_24_concurrent_initializes_at_the_cap_get_a_session_or_503() {
+    let (server, addr, _dir) = mounted(&["max_sessions: 2"], "/").await;
+    let http = reqwest::Client::new();
+    let answers: Vec<Result<String, (u16, String)>> =
+        futures::stream::iter(0..300).map(|_| open_session(&http, addr)).buffer_unordered(16).collect().await;
+    let mut opened = 0;
+    for answer in answers {
+        match answer {
+            Ok(_) => opened += 1,
+            Err((503, _)) => {}
+            Err(other) => panic!("an initialize racing others got {other:?}"),
+        }
+    }
+    assert!(opened >= 2, "at least the first two opened, {opened} did");
+    assert!(server.open_sessions() <= 2);
+}
