@@ -83,10 +83,11 @@ async fn mcp_sessions_idle_past_session_idle_timeout_are_closed() {
     let first = open_session(&http, addr).await.unwrap();
     open_session(&http, addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    open_session(&http, addr).await.expect("the idle sessions were reaped to make room");
-    assert_eq!(server.open_sessions(), 1, "both idle sessions closed, the new one open");
+    // A late request does not revive an expired session.
     let (status, _) = in_session(&http, addr, &first, tools_list(3)).await;
     assert_eq!(status, 404, "an expired session is gone");
+    open_session(&http, addr).await.expect("the idle sessions were reaped to make room");
+    assert_eq!(server.open_sessions(), 1, "both idle sessions closed, the new one open");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -153,12 +153,13 @@ impl BoundedSessions {
         lock(&self.table)
     }
 
-    /// Mark a request for session `id` in progress, or `None` when no such session is open (rmcp then answers
-    /// 404). Counts as activity.
+    /// Mark a request for session `id` in progress, or `None` when no such session is open or it has gone idle
+    /// past the expiry (rmcp then answers 404: a late request does not revive an expired session). Counts as
+    /// activity.
     pub(crate) fn enter(&self, id: &str) -> Option<Busy> {
         let mut table = self.lock();
         let id = table.get_key_value(id)?.0.clone();
-        let entry = table.get_mut(&id)?;
+        let entry = table.get_mut(&id).filter(|e| !self.expired(e))?;
         entry.busy += 1;
         entry.last = Instant::now();
         Some(Busy { table: self.table.clone(), id })
@@ -188,12 +189,14 @@ impl BoundedSessions {
 
     /// Close every idle session past the expiry.
     async fn reap(&self) {
-        let expired: Vec<SessionId> = {
-            let mut table = self.lock();
-            let ids: Vec<SessionId> = table.iter().filter(|(_, e)| self.expired(e)).map(|(id, _)| id.clone()).collect();
-            ids.iter().for_each(|id| drop(table.remove(id)));
-            ids
-        };
+        let mut expired: Vec<SessionId> = Vec::new();
+        self.lock().retain(|id, e| {
+            let keep = !self.expired(e);
+            if !keep {
+                expired.push(id.clone());
+            }
+            keep
+        });
         for id in expired {
             self.close_inner(&id, "idle past session_idle_timeout").await;
         }
