@@ -1,5 +1,6 @@
 //! The HTTP layer in front of MCP (issue 10): strict `Host` and `Origin` headers (MCP-3, DNS rebinding), the
-//! session cap and idle expiry, `DELETE` answered 204, and the router a host mounts under its own path.
+//! session settings' parsing, the cached listing, and the router a host mounts under its own path. The session cap
+//! itself is tests/mcp_sessions.rs.
 #![cfg(feature = "mcp")]
 
 mod common;
@@ -7,14 +8,11 @@ mod common;
 mod mcp_support;
 
 use fisk_ai::Config;
-use fisk_ai::serve::mcp::McpServer;
+use mcp_support::raw::*;
 use mcp_support::*;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
 
 /// Send one raw HTTP/1.1 POST of `INIT` with exactly these extra header lines; the response's status code.
 async fn raw_status(addr: std::net::SocketAddr, path: &str, headers: &[String]) -> u16 {
@@ -101,128 +99,6 @@ async fn mcp_3_origins_that_are_not_exactly_scheme_host_port_are_refused_403() {
         assert_eq!(status, 200, "local Origin {origin:?}");
     }
     served.stop().await.unwrap();
-}
-
-/// A server for `mcp` settings, mounted by the test itself through [`McpServer::router`], so the test keeps the
-/// server to ask how many sessions are open.
-async fn mounted(mcp: &[&str], path: &str) -> (Arc<McpServer>, std::net::SocketAddr, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Arc::new(McpServer::builder().config(config(dir.path(), mcp)).build().await.unwrap());
-    let app = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
-    let app = if path == "/" { app.merge(server.router()) } else { app.nest_service(path, server.router()) };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stopping = server.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                std::future::pending::<()>().await;
-                stopping.shutdown().await;
-            })
-            .await
-    });
-    (server, addr, dir)
-}
-
-fn http_post(addr: std::net::SocketAddr) -> reqwest::RequestBuilder {
-    reqwest::Client::new()
-        .post(format!("http://{addr}/"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-}
-
-/// Open a session with a bare `initialize` and walk away; its id, or the refusal's status and body.
-async fn open_session(http: &reqwest::Client, addr: std::net::SocketAddr) -> Result<String, (u16, String)> {
-    let resp = http
-        .post(format!("http://{addr}/"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(INIT)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    let id = resp.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
-    let body = resp.text().await.unwrap();
-    match (status, id) {
-        (200, Some(id)) => Ok(id),
-        _ => Err((status, body)),
-    }
-}
-
-#[tokio::test]
-async fn mcp_sessions_over_max_sessions_get_503_and_delete_answers_204() {
-    let (server, addr, _dir) = mounted(&["max_sessions: 4"], "/").await;
-    let http = reqwest::Client::new();
-    let mut ids = Vec::new();
-    for _ in 0..4 {
-        ids.push(open_session(&http, addr).await.expect("a session below the cap"));
-    }
-    assert_eq!(server.open_sessions(), 4);
-    let (status, body) = open_session(&http, addr).await.expect_err("the fifth session is refused");
-    assert_eq!(status, 503);
-    assert!(body.contains("max_sessions 4"), "{body}");
-    assert_eq!(server.open_sessions(), 4, "a refused session allocates nothing");
-    // A request that opens no session still goes on at the cap (the stateless lifecycle).
-    let ping = http_post(addr).body(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).send().await.unwrap();
-    assert_ne!(ping.status().as_u16(), 503);
-
-    let resp = http
-        .delete(format!("http://{addr}/"))
-        .header("mcp-session-id", &ids[0])
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 204, "the official clients expect 200 or 204");
-    assert_eq!(server.open_sessions(), 3);
-    open_session(&http, addr).await.expect("a place is free again");
-    assert_eq!(server.open_sessions(), 4);
-}
-
-#[tokio::test]
-async fn mcp_sessions_idle_past_session_idle_timeout_are_closed() {
-    let (server, addr, _dir) = mounted(&["max_sessions: 2", "session_idle_timeout: 1s"], "/").await;
-    let http = reqwest::Client::new();
-    let first = open_session(&http, addr).await.unwrap();
-    open_session(&http, addr).await.unwrap();
-    assert_eq!(open_session(&http, addr).await.unwrap_err().0, 503);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    open_session(&http, addr).await.expect("the idle sessions were reaped to make room");
-    assert_eq!(server.open_sessions(), 1, "both idle sessions closed, the new one open");
-    let resp = http_post(addr)
-        .header("mcp-session-id", &first)
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 404, "an expired session is gone");
-}
-
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-#[tokio::test]
-async fn mcp_two_thousand_abandoned_sessions_stay_within_max_sessions() {
-    let (server, addr, _dir) = mounted(&[], "/").await;
-    let http = reqwest::Client::new();
-    let before = rss_kib();
-    let (mut opened, mut refused) = (0, 0);
-    for _ in 0..2000 {
-        match open_session(&http, addr).await {
-            Ok(_) => opened += 1,
-            Err((503, _)) => refused += 1,
-            Err(other) => panic!("unexpected answer {other:?}"),
-        }
-    }
-    let after = rss_kib();
-    assert_eq!((opened, refused), (256, 1744), "the default cap is 256");
-    assert_eq!(server.open_sessions(), 256);
-    eprintln!("RSS {before} KiB before, {after} KiB after 2,000 abandoned sessions (256 held)");
 }
 
 #[tokio::test]

@@ -162,8 +162,10 @@ impl McpExpose {
         timeout_or_default(self.tool_timeout)
     }
 
-    /// How many MCP sessions may be open at once, [`DEFAULT_MCP_MAX_SESSIONS`] when 0/unset. A client that asks
-    /// for one more gets `503 Service Unavailable`.
+    /// How many MCP sessions may be open at once, [`DEFAULT_MCP_MAX_SESSIONS`] when 0/unset. At the cap a new
+    /// session replaces the least recently used one with no request in progress (whose next request gets `404`, on
+    /// which clients open a new session); only when every session is busy does a new one get
+    /// `503 Service Unavailable` (MCP-24).
     pub fn max_sessions(&self) -> usize {
         if self.max_sessions == 0 { DEFAULT_MCP_MAX_SESSIONS } else { self.max_sessions as usize }
     }

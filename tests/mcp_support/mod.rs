@@ -2,6 +2,8 @@
 //! (tests/fixtures/fisk/mcp-app.json), and rmcp's own client over loopback HTTP on either lifecycle.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use fisk_ai::Config;
 use fisk_ai::serve::mcp::{McpEvent, McpServer, McpServerBuilder};
 use rmcp::model::{

@@ -4,7 +4,7 @@
 
 use super::guard;
 use super::handler::{Handler, InFlight, Shared};
-use super::sessions::BoundedSessions;
+use super::sessions::{self, BoundedSessions, Busy};
 use crate::error::{Error, ErrorKind, Result};
 use axum::body::Body;
 use axum::extract::Request;
@@ -139,14 +139,6 @@ impl Gate {
             return refuse(StatusCode::FORBIDDEN, why);
         }
         let method = req.method().clone();
-        let req = if method == Method::POST && !req.headers().contains_key(SESSION_HEADER) && self.sessions.is_full() {
-            match self.refuse_new_session(req).await {
-                Ok(req) => req,
-                Err(response) => return response,
-            }
-        } else {
-            req
-        };
         if method == Method::DELETE {
             // rmcp answers 202, which the official clients report as a failed termination.
             let mut response = next.run(req).await;
@@ -159,6 +151,18 @@ impl Gate {
         if method != Method::POST {
             return next.run(req).await;
         }
+        let session = req.headers().get(SESSION_HEADER).map(|v| v.to_str().unwrap_or_default().to_owned());
+        // Marked before anything else is awaited, under the lock eviction takes: from here on the session is either
+        // ours until the response ends, or already gone (rmcp answers 404).
+        let busy = session.as_deref().and_then(|id| self.sessions.enter(id));
+        let req = if session.is_none() && self.sessions.is_full() {
+            match self.refuse_new_session(req).await {
+                Ok(req) => req,
+                Err(response) => return response,
+            }
+        } else {
+            req
+        };
         let req = match self.cached_listing(req).await {
             Ok(response) => return response,
             Err(req) => req,
@@ -167,15 +171,36 @@ impl Gate {
             Ok(req) => req,
             Err(response) => return response,
         };
-        // A POST counts as in flight until its response body has been sent: a tool call's result travels on the
-        // request's own response stream, so shutdown must not close sessions before that body ends.
-        let guard = self.in_flight.enter();
-        let (parts, body) = next.run(req).await.into_parts();
+        self.forward(req, next, busy).await
+    }
+
+    /// Hand a POST to rmcp. It counts as in flight (and its session as busy) until its response body has been
+    /// sent: a tool call's result travels on the request's own response stream, so neither shutdown nor eviction
+    /// may close the session before that body ends. A POST may open a session: if rmcp could not (every session
+    /// busy, found only now because another `initialize` took the last idle place meanwhile), the client gets the
+    /// same 503 as [`Gate::refuse_new_session`] gives instead of rmcp's bare 500.
+    async fn forward(&self, req: Request, next: Next, busy: Option<Busy>) -> Response {
+        let in_flight = self.in_flight.enter();
+        let (response, opened) = sessions::opening(next.run(req)).await;
+        if opened.refused {
+            return self.full();
+        }
+        // Dropped here: a new session's `initialize` has been answered.
+        drop(opened.busy);
+        let (parts, body) = response.into_parts();
+        let held = (in_flight, busy);
         let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-            let _held = &guard;
+            let _held = &held;
             chunk
         });
         Response::from_parts(parts, Body::from_stream(body))
+    }
+
+    /// The answer to a new session when every open one is busy at the cap.
+    fn full(&self) -> Response {
+        let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, sessions::full_message(self.sessions.max()));
+        response.headers_mut().insert(RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
+        response
     }
 
     /// Exactly one well-formed, allowed `Host`; at most one well-formed, allowed `Origin`.
@@ -201,7 +226,8 @@ impl Gate {
         }
     }
 
-    /// At the session cap: an `initialize` (which would open a session) gets 503 before rmcp allocates anything;
+    /// At the session cap with every session busy: an `initialize` (which would open a session) gets 503 before rmcp
+    /// allocates anything;
     /// any other session-less request (the stateless 2026-07-28 lifecycle) goes on. Only reached at the cap, so
     /// the body is read here only then.
     async fn refuse_new_session(&self, req: Request) -> std::result::Result<Request, Response> {
@@ -216,13 +242,7 @@ impl Gate {
         };
         let opens = serde_json::from_slice::<Probe<'_>>(&bytes).is_ok_and(|p| p.method == Some("initialize"));
         if opens && self.sessions.is_full() {
-            let why = format!(
-                "too many MCP sessions are open (max_sessions {}); close one or try again later",
-                self.sessions.max()
-            );
-            let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, why);
-            response.headers_mut().insert(RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
-            return Err(response);
+            return Err(self.full());
         }
         Ok(Request::from_parts(parts, Body::from(bytes)))
     }

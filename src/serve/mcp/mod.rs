@@ -1,4 +1,4 @@
-//! The tool set over the Model Context Protocol (SPEC section 15, MCP-1..23): rmcp's streamable HTTP server at the
+//! The tool set over the Model Context Protocol (SPEC section 15, MCP-1..24): rmcp's streamable HTTP server at the
 //! listener root, fed by the same loading and selection pipeline as the agent.
 //!
 //! - Serving is opt-in: the configuration needs an `expose.agent.mcp` block (MCP-1).
@@ -14,6 +14,8 @@
 //!   waits hold no slot and are outside the timeout (MCP-13, MCP-16, MCP-17).
 //! - It binds 127.0.0.1 unless told otherwise and accepts only `Host` headers that fit the bind address
 //!   (DNS-rebinding protection); oversize bodies are refused (MCP-3).
+//! - At most `max_sessions` sessions are open; at the cap a new one replaces the least recently used session with
+//!   no request in progress, and is refused (`503`) only when every session is busy (MCP-24).
 //!
 //! ```no_run
 //! use fisk_ai::Config;

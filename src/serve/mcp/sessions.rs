@@ -1,6 +1,17 @@
-//! Bounded MCP sessions: at most `max_sessions` open at once, each closed after `session_idle_timeout` without a
-//! request. rmcp's own session manager has neither bound, so a client that opens sessions and walks away would
-//! grow the server without limit (about 50 KB a session).
+//! Bounded MCP sessions (MCP-24): at most `max_sessions` open at once, each closed after `session_idle_timeout`
+//! without a request. rmcp's own session manager has neither bound, so a client that opens sessions and walks away
+//! would grow the server without limit (about 50 KB a session).
+//!
+//! At the cap a new session takes the place of the least recently used one that has no request in progress: a
+//! client that opens sessions and abandons them can no longer lock everyone else out until they expire. The
+//! evicted session's next request gets rmcp's `404 Not Found` for an unknown `Mcp-Session-Id`, on which SDK
+//! clients open a new session. Only when every session has a request in progress is a new one refused (`503`).
+//!
+//! A session counts as busy while the HTTP layer holds a [`Busy`] mark for it: from the moment a POST naming it
+//! passes the gate until that POST's response body has been sent (a tool call's result travels on that body), and,
+//! for a session being opened, until its `initialize` has been answered. The mark is taken under the same lock
+//! that picks the eviction victim, so a request either marks its session before eviction can choose it, or finds
+//! it already gone and gets the 404.
 
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
@@ -8,28 +19,102 @@ use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SessionsError {
-    /// The cap is reached; the new session was never created.
-    #[error("too many MCP sessions are open (max_sessions {0}); close one or raise expose.agent.mcp.max_sessions")]
+    /// The cap is reached and every session has a request in progress; the new session was never created.
+    #[error("{}", full_message(*.0))]
     Full(usize),
     /// rmcp's session manager failed.
     #[error(transparent)]
     Local(#[from] LocalSessionManagerError),
 }
 
-/// rmcp's [`LocalSessionManager`] behind a cap and an idle expiry.
+/// The refusal a client gets when no session can make room for its new one.
+pub(crate) fn full_message(max: usize) -> String {
+    format!(
+        "too many MCP sessions are open (max_sessions {max}) and every one has a request in progress; try again \
+         later or raise expose.agent.mcp.max_sessions"
+    )
+}
+
+/// One open session: when it last saw a request, and how many of its requests are in progress.
+#[derive(Debug)]
+struct Entry {
+    last: Instant,
+    busy: usize,
+}
+
+impl Entry {
+    fn new() -> Self {
+        Entry { last: Instant::now(), busy: 0 }
+    }
+}
+
+/// Every open session, shared with the [`Busy`] marks that must find their entry again when they end.
+type Table = Arc<Mutex<HashMap<SessionId, Entry>>>;
+
+fn lock(table: &Table) -> MutexGuard<'_, HashMap<SessionId, Entry>> {
+    // A panic while holding this lock leaves only timestamps and counts behind, which stay valid.
+    table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A request in progress for one session: while any is held the session is never evicted or expired. Dropping it
+/// counts the end of the request as the session's latest activity.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    table: Table,
+    id: SessionId,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        // The session may have been closed meanwhile (DELETE, shutdown): then there is nothing to release.
+        if let Some(entry) = lock(&self.table).get_mut(&self.id) {
+            entry.busy = entry.busy.saturating_sub(1);
+            entry.last = Instant::now();
+        }
+    }
+}
+
+/// What [`BoundedSessions::create_session`] reports to the HTTP request that opened (or failed to open) a session.
+#[derive(Debug, Default)]
+pub(crate) struct Opening {
+    /// The cap was reached and no session could make room: the request must be answered `503`.
+    pub(crate) refused: bool,
+    /// The new session, marked busy until its `initialize` has been answered, so that a concurrent `initialize`
+    /// cannot evict it half-open.
+    pub(crate) busy: Option<Busy>,
+}
+
+tokio::task_local! {
+    /// Set by the HTTP gate around a request without a session: rmcp creates the session inside that request's
+    /// task, and its error for a refusal is a bare 500, so the refusal (and the new session's mark) comes back here.
+    static OPENING: RefCell<Opening>;
+}
+
+/// Run `request` (one that may open a session) and return what opening a session inside it reported.
+pub(crate) async fn opening<F: Future>(request: F) -> (F::Output, Opening) {
+    let scoped = async {
+        let out = request.await;
+        (out, OPENING.with(|o| std::mem::take(&mut *o.borrow_mut())))
+    };
+    OPENING.scope(RefCell::new(Opening::default()), scoped).await
+}
+
+/// rmcp's [`LocalSessionManager`] behind a cap with least-recently-used eviction of idle sessions, and an idle
+/// expiry.
 pub(crate) struct BoundedSessions {
     inner: LocalSessionManager,
     max: usize,
     idle: Duration,
-    /// Every open session and when it last saw a request.
-    seen: Mutex<HashMap<SessionId, Instant>>,
+    table: Table,
     /// Serializes creation so two concurrent `initialize`s cannot both take the last place.
     creating: tokio::sync::Mutex<()>,
 }
@@ -45,35 +130,47 @@ impl BoundedSessions {
         let mut inner = LocalSessionManager::default();
         // rmcp's worker also stops itself when idle; the entry it leaves behind is reaped here.
         inner.session_config.keep_alive = Some(idle);
-        BoundedSessions { inner, max, idle, seen: Mutex::new(HashMap::new()), creating: tokio::sync::Mutex::new(()) }
+        BoundedSessions { inner, max, idle, table: Table::default(), creating: tokio::sync::Mutex::new(()) }
     }
 
-    /// Sessions open now (idle ones not yet reaped included).
+    /// Sessions open now (idle ones not yet reaped included); never more than [`max`](Self::max).
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
 
-    /// Whether another session can be opened without reaping: a cheap check for the HTTP layer.
+    /// Whether a new session would be refused: the cap is reached and every session has a request in progress. A
+    /// cheap check for the HTTP layer, which refuses before rmcp allocates anything.
     pub(crate) fn is_full(&self) -> bool {
-        let seen = self.lock();
-        seen.len() >= self.max && !seen.values().any(|t| t.elapsed() >= self.idle)
+        let table = self.lock();
+        table.len() >= self.max && table.values().all(|e| e.busy > 0)
     }
 
     pub(crate) fn max(&self) -> usize {
         self.max
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Instant>> {
-        // A panic while holding this lock leaves only timestamps behind, which stay valid.
-        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Entry>> {
+        lock(&self.table)
+    }
+
+    /// Mark a request for session `id` in progress, or `None` when no such session is open or it has gone idle
+    /// past the expiry (rmcp then answers 404: a late request does not revive an expired session). Counts as
+    /// activity.
+    pub(crate) fn enter(&self, id: &str) -> Option<Busy> {
+        let mut table = self.lock();
+        let id = table.get_key_value(id)?.0.clone();
+        let entry = table.get_mut(&id).filter(|e| !self.expired(e))?;
+        entry.busy += 1;
+        entry.last = Instant::now();
+        Some(Busy { table: self.table.clone(), id })
     }
 
     /// Whether `id` names an open session that has not gone idle; counts as activity.
     pub(crate) fn is_open(&self, id: &str) -> bool {
-        let mut seen = self.lock();
-        match seen.get_mut(id) {
-            Some(t) if t.elapsed() < self.idle => {
-                *t = Instant::now();
+        let mut table = self.lock();
+        match table.get_mut(id) {
+            Some(e) if e.busy > 0 || e.last.elapsed() < self.idle => {
+                e.last = Instant::now();
                 true
             }
             _ => false,
@@ -81,23 +178,68 @@ impl BoundedSessions {
     }
 
     fn touch(&self, id: &SessionId) {
-        if let Some(t) = self.lock().get_mut(id) {
-            *t = Instant::now();
+        if let Some(e) = self.lock().get_mut(id) {
+            e.last = Instant::now();
         }
     }
 
-    /// Close every session idle for longer than the expiry.
+    fn expired(&self, entry: &Entry) -> bool {
+        entry.busy == 0 && entry.last.elapsed() >= self.idle
+    }
+
+    /// Close every idle session past the expiry.
     async fn reap(&self) {
-        let expired: Vec<SessionId> = {
-            let seen = self.lock();
-            seen.iter().filter(|(_, t)| t.elapsed() >= self.idle).map(|(id, _)| id.clone()).collect()
-        };
-        for id in expired {
-            self.lock().remove(&id);
-            if let Err(e) = self.inner.close_session(&id).await {
-                tracing::debug!(session = %id, error = %e, "closing an idle MCP session failed");
+        let mut expired: Vec<SessionId> = Vec::new();
+        self.lock().retain(|id, e| {
+            let keep = !self.expired(e);
+            if !keep {
+                expired.push(id.clone());
             }
+            keep
+        });
+        for id in expired {
+            self.close_inner(&id, "idle past session_idle_timeout").await;
         }
+    }
+
+    /// At the cap, take the least recently used session without a request in progress out of the table (it is
+    /// closed by the caller, outside the lock). `Err` when every session is busy.
+    fn make_room(&self) -> Result<Option<SessionId>, SessionsError> {
+        let mut table = self.lock();
+        if table.len() < self.max {
+            return Ok(None);
+        }
+        let victim = table.iter().filter(|(_, e)| e.busy == 0).min_by_key(|(_, e)| e.last).map(|(id, _)| id.clone());
+        let victim = victim.ok_or(SessionsError::Full(self.max))?;
+        table.remove(&victim);
+        Ok(Some(victim))
+    }
+
+    /// Stop rmcp's worker for a session already out of the table.
+    async fn close_inner(&self, id: &SessionId, why: &str) {
+        tracing::debug!(session = %id, max_sessions = self.max, "closing MCP session: {why}");
+        if let Err(e) = self.inner.close_session(id).await {
+            tracing::debug!(session = %id, error = %e, "closing an MCP session failed");
+        }
+    }
+
+    /// Report a refusal to the request opening the session, if it runs inside [`opening`].
+    fn report_refusal(&self) {
+        let _outside_a_gated_request = OPENING.try_with(|o| o.borrow_mut().refused = true);
+    }
+
+    /// Record a new session, marked busy for the request opening it when that request runs inside [`opening`].
+    fn admit(&self, id: &SessionId) {
+        let mut entry = Entry::new();
+        let marked = OPENING
+            .try_with(|o| {
+                o.borrow_mut().busy = Some(Busy { table: self.table.clone(), id: id.clone() });
+            })
+            .is_ok();
+        if marked {
+            entry.busy = 1;
+        }
+        self.lock().insert(id.clone(), entry);
     }
 }
 
@@ -108,11 +250,12 @@ impl SessionManager for BoundedSessions {
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _one_at_a_time = self.creating.lock().await;
         self.reap().await;
-        if self.len() >= self.max {
-            return Err(SessionsError::Full(self.max));
+        let victim = self.make_room().inspect_err(|_| self.report_refusal())?;
+        if let Some(victim) = victim {
+            self.close_inner(&victim, "least recently used idle session, evicted at max_sessions").await;
         }
         let (id, transport) = self.inner.create_session().await?;
-        self.lock().insert(id.clone(), Instant::now());
+        self.admit(&id);
         Ok((id, transport))
     }
 
@@ -128,7 +271,7 @@ impl SessionManager for BoundedSessions {
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
         let expired = match self.lock().get(id) {
             None => return Ok(false),
-            Some(t) => t.elapsed() >= self.idle,
+            Some(e) => self.expired(e),
         };
         if expired {
             // Its worker may already have stopped; the client gets 404 and opens a new session.
