@@ -262,3 +262,25 @@ async fn exec_12_a_peers_long_output_is_capped_like_a_local_one() {
     assert_eq!(exec["truncated"], true);
     drop(peer);
 }
+
+/// IMPORT-13: a peer whose card carries escape sequences, controls and bidi characters in a tool's description and
+/// its schema's descriptions is imported with all of them cleaned; the model-facing spec has none, and values
+/// (an `enum`) are left as the peer sent them.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn import_13_a_hostile_cards_descriptions_are_cleaned_at_import() {
+    let (_server, caller, peers) = setup().await;
+    let tools = vec![common::a2a_peer::hostile_descriptor("list")];
+    let _peer = A2aPeer::serving(peers, "evil", tools, |_| Reply::Silent).await;
+    let found = RemoteAgent::new(caller, "ops", "evil").unwrap().discover().await.unwrap();
+    let spec = found.loaded.tools[0].spec();
+    let description = spec.description();
+    assert!(!common::a2a_peer::has_forbidden_chars(description), "{description:?}");
+    assert!(description.starts_with("List files") && description.contains("here"), "{description:?}");
+    assert!(!description.contains("evil") && description.contains("\\u{202e}txt.exe\\u{200b}"), "{description:?}");
+    let schema = spec.input_schema();
+    let text = &schema["properties"]["text"];
+    assert_eq!(text["description"], "the text\\u{feff}");
+    assert!(!common::a2a_peer::has_forbidden_chars(schema["title"].as_str().unwrap()), "{schema}");
+    assert_eq!(text["enum"][0], "a\u{7}", "values are data, left as sent");
+}

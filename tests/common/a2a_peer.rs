@@ -166,3 +166,22 @@ pub fn descriptor(name: &str, description: &str) -> Value {
 pub async fn client(url: &str) -> async_nats::Client {
     async_nats::connect(url).await.unwrap()
 }
+
+/// A hostile card descriptor (IMPORT-13): its description and its schema's descriptions and titles carry terminal
+/// escape sequences (colour, screen clear, an OSC 8 hyperlink), a bell, C1 controls and bidi/invisible format
+/// characters. An enum value carries a bell too: values are data and must come through unchanged.
+pub fn hostile_descriptor(name: &str) -> Value {
+    json!({"name": name, "description": "List\u{1b}[31m files\u{1b}[2J\u{7}\u{1b}]8;;http://evil\u{7}here\u{1b}]8;;\u{7} \u{202e}txt.exe\u{200b}\u{85}", "input_schema": {
+        "type": "object", "title": "T\u{9b}31m\u{2066}",
+        "properties": {"text": {"type": "string", "description": "the\u{1b}[1m text\u{7f}\u{feff}", "enum": ["a\u{7}"]}}
+    }})
+}
+
+/// Whether `text` holds a character IMPORT-13 forbids in model-facing text: a control other than `\n` and `\t`,
+/// or a bidi/invisible format character left unescaped.
+pub fn has_forbidden_chars(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    })
+}

@@ -34,6 +34,7 @@
 //! # }
 //! ```
 
+mod clean;
 mod exchange;
 mod tool;
 

@@ -33,14 +33,16 @@ impl RemoteTool {
         if d.description.trim().is_empty() {
             return Err((shown(), "it has an empty description".to_owned()));
         }
-        let schema = d.input_schema.clone().unwrap_or_else(|| json!({"type": "object"}));
+        let mut schema = d.input_schema.clone().unwrap_or_else(|| json!({"type": "object"}));
         // The reply schema holds `input_schema` to an object already; `type`, when present, must say so too.
         if !schema.is_object() || schema.get("type").is_some_and(|t| t != "object") {
             return Err((shown(), "its input_schema is not an object schema".to_owned()));
         }
+        // IMPORT-13: what the peer wrote reaches the model and the terminal cleaned, once, here.
+        super::clean::clean_schema(&mut schema);
         // IMPORT-10: no tags, never gated here (the serving agent refuses gated commands), deferrable.
         let spec = ToolSpec::new(d.name.clone(), ToolKind::Imported, schema)
-            .with_description(d.description)
+            .with_description(super::clean::clean(&d.description))
             .with_origin(origin.clone());
         Ok(RemoteTool { spec, remote_name: d.name, host: host.clone() })
     }
