@@ -12,11 +12,11 @@
 
 use super::lines::Message;
 use super::listing::Ledger;
+use super::malformed::{refusal, unparsable};
 use super::sse::{Events, sse};
-use super::transport::unparsable;
 use futures::stream::{BoxStream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -131,13 +131,13 @@ impl CappingClient {
         match self.send(post).await? {
             Answer::Done(done) => Ok(done),
             Answer::Body { response, sse: true, session } => {
-                Ok(StreamableHttpPostResponse::Sse(sse(response.bytes_stream().boxed()), session))
+                Ok(StreamableHttpPostResponse::Sse(sse(response.bytes_stream().boxed(), id), session))
             }
             Answer::Body { response, sse: false, session } => {
                 let body = read(response).await?;
                 let message = match (serde_json::from_slice(&body), id) {
                     (Ok(message), _) => message,
-                    (Err(e), Some(id)) => refused(id, unparsable(&e)),
+                    (Err(e), Some(id)) => refusal(id, unparsable(&e)),
                     (Err(e), None) => return Err(StreamableHttpError::UnexpectedServerResponse(unparsable(&e).into())),
                 };
                 Ok(StreamableHttpPostResponse::Json(message, session))
@@ -192,13 +192,8 @@ impl CappingClient {
 
     fn listing_failed(&self, id: RequestId, why: String) -> ServerJsonRpcMessage {
         self.ledger.fail(why.clone());
-        refused(id, why)
+        refusal(id, why)
     }
-}
-
-/// An error answer to request `id`, saying why.
-fn refused(id: RequestId, why: String) -> ServerJsonRpcMessage {
-    ServerJsonRpcMessage::error(ErrorData::parse_error(why, None), Some(id))
 }
 
 /// A reply's body as one bounded [`Message`].

@@ -35,6 +35,7 @@ mod content;
 mod http;
 mod lines;
 mod listing;
+mod malformed;
 mod oversize;
 mod sse;
 mod stdio;

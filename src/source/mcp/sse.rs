@@ -3,7 +3,9 @@
 //! in bounded memory.
 
 use super::lines::Message;
+use super::malformed::{refusal, unparsable, well_formed};
 use futures::stream::{BoxStream, StreamExt};
+use rmcp::model::RequestId;
 use rmcp::transport::streamable_http_client::SseError;
 use sse_stream::Sse;
 
@@ -159,33 +161,54 @@ impl Events {
     }
 }
 
+/// The events of `body`, each bounded. An event whose data is not well-formed JSON (MCPI-14) becomes an error
+/// answer to request `answer_to`, saying why: rmcp would fail to parse it and close the whole transport, leaving
+/// the request with only "transport closed".
 pub(crate) fn sse(
     body: BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    answer_to: Option<RequestId>,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     let state = (body, Events::default(), std::collections::VecDeque::<Sse>::new(), false);
-    futures::stream::unfold(state, |(mut body, mut events, mut ready, mut done)| async move {
-        loop {
-            if let Some(event) = ready.pop_front() {
-                return Some((Ok(event), (body, events, ready, done)));
-            }
-            if done {
-                return None;
-            }
-            match body.next().await {
-                Some(Ok(chunk)) => {
-                    let mut out = Vec::new();
-                    events.feed(&chunk, &mut out);
-                    ready.extend(out);
+    futures::stream::unfold(state, move |(mut body, mut events, mut ready, mut done)| {
+        let answer_to = answer_to.clone();
+        async move {
+            loop {
+                if let Some(event) = ready.pop_front() {
+                    let event = checked(event, answer_to.as_ref());
+                    return Some((Ok(event), (body, events, ready, done)));
                 }
-                Some(Err(e)) => {
-                    done = true;
-                    return Some((Err(SseError::Body(Box::new(e))), (body, events, ready, done)));
+                if done {
+                    return None;
                 }
-                None => done = true,
+                match body.next().await {
+                    Some(Ok(chunk)) => {
+                        let mut out = Vec::new();
+                        events.feed(&chunk, &mut out);
+                        ready.extend(out);
+                    }
+                    Some(Err(e)) => {
+                        done = true;
+                        return Some((Err(SseError::Body(Box::new(e))), (body, events, ready, done)));
+                    }
+                    None => done = true,
+                }
             }
         }
     })
     .boxed()
+}
+
+/// `event`, or the error answer standing in for it when its data cannot be parsed and the request is known.
+fn checked(mut event: Sse, answer_to: Option<&RequestId>) -> Sse {
+    let (Some(id), Some(data)) = (answer_to, event.data.as_deref()) else { return event };
+    if data.trim().is_empty() {
+        return event;
+    }
+    if let Err(e) = well_formed(data) {
+        let refused = refusal(id.clone(), unparsable(&e));
+        event.data = serde_json::to_string(&refused).ok().or(event.data);
+    }
+    event
 }
 
 #[cfg(test)]

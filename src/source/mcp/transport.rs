@@ -10,6 +10,7 @@
 
 use super::lines::BoundedLines;
 use super::listing::Ledger;
+use super::malformed::unparsable;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
@@ -133,15 +134,4 @@ fn asks(line: &[u8]) -> bool {
         method: Option<serde::de::IgnoredAny>,
     }
     serde_json::from_slice::<Probe>(line).is_ok_and(|p| p.method.is_some())
-}
-
-/// Why a server's message cannot be parsed, for an error naming the server.
-pub(crate) fn unparsable(e: &serde_json::Error) -> String {
-    if e.to_string().starts_with("recursion limit exceeded") {
-        format!("it sent a message nested deeper than 128 levels ({e})")
-    } else if e.is_data() {
-        format!("it sent a message that is not a JSON-RPC message ({e})")
-    } else {
-        format!("it sent a message that is not valid JSON ({e})")
-    }
 }
