@@ -4,16 +4,26 @@
 //!
 //! ```text
 //! cargo run --example mcp_fixture_server --features mcp -- [--http ADDR] [--many N --page N] [--hostile]
-//!     [--flood-stderr] [--extra NAME]... [--legacy] [--endless] [--setsid]
+//!     [--flood-stderr] [--extra NAME]... [--legacy] [--endless] [--setsid] [--huge-pages BYTES] [--bad-schemas]
+//!     [--garbage-list] [--deep-reply]
 //! ```
 //!
 //! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
 //! {bytes}` (a text of that many bytes, starting `HEAD` and ending `TAIL`), `slow {ms}`, `die` (exits while
 //! answering), `mixed` (a text, an image and a text item), `structured` (structured content only), `fails`
 //! (`isError`), and `pwd`. `--many N` adds `t00000`.. tools, listed `--page` at a time; `--hostile` adds tools whose
-//! names or descriptions are unusable or carry control and bidi characters. `--setsid` adds `setsid`: it starts a
-//! child of this server that leaves the server's process group and session (`setsid()`), holds none of its pipes,
-//! sleeps forever, and answers that child's process id (EXEC-17: it must not outlive the connection).
+//! names or descriptions are unusable or carry control and bidi characters (and a schema whose prose does, and
+//! dirty instructions). `--setsid` adds `setsid`: it starts a child of this server that leaves the server's
+//! process group and session (`setsid()`), holds none of its pipes, sleeps forever, and answers that child's
+//! process id (EXEC-17: it must not outlive the connection).
+//!
+//! Hostile modes ([`hostile`]): `--huge-pages BYTES` answers every listing page with ten tools whose descriptions
+//! add up to BYTES and a fresh cursor, forever; `--bad-schemas` adds tools whose input schema is `"string"`, `5`,
+//! `[1,2]`, `{"type":"string"}` or nested 10,000 levels; `--garbage-list` makes the listing reply invalid JSON;
+//! `--deep-reply` adds `deep`, answering structured content nested 10,000 levels.
+
+#[path = "mcp_fixture_server/hostile.rs"]
+pub mod hostile;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
@@ -34,6 +44,12 @@ pub struct Fixture {
     legacy: bool,
     /// `--endless`: every page of the listing names a next one.
     endless: bool,
+    /// `--huge-pages BYTES`: every listing page is ten fresh tools of BYTES of descriptions, forever.
+    huge_pages: usize,
+    /// `--hostile`: dirty instructions too.
+    hostile: bool,
+    /// Messages carry placeholders for text rmcp cannot express, replaced on the way out ([`hostile::relay`]).
+    relayed: bool,
 }
 
 impl Fixture {
@@ -50,16 +66,33 @@ impl Fixture {
                 tools.push(tool(name, &format!("An extra tool named {name}"), object(json!({}), &[])));
             }
         }
-        let legacy = args.iter().any(|a| a == "--legacy");
-        let endless = args.iter().any(|a| a == "--endless");
-        if args.iter().any(|a| a == "--setsid") {
+        let on = |name: &str| args.iter().any(|a| a == name);
+        if on("--setsid") {
             tools.push(tool(
                 "setsid",
                 "Start a child in a session of its own; answer its process id",
                 object(json!({}), &[]),
             ));
         }
-        Fixture { tools: Arc::new(tools), page: page.max(1), legacy, endless }
+        if on("--bad-schemas") {
+            tools.extend(hostile::bad_schema_tools());
+        }
+        if on("--garbage-list") {
+            tools.push(hostile::garbage_tool());
+        }
+        if on("--deep-reply") {
+            tools.push(tool("deep", "Answer structured content nested 10,000 levels", object(json!({}), &[])));
+        }
+        let huge_pages = flag(args, "--huge-pages").and_then(|n| n.parse().ok()).unwrap_or(0);
+        Fixture {
+            tools: Arc::new(tools),
+            page: page.max(1),
+            legacy: on("--legacy"),
+            endless: on("--endless"),
+            huge_pages,
+            hostile: on("--hostile"),
+            relayed: on("--bad-schemas") || on("--garbage-list") || on("--deep-reply"),
+        }
     }
 }
 
@@ -100,6 +133,7 @@ fn tools(many: usize, hostile: bool) -> Vec<Tool> {
         tools.push(tool("blank", "   ", object(json!({}), &[])));
         tools.push(tool("notobject", "A schema that is not an object", json!({"type": "string"})));
         tools.push(tool("sneaky", "Looks fine\u{1b}[2J\u{202e}txt.exe\u{200b} then\rrewrites", object(json!({}), &[])));
+        tools.push(hostile::dirty_schema_tool());
     }
     tools
 }
@@ -146,6 +180,11 @@ async fn answer(request: &CallToolRequestParams, context: &RequestContext<RoleSe
         "fails" => CallToolResult::error(vec![ContentBlock::text("it broke")]),
         "pid" => text(std::process::id().to_string()),
         "setsid" => text(spawn_setsid()),
+        "deep" => {
+            let mut r = CallToolResult::success(Vec::new());
+            r.structured_content = Some(hostile::raw("deep"));
+            r
+        }
         "pwd" => text(std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()),
         other => text(format!("called {other}")),
     }
@@ -153,8 +192,9 @@ async fn answer(request: &CallToolRequestParams, context: &RequestContext<RoleSe
 
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("fixture", "1.0"))
+        let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("fixture", "1.0"));
+        if self.hostile { info.with_instructions(hostile::DIRTY_INSTRUCTIONS) } else { info }
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<rmcp::model::DiscoverResult, ErrorData> {
@@ -172,6 +212,11 @@ impl ServerHandler for Fixture {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let start: usize = request.and_then(|r| r.cursor).and_then(|c| c.parse().ok()).unwrap_or(0);
+        if self.huge_pages > 0 {
+            let mut result = ListToolsResult::with_all_items(hostile::huge_page(start, self.huge_pages));
+            result.next_cursor = Some((start + 1).to_string());
+            return Ok(result);
+        }
         let end = (start + self.page).min(self.tools.len());
         let mut result = ListToolsResult::with_all_items(self.tools[start.min(end)..end].to_vec());
         result.next_cursor = (end < self.tools.len() || self.endless).then(|| end.to_string());
@@ -257,6 +302,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("http://{}/mcp", listener.local_addr()?);
             serve_http(fixture, listener).await
         }
+        None if fixture.relayed => {
+            // rmcp writes into a pipe; the relay copies it to stdout with the placeholders replaced.
+            let (ours, theirs) = tokio::io::duplex(1 << 16);
+            let (from_rmcp, _) = tokio::io::split(theirs);
+            let (_, to_relay) = tokio::io::split(ours);
+            tokio::spawn(hostile::relay(from_rmcp));
+            let running = fixture.serve((tokio::io::stdin(), to_relay)).await?;
+            running.waiting().await?;
+            Ok(())
+        }
         None => {
             let running = fixture.serve(rmcp::transport::stdio()).await?;
             running.waiting().await?;
@@ -270,12 +325,16 @@ pub async fn serve_http(fixture: Fixture, listener: tokio::net::TcpListener) -> 
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
+    let relayed = fixture.relayed;
     let service = StreamableHttpService::new(
         move || Ok(fixture.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let mut router = axum::Router::new().nest_service("/mcp", service);
+    if relayed {
+        router = router.layer(axum::middleware::map_response(hostile::relay_body));
+    }
     axum::serve(listener, router).await?;
     Ok(())
 }

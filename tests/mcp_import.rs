@@ -187,8 +187,8 @@ async fn mcpi_6_unusable_tools_are_skipped_with_warnings() {
         .collect();
     assert_eq!(invalid, ["has space", "grüße"]);
     assert!(toolset.get("echo").is_some() && toolset.get("sneaky").is_some());
-    // The description reaches the model as the server gave it; operators see it sanitized (tests/info_cli.rs).
-    assert!(toolset.get("sneaky").unwrap().spec().description().contains('\u{202e}'));
+    // MCPI-15: the description reaches the model cleaned (escapes and controls gone, bidi characters escaped).
+    assert_eq!(toolset.get("sneaky").unwrap().spec().description(), "Looks fine\\u{202e}txt.exe\\u{200b} thenrewrites");
 }
 
 /// MCPI-8: a server slower than the timeout gives an error result naming the server; the next call works.

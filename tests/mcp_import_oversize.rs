@@ -10,26 +10,11 @@ mod common;
 #[allow(dead_code)]
 mod fixture;
 
+use common::memory::{peak, reset_peak};
 use fisk_ai::source::mcp::McpImport;
 use fisk_ai::tool::{CallContext, ToolInput};
 
 const HUNDRED_MB: u64 = 100 << 20;
-
-/// This process's peak resident set, in bytes.
-fn peak() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
-/// Reset the peak to the current resident set (Linux: `5` to `clear_refs`), so each phase measures its own peak.
-fn reset_peak() {
-    std::fs::write("/proc/self/clear_refs", "5").unwrap();
-}
 
 #[tokio::test]
 async fn mcpi_8_a_100_mb_result_is_capped_over_stdio_and_http_in_bounded_memory() {

@@ -4,6 +4,10 @@
 //! application's leaf commands), with the `mcp` feature `mcp::McpImport` (an MCP server's tools) and, with the
 //! `nats` feature, `remote::RemoteAgent` (another agent's tools over NATS); hosts can add their own sources.
 
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) mod bound;
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) mod clean;
 pub mod fisk;
 #[cfg(feature = "mcp")]
 pub mod mcp;

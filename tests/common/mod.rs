@@ -10,6 +10,9 @@ pub mod dispatch;
 pub mod gate;
 #[cfg(feature = "nats")]
 pub mod kv;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+pub mod memory;
 pub mod nats;
 pub mod procs;
 pub mod tools;

@@ -1,6 +1,8 @@
 //! One live connection to an MCP server: the rmcp client over our stdio child or over streamable HTTP.
 
+use super::listing::Ledger;
 use super::stdio::{self, StdioChild};
+use super::transport::StdioTransport;
 use super::{McpImport, Transport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::ChildEnv;
@@ -54,6 +56,8 @@ pub(crate) struct Connection {
     dead: Mutex<Option<String>>,
     http: Option<HttpDial>,
     redial: tokio::sync::Mutex<()>,
+    /// What the transport learnt that rmcp's messages cannot carry (skipped tools, why it gave up).
+    ledger: Ledger,
     /// Declared after `session` so the session ends before the group is killed.
     child: Option<StdioChild>,
 }
@@ -84,16 +88,19 @@ impl HttpDial {
 }
 
 impl Connection {
-    /// Start or connect, initialize and list every page, all bounded by the import's timeout.
+    /// Start or connect, initialize and list every page, all bounded by the import's timeout. The tools come
+    /// checked and cleaned (MCPI-6, MCPI-15); the skipped ones are in [`skipped`](Self::skipped).
     pub(crate) async fn open(import: &McpImport, env: &ChildEnv) -> Result<(Connection, Vec<rmcp::model::Tool>)> {
         let server = import.name.clone();
         let fail = |what: &str, e: &dyn std::fmt::Display| source_error(&import.name, format!("{what}: {e}"));
+        let ledger = Ledger::default();
         let (service, child, http) = match &import.transport {
             Transport::Stdio(command) => {
                 let (child, read, write) = stdio::spawn(&server, command, env)?;
-                let service = bounded(import.timeout, connect((read, write)))
+                let transport = StdioTransport::new(read, write, ledger.clone());
+                let service = bounded(import.timeout, connect(transport))
                     .await
-                    .map_err(|e| fail("cannot initialize", &child.explain(&capped(&e))))?;
+                    .map_err(|e| fail("cannot initialize", &explained(Some(&child), &ledger, &capped(&e))))?;
                 (service, Some(child), None)
             }
             Transport::Http { url, bearer_token_env } => {
@@ -108,8 +115,8 @@ impl Connection {
                     .connect_timeout(import.timeout)
                     .build()
                     .map_err(|e| fail("cannot build the HTTP client", &e))?;
-                let dial =
-                    HttpDial { client: super::http::CappingClient::new(client), config, timeout: import.timeout };
+                let client = super::http::CappingClient::new(client, ledger.clone());
+                let dial = HttpDial { client, config, timeout: import.timeout };
                 let service = dial.dial().await.map_err(|e| fail(&format!("cannot initialize {url}"), &capped(&e)))?;
                 (service, None, Some(dial))
             }
@@ -120,13 +127,23 @@ impl Connection {
             dead: Mutex::new(None),
             http,
             redial: tokio::sync::Mutex::new(()),
+            ledger,
             child,
         };
         let session = conn.current();
         match bounded(import.timeout, list(&session)).await {
             Ok(tools) => Ok((conn, tools)),
-            Err(e) => Err(fail("cannot list tools", &conn.explain(&capped(&e)))),
+            Err(e) => {
+                // The ledger's reason is the true one; rmcp only saw an error answer or a closed transport.
+                let why = conn.ledger.failure().unwrap_or_else(|| capped(&e));
+                Err(fail("cannot list tools", &conn.explain(&why)))
+            }
         }
+    }
+
+    /// The tools the listing skipped, as `(tool, reason)` (MCPI-6); taken, so each is reported once.
+    pub(crate) fn skipped(&self) -> Vec<(String, String)> {
+        self.ledger.take_skipped()
     }
 
     fn current(&self) -> Arc<RunningService<RoleClient, ImportClient>> {
@@ -217,19 +234,28 @@ impl Connection {
 
     /// `what` went wrong, with a stdio child's exit status and the end of its stderr when there are any.
     fn explain(&self, what: &str) -> String {
-        match &self.child {
-            Some(child) => child.explain(what),
-            None => what.to_owned(),
-        }
+        explained(self.child.as_ref(), &self.ledger, what)
     }
 }
 
-/// The most tools one server may list, and the most pages: a server that keeps answering with a fresh cursor
-/// fails the load instead of growing memory until the timeout.
-const MAX_TOOLS: usize = 20_000;
+/// `what` went wrong: or rather the reason the transport ended the connection, when it did (MCPI-14), with a stdio
+/// child's exit status and the end of its stderr when there are any.
+fn explained(child: Option<&StdioChild>, ledger: &Ledger, what: &str) -> String {
+    let what = match ledger.fault() {
+        Some(fault) => format!("{fault}; the connection was ended"),
+        None => what.to_owned(),
+    };
+    match child {
+        Some(child) => child.explain(&what),
+        None => what,
+    }
+}
+
+/// The most pages: a server that keeps answering with a fresh cursor fails the load instead of running until the
+/// timeout. (The tools and the bytes a listing holds are bounded as each page is read: [`super::listing`].)
 const MAX_PAGES: usize = 2_000;
 
-/// Every page of `tools/list` (MCPI-6), within [`MAX_TOOLS`] and [`MAX_PAGES`].
+/// Every page of `tools/list` (MCPI-6), within [`MAX_PAGES`]; each page's tools arrive converted by the ledger.
 async fn list(
     session: &RunningService<RoleClient, ImportClient>,
 ) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
@@ -239,9 +265,6 @@ async fn list(
         let params = cursor.take().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
         let page = session.list_tools(params).await.map_err(|e| capped(&e.to_string()))?;
         tools.extend(page.tools);
-        if tools.len() > MAX_TOOLS {
-            return Err(format!("it lists more than {MAX_TOOLS} tools"));
-        }
         match page.next_cursor {
             Some(next) if !next.is_empty() => cursor = Some(next),
             _ => return Ok(tools),

@@ -1,16 +1,22 @@
-//! The streamable HTTP client under an HTTP import: rmcp's reqwest client for everything but `tools/call`, whose
-//! reply is read here as it streams, so a result of any size is capped exactly as EXEC-12 in bounded memory
-//! (MCPI-8). rmcp's own client refuses a body over its limit instead, which would lose the result.
+//! The streamable HTTP client under an HTTP import: rmcp's reqwest client for everything but `tools/call` and
+//! `tools/list`, whose replies are read here as they stream.
 //!
-//! A `tools/call` reply is either one JSON body or an SSE stream of JSON-RPC messages. Each message up to
-//! [`LINE_LIMIT`] is passed on whole; a longer one is reduced while it streams ([`Oversize`]) to the small result
-//! MCPI-8 keeps of it.
+//! - A `tools/call` result of any size is capped exactly as EXEC-12 in bounded memory (MCPI-8); rmcp's own client
+//!   refuses a body over its limit instead, which would lose the result. Each message up to
+//!   [`LINE_LIMIT`](super::lines::LINE_LIMIT) is passed on whole; a longer one is reduced while it streams
+//!   ([`Oversize`](super::oversize::Oversize)) to the small result MCPI-8 keeps of it.
+//! - A `tools/list` page is read by the connection's [`Ledger`] (MCPI-6, MCPI-13): tool by tool, tolerantly,
+//!   within the listing's memory bound.
+//! - A reply that cannot be parsed (not JSON, nested too deep, not a JSON-RPC message) answers its request at once
+//!   with the reason (MCPI-14), instead of leaving it to wait out the timeout.
 
-use super::lines::LINE_LIMIT;
-use super::oversize::Oversize;
+use super::lines::Message;
+use super::listing::Ledger;
+use super::malformed::{refusal, unparsable};
+use super::sse::{Events, sse};
 use futures::stream::{BoxStream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -26,41 +32,72 @@ const SESSION_HEADER: &str = "Mcp-Session-Id";
 /// How much of a failed reply's body is kept for the error.
 const ERROR_PREFIX: usize = 64 * 1024;
 
-/// rmcp's reqwest client, with `tools/call` replies read in bounded memory.
+/// rmcp's reqwest client, with `tools/call` and `tools/list` replies read here.
 #[derive(Clone)]
 pub(crate) struct CappingClient {
     inner: reqwest::Client,
+    ledger: Ledger,
+}
+
+/// The requests whose replies are read here.
+enum Kind {
+    Call,
+    List(RequestId),
+}
+
+impl Kind {
+    fn of(message: &ClientJsonRpcMessage) -> Option<Kind> {
+        let JsonRpcMessage::Request(request) = message else { return None };
+        match request.request {
+            ClientRequest::CallToolRequest(_) => Some(Kind::Call),
+            ClientRequest::ListToolsRequest(_) => Some(Kind::List(request.id.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// One POST, as rmcp's transport hands it over.
+struct Post {
+    uri: Arc<str>,
+    message: ClientJsonRpcMessage,
+    session_id: Option<Arc<str>>,
+    auth_header: Option<String>,
+    custom_headers: HashMap<HeaderName, HeaderValue>,
+}
+
+/// A POST's answer, before its body is read.
+#[expect(clippy::large_enum_variant, reason = "one short-lived value per message, moved once, never stored")]
+enum Answer {
+    /// Answered already (accepted, an error status).
+    Done(StreamableHttpPostResponse),
+    /// A body to read: an SSE stream or one JSON message.
+    Body { response: reqwest::Response, sse: bool, session: Option<String> },
 }
 
 impl CappingClient {
-    pub(crate) fn new(inner: reqwest::Client) -> Self {
-        CappingClient { inner }
+    /// `inner` for the requests; what the listing and failed replies leave goes to `ledger`.
+    pub(crate) fn new(inner: reqwest::Client, ledger: Ledger) -> Self {
+        CappingClient { inner, ledger }
     }
 
-    async fn post_call(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_token: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let mut request = self.inner.post(uri.as_ref()).header(ACCEPT, "text/event-stream, application/json");
-        if let Some(token) = auth_token {
+    /// Send `post`; an accepted or failed request is answered here.
+    async fn send(&self, post: Post) -> Result<Answer, HttpError> {
+        let mut request = self.inner.post(post.uri.as_ref()).header(ACCEPT, "text/event-stream, application/json");
+        if let Some(token) = post.auth_header {
             request = request.bearer_auth(token);
         }
         // rmcp's transport made these headers (protocol version, method and name); they pass through as they are.
-        for (name, value) in custom_headers {
+        for (name, value) in post.custom_headers {
             request = request.header(name, value);
         }
-        let had_session = session_id.is_some();
-        if let Some(id) = &session_id {
+        let had_session = post.session_id.is_some();
+        if let Some(id) = &post.session_id {
             request = request.header(SESSION_HEADER, id.as_ref());
         }
-        let response = request.json(&message).send().await.map_err(StreamableHttpError::Client)?;
+        let response = request.json(&post.message).send().await.map_err(StreamableHttpError::Client)?;
         let status = response.status();
         if status == reqwest::StatusCode::ACCEPTED || status == reqwest::StatusCode::NO_CONTENT {
-            return Ok(StreamableHttpPostResponse::Accepted);
+            return Ok(Answer::Done(StreamableHttpPostResponse::Accepted));
         }
         if status == reqwest::StatusCode::NOT_FOUND && had_session {
             return Err(StreamableHttpError::SessionExpired);
@@ -75,23 +112,99 @@ impl CappingClient {
             })
         };
         if !status.is_success() {
-            return failed(status, is("application/json"), response, session).await;
+            return failed(status, is("application/json"), response, session).await.map(Answer::Done);
         }
-        if is("text/event-stream") {
-            Ok(StreamableHttpPostResponse::Sse(sse(response.bytes_stream().boxed()), session))
-        } else if is("application/json") {
-            let message = json_body(response.bytes_stream().boxed()).await?;
-            Ok(StreamableHttpPostResponse::Json(message, session))
+        if is("text/event-stream") || is("application/json") {
+            Ok(Answer::Body { sse: is("text/event-stream"), response, session })
         } else {
             Err(StreamableHttpError::UnexpectedContentType(
                 content_type.map(|ct| String::from_utf8_lossy(&ct).into_owned()),
             ))
         }
     }
+
+    /// `tools/call`: an SSE stream is passed on with each event bounded; one JSON body is read bounded and parsed.
+    async fn post_call(&self, post: Post) -> Result<StreamableHttpPostResponse, HttpError> {
+        let id = match &post.message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        match self.send(post).await? {
+            Answer::Done(done) => Ok(done),
+            Answer::Body { response, sse: true, session } => {
+                Ok(StreamableHttpPostResponse::Sse(sse(response.bytes_stream().boxed(), id), session))
+            }
+            Answer::Body { response, sse: false, session } => {
+                let body = read(response).await?;
+                let message = match (serde_json::from_slice(&body), id) {
+                    (Ok(message), _) => message,
+                    (Err(e), Some(id)) => refusal(id, unparsable(&e)),
+                    (Err(e), None) => return Err(StreamableHttpError::UnexpectedServerResponse(unparsable(&e).into())),
+                };
+                Ok(StreamableHttpPostResponse::Json(message, session))
+            }
+        }
+    }
+
+    /// `tools/list`: the reply, from one JSON body or the first answer on an SSE stream, read by the ledger.
+    async fn post_list(&self, post: Post, id: RequestId) -> Result<StreamableHttpPostResponse, HttpError> {
+        let (response, sse, session) = match self.send(post).await? {
+            Answer::Done(done) => return Ok(done),
+            Answer::Body { response, sse, session } => (response, sse, session),
+        };
+        if !sse {
+            let body = read(response).await?;
+            let answer = self.listing_answer(&body, &id);
+            let answer = answer.unwrap_or_else(|| self.listing_failed(id, "its reply holds no answer".to_owned()));
+            return Ok(StreamableHttpPostResponse::Json(answer, session));
+        }
+        // Other messages on a listing's stream (progress, log notifications) are dropped: a listing asks nothing of
+        // the client.
+        let mut body = response.bytes_stream();
+        let (mut events, mut ready) = (Events::default(), Vec::new());
+        while let Some(chunk) = body.next().await {
+            events.feed(&chunk.map_err(StreamableHttpError::Client)?, &mut ready);
+            for event in ready.drain(..) {
+                let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else { continue };
+                if let Some(answer) = self.listing_answer(data.as_bytes(), &id) {
+                    return Ok(StreamableHttpPostResponse::Json(answer, session));
+                }
+            }
+        }
+        let answer = self.listing_failed(id, "its reply stream ended without an answer".to_owned());
+        Ok(StreamableHttpPostResponse::Json(answer, session))
+    }
+
+    /// The answer to listing request `id` when `raw` is one: a page, the server's error, or the reason `raw`
+    /// cannot be parsed. `None` for another message.
+    fn listing_answer(&self, raw: &[u8], id: &RequestId) -> Option<ServerJsonRpcMessage> {
+        if let Some(page) = self.ledger.reply(raw, &mut vec![id.clone()]) {
+            return Some(page);
+        }
+        match serde_json::from_slice::<ServerJsonRpcMessage>(raw) {
+            Ok(JsonRpcMessage::Error(error)) if error.id.as_ref().is_none_or(|e| e == id) => {
+                Some(JsonRpcMessage::Error(error))
+            }
+            Ok(JsonRpcMessage::Response(answer)) if answer.id == *id => Some(JsonRpcMessage::Response(answer)),
+            Ok(_) => None,
+            Err(e) => Some(self.listing_failed(id.clone(), unparsable(&e))),
+        }
+    }
+
+    fn listing_failed(&self, id: RequestId, why: String) -> ServerJsonRpcMessage {
+        self.ledger.fail(why.clone());
+        refusal(id, why)
+    }
 }
 
-fn is_tool_call(message: &ClientJsonRpcMessage) -> bool {
-    matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_)))
+/// A reply's body as one bounded [`Message`].
+async fn read(response: reqwest::Response) -> Result<Vec<u8>, HttpError> {
+    let mut body = response.bytes_stream();
+    let mut message = Message::default();
+    while let Some(chunk) = body.next().await {
+        message.feed(&chunk.map_err(StreamableHttpError::Client)?);
+    }
+    Ok(message.finish())
 }
 
 /// A non-success reply: a JSON-RPC error in the body is the answer; anything else fails the request, naming the
@@ -123,230 +236,6 @@ async fn failed(
     Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("HTTP {status}: {text}"))))
 }
 
-/// Bytes of one message: held whole up to [`LINE_LIMIT`], reduced while they stream past it.
-#[derive(Default)]
-struct Message {
-    held: Vec<u8>,
-    big: Option<Oversize>,
-}
-
-impl Message {
-    fn feed(&mut self, bytes: &[u8]) {
-        match &mut self.big {
-            Some(o) => o.feed(bytes),
-            None if self.held.len() + bytes.len() > LINE_LIMIT => {
-                let mut o = Oversize::new();
-                o.feed(&std::mem::take(&mut self.held));
-                o.feed(bytes);
-                self.big = Some(o);
-            }
-            None => self.held.extend_from_slice(bytes),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.big.is_none() && self.held.is_empty()
-    }
-
-    fn finish(self) -> Vec<u8> {
-        match self.big {
-            Some(o) => o.finish().into_bytes(),
-            None => self.held,
-        }
-    }
-}
-
-async fn json_body(
-    mut body: BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-) -> Result<ServerJsonRpcMessage, HttpError> {
-    let mut message = Message::default();
-    while let Some(chunk) = body.next().await {
-        message.feed(&chunk.map_err(StreamableHttpError::Client)?);
-    }
-    serde_json::from_slice(&message.finish()).map_err(|e| {
-        StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("the reply is not a JSON-RPC message: {e}")))
-    })
-}
-
-/// The SSE parser (WHATWG event-stream rules), with each event's data a [`Message`].
-#[derive(Default)]
-struct Events {
-    /// The current line, when it is not data (field names and short values only).
-    line: Vec<u8>,
-    /// Whether the current line is a `data` line whose value goes straight into `data`.
-    in_data: Option<bool>,
-    /// A `\r` ended the last chunk: a `\n` first in the next one belongs to it.
-    after_cr: bool,
-    /// A data line's value has not started yet, so a leading space is still to be dropped.
-    strip_space: bool,
-    /// Whether the stream's first bytes (a possible byte-order mark) are behind us.
-    started: bool,
-    /// The first bytes, while too few to tell a byte-order mark.
-    head: Vec<u8>,
-    data: Message,
-    has_data: bool,
-    event: Option<String>,
-    id: Option<String>,
-    retry: Option<u64>,
-}
-
-/// UTF-8's byte-order mark.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// The longest non-data line kept (field name, event name, id, retry); longer ones are ignored.
-const SHORT_LINE: usize = 4096;
-
-impl Events {
-    /// Parse `chunk`, pushing completed events onto `out`.
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Sse>) {
-        if self.started {
-            return self.feed_lines(chunk, out);
-        }
-        // A byte-order mark may open the stream; it is not part of the first line.
-        if self.head.is_empty() && chunk.len() >= BOM.len() {
-            self.started = true;
-            return self.feed_lines(chunk.strip_prefix(BOM).unwrap_or(chunk), out);
-        }
-        self.head.extend_from_slice(chunk);
-        if self.head.len() < BOM.len() && BOM.starts_with(&self.head) {
-            return; // too few bytes yet to tell
-        }
-        self.started = true;
-        let head = std::mem::take(&mut self.head);
-        self.feed_lines(head.strip_prefix(BOM).unwrap_or(&head), out);
-    }
-
-    fn feed_lines(&mut self, mut chunk: &[u8], out: &mut Vec<Sse>) {
-        if chunk.is_empty() {
-            return;
-        }
-        if self.after_cr && chunk.first() == Some(&b'\n') {
-            chunk = &chunk[1..];
-        }
-        self.after_cr = false;
-        while !chunk.is_empty() {
-            let end = memchr::memchr2(b'\n', b'\r', chunk);
-            let (part, rest) = match end {
-                Some(i) => (&chunk[..i], Some(i)),
-                None => (chunk, None),
-            };
-            self.take(part);
-            let Some(i) = rest else { break };
-            if chunk[i] == b'\r' {
-                if chunk.get(i + 1) == Some(&b'\n') {
-                    chunk = &chunk[i + 2..];
-                } else {
-                    self.after_cr = i + 1 == chunk.len();
-                    chunk = &chunk[i + 1..];
-                }
-            } else {
-                chunk = &chunk[i + 1..];
-            }
-            self.end_line(out);
-        }
-    }
-
-    /// Part of the current line.
-    fn take(&mut self, mut part: &[u8]) {
-        if self.in_data.is_none() {
-            // Five bytes tell a data line (`data:`) from any other; only those are held before deciding.
-            let need = 5usize.saturating_sub(self.line.len()).min(part.len());
-            self.line.extend_from_slice(&part[..need]);
-            part = &part[need..];
-            if self.line.starts_with(b"data:") {
-                self.in_data = Some(true);
-                if self.has_data {
-                    self.data.feed(b"\n");
-                }
-                self.has_data = true;
-                self.line.clear();
-                self.strip_space = true;
-            } else if self.line.len() >= 5 || self.line.contains(&b':') {
-                self.in_data = Some(false);
-            }
-        }
-        if self.in_data == Some(true) {
-            // One space after the colon is not part of the value.
-            if self.strip_space && !part.is_empty() {
-                part = part.strip_prefix(b" ").unwrap_or(part);
-                self.strip_space = false;
-            }
-            return self.data.feed(part);
-        }
-        let room = SHORT_LINE.saturating_sub(self.line.len()).min(part.len());
-        self.line.extend_from_slice(&part[..room]);
-    }
-
-    fn end_line(&mut self, out: &mut Vec<Sse>) {
-        let line = std::mem::take(&mut self.line);
-        self.strip_space = false;
-        if self.in_data.take() == Some(true) {
-            return;
-        }
-        if line.is_empty() {
-            return self.dispatch(out);
-        }
-        if line == b"data" {
-            // A data line with no colon adds an empty line.
-            if self.has_data {
-                self.data.feed(b"\n");
-            }
-            self.has_data = true;
-            return;
-        }
-        let (field, value) = match memchr::memchr(b':', &line) {
-            Some(0) => return, // a comment
-            Some(i) => (&line[..i], line[i + 1..].strip_prefix(b" ").unwrap_or(&line[i + 1..])),
-            None => (&line[..], &b""[..]),
-        };
-        let value = String::from_utf8_lossy(value).into_owned();
-        match field {
-            b"event" => self.event = Some(value),
-            b"id" if !value.contains('\0') => self.id = Some(value),
-            b"retry" => self.retry = value.parse().ok(),
-            _ => {}
-        }
-    }
-
-    fn dispatch(&mut self, out: &mut Vec<Sse>) {
-        let data = std::mem::take(&mut self.data);
-        let has_data = std::mem::take(&mut self.has_data);
-        let (event, id, retry) = (self.event.take(), self.id.take(), self.retry.take());
-        if !has_data && data.is_empty() && event.is_none() && id.is_none() && retry.is_none() {
-            return;
-        }
-        let data = has_data.then(|| String::from_utf8_lossy(&data.finish()).into_owned());
-        out.push(Sse { event, data, id, retry });
-    }
-}
-
-fn sse(body: BoxStream<'static, reqwest::Result<bytes::Bytes>>) -> BoxStream<'static, Result<Sse, SseError>> {
-    let state = (body, Events::default(), std::collections::VecDeque::<Sse>::new(), false);
-    futures::stream::unfold(state, |(mut body, mut events, mut ready, mut done)| async move {
-        loop {
-            if let Some(event) = ready.pop_front() {
-                return Some((Ok(event), (body, events, ready, done)));
-            }
-            if done {
-                return None;
-            }
-            match body.next().await {
-                Some(Ok(chunk)) => {
-                    let mut out = Vec::new();
-                    events.feed(&chunk, &mut out);
-                    ready.extend(out);
-                }
-                Some(Err(e)) => {
-                    done = true;
-                    return Some((Err(SseError::Body(Box::new(e))), (body, events, ready, done)));
-                }
-                None => done = true,
-            }
-        }
-    })
-    .boxed()
-}
-
 impl StreamableHttpClient for CappingClient {
     type Error = reqwest::Error;
 
@@ -371,8 +260,12 @@ impl StreamableHttpClient for CappingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        if is_tool_call(&message) {
-            return self.post_call(uri, message, session_id, auth_header, custom_headers).await;
+        if let Some(kind) = Kind::of(&message) {
+            let post = Post { uri, message, session_id, auth_header, custom_headers };
+            return match kind {
+                Kind::Call => self.post_call(post).await,
+                Kind::List(id) => self.post_list(post, id).await,
+            };
         }
         self.inner
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
@@ -419,69 +312,5 @@ impl StreamableHttpClient for CappingClient {
                 max_sse_event_size,
             )
             .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(chunks: &[&[u8]]) -> Vec<Sse> {
-        let mut events = Events::default();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            events.feed(chunk, &mut out);
-        }
-        out
-    }
-
-    #[test]
-    fn sse_events_split_anywhere_parse_as_whole_events() {
-        let stream = b"event: message\r\nid: 7\ndata: {\"a\":\ndata: 1}\n\n: keep-alive\n\ndata:x\rretry: 5\r\r";
-        let whole = parse(&[stream]);
-        for split in 0..stream.len() {
-            let (a, b) = stream.split_at(split);
-            assert_eq!(parse(&[a, b]), whole, "split at {split}");
-        }
-        assert_eq!(whole.len(), 2, "{whole:?}");
-        assert_eq!(whole[0].event.as_deref(), Some("message"));
-        assert_eq!(whole[0].id.as_deref(), Some("7"));
-        assert_eq!(whole[0].data.as_deref(), Some("{\"a\":\n1}"));
-        assert_eq!(whole[1].data.as_deref(), Some("x"));
-        assert_eq!(whole[1].retry, Some(5));
-    }
-
-    #[test]
-    fn a_byte_order_mark_and_empty_chunks_change_nothing() {
-        let stream = b"\xEF\xBB\xBFdata: a\r\n\r\n";
-        let plain = parse(&[&stream[3..]]);
-        assert_eq!(plain.len(), 1);
-        for split in 0..stream.len() {
-            let (a, b) = stream.split_at(split);
-            assert_eq!(parse(&[a, b"", b]), plain, "split at {split}");
-        }
-        // A CR ending one chunk, then an empty chunk, then the LF: one line break, not two.
-        assert_eq!(parse(&[b"data: x\r", b"", b"\ndata: y\n\n"])[0].data.as_deref(), Some("x\ny"));
-    }
-
-    #[test]
-    fn an_event_over_the_limit_is_reduced_while_it_streams() {
-        let text = "y".repeat(LINE_LIMIT + 1000);
-        let reply = format!(
-            r#"{{"jsonrpc":"2.0","id":3,"result":{{"content":[{{"type":"text","text":"{text}"}}],"isError":false}}}}"#
-        );
-        let mut events = Events::default();
-        let mut out = Vec::new();
-        events.feed(b"event: message\ndata: ", &mut out);
-        for piece in reply.as_bytes().chunks(64 * 1024) {
-            events.feed(piece, &mut out);
-            assert!(events.data.held.len() <= LINE_LIMIT, "held data stays bounded");
-        }
-        events.feed(b"\n\n", &mut out);
-        assert_eq!(out.len(), 1);
-        let data = out[0].data.as_deref().unwrap();
-        assert!(data.len() < 200 * 1024, "reduced to the EXEC-12 head and tail: {} bytes", data.len());
-        let message: ServerJsonRpcMessage = serde_json::from_str(data).unwrap();
-        assert!(matches!(message, JsonRpcMessage::Response(_)), "{data:.200}");
     }
 }

@@ -1,6 +1,6 @@
-//! The stdio server's stdout as the protocol layer reads it: whole lines, at most [`LINE_LIMIT`] bytes of one
-//! message held at a time. Read in place (rmcp polls this reader directly; no task or pipe in between, so a reply
-//! costs no extra wake-up).
+//! The stdio server's stdout as the transport reads it: whole lines, at most [`LINE_LIMIT`] bytes of one message
+//! held at a time. Read in place (the transport polls this reader directly; no task or pipe in between, so a reply
+//! costs no extra wake-up), and a line is parsed where it lies, never copied again.
 
 use super::oversize::Oversize;
 use std::io;
@@ -12,9 +12,58 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// EXEC-12 head and tail while it streams in ([`Oversize`]), anything else is answered with an error.
 pub(crate) const LINE_LIMIT: usize = 8 << 20;
 const READ_CHUNK: usize = 64 * 1024;
+/// A line buffer grown past this is freed once its line is consumed, so one big reply (a listing page, a large
+/// result) is not held for the rest of the session.
+const KEEP_CAPACITY: usize = 1 << 20;
 
-/// Line-bounded reads of `R`. Only complete lines are passed on; an unterminated last line is dropped at EOF,
-/// as the protocol layer would drop it.
+/// Bytes of one message: held whole up to [`LINE_LIMIT`], reduced while they stream past it ([`Oversize`]).
+#[derive(Default)]
+pub(crate) struct Message {
+    held: Vec<u8>,
+    big: Option<Oversize>,
+}
+
+impl Message {
+    /// An empty message reusing `buffer`'s memory.
+    fn reusing(mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
+        Message { held: buffer, big: None }
+    }
+
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        match &mut self.big {
+            Some(o) => o.feed(bytes),
+            None if self.held.len() + bytes.len() > LINE_LIMIT => {
+                let mut o = Oversize::new();
+                o.feed(&std::mem::take(&mut self.held));
+                o.feed(bytes);
+                self.big = Some(o);
+            }
+            None => self.held.extend_from_slice(bytes),
+        }
+    }
+
+    /// How many bytes are held whole (none once the message is being reduced).
+    #[cfg(test)]
+    pub(crate) fn held_len(&self) -> usize {
+        self.held.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.big.is_none() && self.held.is_empty()
+    }
+
+    /// The message: its bytes, or for one over the limit the small message [`Oversize`] reduced it to.
+    pub(crate) fn finish(self) -> Vec<u8> {
+        match self.big {
+            Some(o) => o.finish().into_bytes(),
+            None => self.held,
+        }
+    }
+}
+
+/// Line-bounded reads of `R`. Only complete lines are passed on; an unterminated last line is dropped at EOF, as
+/// the protocol layer would drop it.
 pub(crate) struct BoundedLines<R> {
     inner: R,
     buf: Box<[u8]>,
@@ -22,12 +71,9 @@ pub(crate) struct BoundedLines<R> {
     start: usize,
     end: usize,
     /// The current line, while it spans reads.
-    line: Vec<u8>,
-    /// The current line, once it is over the limit.
-    big: Option<Oversize>,
-    /// A complete line waiting to be handed out, and how much of it was.
-    ready: Vec<u8>,
-    given: usize,
+    line: Message,
+    /// A complete line (without its `\n`) waiting to be consumed.
+    ready: Option<Vec<u8>>,
     eof: bool,
 }
 
@@ -38,70 +84,63 @@ impl<R> BoundedLines<R> {
             buf: vec![0u8; READ_CHUNK].into_boxed_slice(),
             start: 0,
             end: 0,
-            line: Vec::new(),
-            big: None,
-            ready: Vec::new(),
-            given: 0,
+            line: Message::default(),
+            ready: None,
             eof: false,
         }
     }
 
-    /// Take what the window holds of the current line; true when the line is complete (then in `ready`).
-    fn take_window(&mut self) -> bool {
+    /// The complete line [`poll_line`](Self::poll_line) announced, without its `\n`.
+    pub(crate) fn line(&self) -> &[u8] {
+        self.ready.as_deref().unwrap_or_default()
+    }
+
+    /// Done with the current line: the next poll reads on. Its buffer is kept for the next line unless it grew big.
+    pub(crate) fn consume(&mut self) {
+        if let Some(done) = self.ready.take()
+            && done.capacity() <= KEEP_CAPACITY
+            && self.line.held.capacity() == 0
+        {
+            self.line = Message::reusing(done);
+        }
+    }
+
+    /// Take what the window holds of the current line; the line goes to `ready` when it is complete.
+    fn take_window(&mut self) {
         let window = &self.buf[self.start..self.end];
         let (chunk, complete) = match memchr::memchr(b'\n', window) {
             Some(i) => (&window[..i], true),
             None => (window, false),
         };
         let used = chunk.len() + usize::from(complete);
-        match &mut self.big {
-            Some(o) => o.feed(chunk),
-            None if self.line.len() + chunk.len() > LINE_LIMIT => {
-                let mut o = Oversize::new();
-                o.feed(&self.line);
-                o.feed(chunk);
-                self.line = Vec::new();
-                self.big = Some(o);
-            }
-            None => self.line.extend_from_slice(chunk),
-        }
+        self.line.feed(chunk);
         self.start += used;
         if complete {
-            self.ready.clear();
-            match self.big.take() {
-                Some(o) => self.ready.extend_from_slice(o.finish().as_bytes()),
-                None => std::mem::swap(&mut self.ready, &mut self.line),
-            }
-            self.line.clear();
-            self.ready.push(b'\n');
-            self.given = 0;
+            self.ready = Some(std::mem::take(&mut self.line).finish());
         }
-        complete
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
+impl<R: AsyncRead + Unpin> BoundedLines<R> {
+    /// Wait for the next complete line: `true` when [`line`](Self::line) holds it, `false` at the end of the
+    /// stream. Cancellation-safe: everything read so far stays here for the next poll.
+    pub(crate) fn poll_line(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
         loop {
-            if this.given < this.ready.len() {
-                let n = out.remaining().min(this.ready.len() - this.given);
-                out.put_slice(&this.ready[this.given..this.given + n]);
-                this.given += n;
-                return Poll::Ready(Ok(()));
+            if self.ready.is_some() {
+                return Poll::Ready(Ok(true));
             }
-            if this.eof {
-                return Poll::Ready(Ok(()));
+            if self.eof {
+                return Poll::Ready(Ok(false));
             }
-            if this.start == this.end {
-                let mut rb = ReadBuf::new(&mut this.buf);
-                ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+            if self.start == self.end {
+                let mut rb = ReadBuf::new(&mut self.buf);
+                ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
                 let n = rb.filled().len();
-                (this.start, this.end) = (0, n);
-                this.eof = n == 0;
+                (self.start, self.end) = (0, n);
+                self.eof = n == 0;
                 continue;
             }
-            this.take_window();
+            self.take_window();
         }
     }
 }
@@ -109,7 +148,6 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
 
     #[tokio::test]
     async fn lines_pass_whole_whatever_the_chunking_and_an_unterminated_tail_is_dropped() {
@@ -119,8 +157,24 @@ mod tests {
             tx.write_all(b"{\"a\":1}\n{\"b\":").await.unwrap();
             tx.write_all(b"2}\n\npartial").await.unwrap();
         });
-        let mut got = String::new();
-        BoundedLines::new(rx).read_to_string(&mut got).await.unwrap();
-        assert_eq!(got, "{\"a\":1}\n{\"b\":2}\n\n");
+        let mut lines = BoundedLines::new(rx);
+        let mut got = Vec::new();
+        while std::future::poll_fn(|cx| lines.poll_line(cx)).await.unwrap() {
+            got.push(String::from_utf8(lines.line().to_vec()).unwrap());
+            lines.consume();
+        }
+        assert_eq!(got, ["{\"a\":1}", "{\"b\":2}", ""]);
+    }
+
+    /// A line announced but not consumed (the reader was cancelled) is announced again, not lost.
+    #[tokio::test]
+    async fn an_unconsumed_line_is_announced_again() {
+        let mut lines = BoundedLines::new(&b"one\ntwo\n"[..]);
+        assert!(std::future::poll_fn(|cx| lines.poll_line(cx)).await.unwrap());
+        assert!(std::future::poll_fn(|cx| lines.poll_line(cx)).await.unwrap());
+        assert_eq!(lines.line(), b"one");
+        lines.consume();
+        assert!(std::future::poll_fn(|cx| lines.poll_line(cx)).await.unwrap());
+        assert_eq!(lines.line(), b"two");
     }
 }

@@ -35,9 +35,13 @@ mod connection;
 mod content;
 mod http;
 mod lines;
+mod listing;
+mod malformed;
 mod oversize;
+mod sse;
 mod stdio;
 mod tool;
+mod transport;
 
 use crate::config::{McpServerEntry, check_http_url};
 use crate::error::{Error, Result};
@@ -247,23 +251,21 @@ impl ToolSource for McpImport {
         }
     }
 
-    /// MCPI-6, MCPI-11: strict. An unreachable server or a failed listing fails the load, naming the server.
+    /// MCPI-6, MCPI-11: strict. An unreachable server or a failed listing fails the load, naming the server; a
+    /// tool that cannot be used (an empty description, a non-object input schema, ...) is skipped with a warning.
     async fn load(&self, ctx: &LoadContext) -> Result<Loaded> {
         let (conn, listed) = connection::Connection::open(self, ctx.env()).await?;
         let conn = Arc::new(conn);
-        let mut warnings = Vec::new();
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for t in listed {
-            if !self.keeps(&t.name) {
-                continue;
-            }
-            match tool::ImportedTool::new(self, &conn, t) {
-                Ok(imported) => tools.push(Arc::new(imported)),
-                Err((tool, reason)) => {
-                    warnings.push(Warning::ImportSkipped { source: self.name.clone(), tool, reason });
-                }
-            }
-        }
+        let mut warnings: Vec<Warning> = conn
+            .skipped()
+            .into_iter()
+            .map(|(tool, reason)| Warning::ImportSkipped { source: self.name.clone(), tool, reason })
+            .collect();
+        let tools: Vec<Arc<dyn Tool>> = listed
+            .into_iter()
+            .filter(|t| self.keeps(&t.name))
+            .map(|t| Arc::new(tool::ImportedTool::new(self, &conn, t)) as Arc<dyn Tool>)
+            .collect();
         if tools.is_empty() {
             warnings.push(Warning::ImportEmpty { section: "mcp_servers", name: self.name.clone() });
         }

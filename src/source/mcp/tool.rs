@@ -1,4 +1,5 @@
-//! One imported tool: the server's description and schema as given, called through its connection.
+//! One imported tool: the server's description and schema as the listing checked and cleaned them
+//! ([`super::listing`]), called through its connection.
 
 use super::McpImport;
 use super::connection::Connection;
@@ -18,28 +19,17 @@ pub(crate) struct ImportedTool {
 }
 
 impl ImportedTool {
-    /// MCPI-6: a tool with an empty description or a non-object input schema is refused, with the reason.
-    pub(crate) fn new(
-        import: &McpImport,
-        conn: &Arc<Connection>,
-        tool: rmcp::model::Tool,
-    ) -> Result<Self, (String, String)> {
+    /// A tool the listing kept (MCPI-6: a description, an object input schema, both cleaned for the model).
+    pub(crate) fn new(import: &McpImport, conn: &Arc<Connection>, tool: rmcp::model::Tool) -> Self {
         let name = tool.name.into_owned();
-        let description = tool.description.as_deref().map(str::trim).unwrap_or_default();
-        if description.is_empty() {
-            return Err((crate::gate::sanitize(&name, 200), "it has an empty description".to_owned()));
-        }
-        // rmcp types the schema as an object already; `type`, when present, must say so too.
+        // rmcp's HTTP transport may keep a copy of the schema (for its parameter headers); otherwise this is a move.
         let schema = Arc::unwrap_or_clone(tool.input_schema);
-        if schema.get("type").is_some_and(|t| t != "object") {
-            return Err((crate::gate::sanitize(&name, 200), "its inputSchema is not an object schema".to_owned()));
-        }
         let description = tool.description.map(|d| d.into_owned()).unwrap_or_default();
         let spec = ToolSpec::new(name.clone(), ToolKind::Imported, Value::Object(schema))
             .with_description(description)
             .with_origin(super::ToolSource::origin(import))
             .with_confirm(import.confirm);
-        Ok(ImportedTool { spec, remote_name: name, conn: Arc::clone(conn), timeout: import.timeout })
+        ImportedTool { spec, remote_name: name, conn: Arc::clone(conn), timeout: import.timeout }
     }
 }
 
