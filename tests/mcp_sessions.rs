@@ -198,10 +198,25 @@ async fn mcp_24_an_evicted_sessions_sdk_client_reinitializes_on_404() {
     client.cancel().await.unwrap();
 }
 
+/// The status of a GET opening session `id`'s standalone stream; the stream itself is dropped unread (it stays
+/// open until its session closes).
+async fn standalone_stream_status(http: &reqwest::Client, addr: std::net::SocketAddr, id: &str) -> u16 {
+    let resp = http
+        .get(format!("http://{addr}/"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    resp.status().as_u16()
+}
+
 /// The races eviction must win: calls start on the least recently used sessions while new sessions are opened at
 /// the cap. Each call either runs to its result (its session was marked busy before eviction could pick it) or gets
 /// 404 (its session was gone before it arrived); never a 500, and never a 200 whose stream ends without the result
-/// because the session was closed under it. Each `initialize` gets a session or, when every session is busy, 503.
+/// because the session was closed under it. A GET opening a session's standalone stream gets the stream or 404, never
+/// a 500. Each `initialize` gets a session or, when every session is busy, 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mcp_24_calls_racing_eviction_either_run_or_get_404() {
     let (server, addr, _dir) = mounted(&["max_sessions: 6", "max_concurrent_tools: 8"], "/").await;
@@ -219,8 +234,16 @@ async fn mcp_24_calls_racing_eviction_either_run_or_get_404() {
                 (status, body.contains(&format!("echo: {word}")), body)
             }
         });
+        let streams = sessions.iter().map(|id| standalone_stream_status(&http, addr, id));
         let opens = (0..6).map(|_| open_session(&http, addr));
-        let (calls, opens) = tokio::join!(futures::future::join_all(calls), futures::future::join_all(opens));
+        let (calls, streams, opens) = tokio::join!(
+            futures::future::join_all(calls),
+            futures::future::join_all(streams),
+            futures::future::join_all(opens)
+        );
+        for status in streams {
+            assert!(status == 200 || status == 404, "a standalone stream racing eviction got {status}");
+        }
         for (status, has_result, body) in calls {
             match status {
                 200 if has_result => ran += 1,

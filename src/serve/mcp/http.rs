@@ -149,7 +149,15 @@ impl Gate {
             return response;
         }
         if method != Method::POST {
-            return next.run(req).await;
+            // A GET opens the session's standalone stream. It is marked busy while rmcp routes it, so eviction
+            // cannot close the session between rmcp's lookup and the stream's creation (a 500 instead of a 404), but
+            // not while the stream stays open: an open stream is no call in progress, and holding one must not keep
+            // a session from being evicted (the stream then ends).
+            let header = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+            let routing = header.and_then(|id| self.sessions.enter(id));
+            let response = next.run(req).await;
+            drop(routing);
+            return response;
         }
         let session = req.headers().get(SESSION_HEADER).map(|v| v.to_str().unwrap_or_default().to_owned());
         // Marked before anything else is awaited, under the lock eviction takes: from here on the session is either

@@ -317,3 +317,55 @@ impl SessionManager for BoundedSessions {
         Ok(self.inner.resume(id, last_event_id).await?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn open(sessions: &BoundedSessions) -> Result<SessionId, SessionsError> {
+        sessions.create_session().await.map(|(id, _transport)| id)
+    }
+
+    #[tokio::test]
+    async fn mcp_24_eviction_takes_the_least_recently_used_unmarked_session_and_refuses_when_all_are_marked() {
+        let sessions = BoundedSessions::new(2, Duration::from_secs(300));
+        let a = open(&sessions).await.unwrap();
+        let b = open(&sessions).await.unwrap();
+        // `a` is the least recently used, but marked: `b` goes.
+        let busy_a = sessions.enter(&a).expect("a is open");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(sessions.is_open(&b), "b is used after a");
+        assert!(!sessions.is_full(), "b can make room");
+        let c = open(&sessions).await.unwrap();
+        assert_eq!(sessions.len(), 2);
+        assert!(sessions.enter(&b).is_none(), "b was evicted");
+        assert!(sessions.is_open(&a));
+        // Every session marked: refused, nothing evicted.
+        let busy_c = sessions.enter(&c).expect("c is open");
+        assert!(sessions.is_full());
+        assert!(matches!(open(&sessions).await, Err(SessionsError::Full(2))));
+        assert_eq!(sessions.len(), 2);
+        // A mark held twice stays until both end.
+        let again_c = sessions.enter(&c).unwrap();
+        drop(busy_c);
+        assert!(sessions.is_full());
+        drop(busy_a);
+        let d = open(&sessions).await.unwrap();
+        assert!(sessions.enter(&a).is_none(), "a, unmarked, made room");
+        assert!(sessions.is_open(&c) && sessions.is_open(&d));
+        drop(again_c);
+    }
+
+    #[tokio::test]
+    async fn mcp_24_an_expired_session_is_not_revived_by_a_late_request() {
+        let sessions = BoundedSessions::new(2, Duration::from_millis(1));
+        let a = open(&sessions).await.unwrap();
+        let b = open(&sessions).await.unwrap();
+        let busy_b = sessions.enter(&b).unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(sessions.enter(&a).is_none(), "a is past the expiry");
+        assert!(!sessions.has_session(&a).await.unwrap(), "and gets 404");
+        assert!(sessions.has_session(&b).await.unwrap(), "b, marked, does not expire");
+        drop(busy_b);
+    }
+}
