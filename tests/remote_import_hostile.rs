@@ -8,16 +8,14 @@
 
 mod common;
 
-use common::a2a_peer::{
-    A2aPeer, ESCAPES_CLEANED, Reply, card, client, descriptor, escaping_descriptor, tool_reply,
-};
+use common::a2a_peer::{A2aPeer, ESCAPES_CLEANED, Reply, card, client, descriptor, escaping_descriptor, tool_reply};
 use common::nats::NatsServer;
 use fisk_ai::agent::Agent;
 use fisk_ai::llm::ScriptedProvider;
-use fisk_ai::{Config, ErrorKind};
 use fisk_ai::nats::NatsConnection;
 use fisk_ai::source::remote::RemoteAgent;
 use fisk_ai::tool::{CallContext, CancellationToken, ToolInput};
+use fisk_ai::{Config, ErrorKind};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -286,7 +284,8 @@ fn strings(value: &Value) -> Vec<String> {
 async fn import_13_a_cards_escape_sequences_never_reach_the_model() {
     let (_server, caller, peers) = setup().await;
     let _peer = A2aPeer::serving(peers, "bad", vec![escaping_descriptor("ls")], |_| Reply::Silent).await;
-    let yaml = "identity: ops\nsystem_prompt: s\nnats_context: hostile-ctx\nllm:\n  model: m\nremote_tools:\n  - name: bad\n";
+    let yaml =
+        "identity: ops\nsystem_prompt: s\nnats_context: hostile-ctx\nllm:\n  model: m\nremote_tools:\n  - name: bad\n";
     let agent = Agent::builder()
         .config(Config::from_yaml_str(yaml).unwrap())
         .provider(ScriptedProvider::new([]))

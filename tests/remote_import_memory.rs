@@ -48,7 +48,8 @@ async fn import_12_huge_cards_past_32_mib_fail_naming_host_read_and_bound_in_bou
         serving.push(A2aPeer::start(peers.clone(), &identity, card, |_| Reply::Silent).await);
     }
     let hosts: String = (0..HOSTS).map(|i| format!("  - name: huge{i:02}\n")).collect();
-    let yaml = format!("identity: ops\nsystem_prompt: s\nnats_context: memctx\nllm:\n  model: m\nremote_tools:\n{hosts}");
+    let yaml =
+        format!("identity: ops\nsystem_prompt: s\nnats_context: memctx\nllm:\n  model: m\nremote_tools:\n{hosts}");
     let config = Config::from_yaml_str(&yaml).unwrap();
 
     reset_peak();

@@ -162,7 +162,10 @@ mod tests {
     #[test]
     fn import_12_the_default_bound_is_32_mib() {
         let err = ListingBudget::new().charge("h", 1, MAX_REMOTE_SPEC_BYTES + 1).unwrap_err();
-        assert!(err.ends_with("past the 32.0 MiB bound on what the remote_tools listing may hold (IMPORT-12)"), "{err}");
+        assert!(
+            err.ends_with("past the 32.0 MiB bound on what the remote_tools listing may hold (IMPORT-12)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -230,8 +230,7 @@ impl RemoteAgent {
             body: wire::encode(&request),
             kind,
         };
-        let Received { value, read } =
-            exchange(client, out, self.timeout, &never).await.map_err(|f| self.error(&f))?;
+        let Received { value, read } = exchange(client, out, self.timeout, &never).await.map_err(|f| self.error(&f))?;
         let round_trip = started.elapsed();
         let mut card: Card = wire::typed(value).map_err(|e| {
             self.error(&Failure::BadReply(format!("remote agent \"{}\" sent an invalid reply: {e}", self.host)))
