@@ -63,10 +63,9 @@ async fn a2a_14_a_request_that_cannot_be_queued_is_answered_busy_at_once_never_d
     let client = async_nats::connect(nats.url()).await.unwrap();
     let slow = dir.path().join("slow.log");
     let request = a2a::tool_request("farm", "slow", Some(json!({"log": slow.display().to_string()})));
-    let body = serde_json::to_vec(&request).unwrap();
     // 40 callers at once; `send` panics on a timeout, so every one of them must get an answer.
-    let calls = (0..40).map(|_| a2a::send(&client, "choria.fisk-ai.tool.farm", body.clone(), Duration::from_secs(60)));
-    let replies: Vec<Reply> = futures::future::join_all(calls).await;
+    let replies: Vec<Reply> =
+        a2a::flood(&client, "choria.fisk-ai.tool.farm", &request, 40, Duration::from_secs(60)).await;
     let ran = replies.iter().filter(|r| r.error.is_none() && r.body["output"] == "slept\n").count();
     let busy: Vec<&(String, String)> = replies.iter().filter_map(|r| r.error.as_ref()).collect();
     assert_eq!(ran + busy.len(), 40, "every caller got a result or the busy error");
@@ -81,10 +80,10 @@ async fn a2a_14_a_request_that_cannot_be_queued_is_answered_busy_at_once_never_d
     running.shutdown().await;
 }
 
-/// Send `name` to farm's tool subject with `reply` as the reply subject (what a hostile peer forges).
+/// Send `echo` to farm's tool subject with `reply` as the reply subject (what a hostile peer forges).
 async fn forged(client: &async_nats::Client, reply: &str, words: &str) {
-    let body = serde_json::to_vec(&a2a::tool_request("farm", "echo", Some(json!({"words": [words]})))).unwrap();
-    client.publish_with_reply("choria.fisk-ai.tool.farm", reply.to_owned(), body.into()).await.unwrap();
+    let message = a2a::tool_request("farm", "echo", Some(json!({"words": [words]})));
+    a2a::forged(client, "choria.fisk-ai.tool.farm", reply, &message).await;
 }
 
 #[tokio::test]

@@ -2,17 +2,20 @@
 //! not JSON, one against the schema, one of the wrong protocol, the services framework's error reply, a peer too
 //! slow for the timeout, no peer at all, a peer dying mid-call, and a cancelled call. At discovery each fails the
 //! host with an error naming the host and the NATS context; on a call each becomes an error result naming the
-//! tool and the host. Nothing panics.
+//! tool and the host. Nothing panics. A card's text carrying terminal sequences, controls and invisible characters
+//! reaches the model cleaned (IMPORT-13).
 #![cfg(feature = "nats")]
 
 mod common;
 
-use common::a2a_peer::{A2aPeer, Reply, card, client, descriptor, tool_reply};
+use common::a2a_peer::{A2aPeer, ESCAPES_CLEANED, Reply, card, client, descriptor, escaping_descriptor, tool_reply};
 use common::nats::NatsServer;
-use fisk_ai::ErrorKind;
+use fisk_ai::agent::Agent;
+use fisk_ai::llm::ScriptedProvider;
 use fisk_ai::nats::NatsConnection;
 use fisk_ai::source::remote::RemoteAgent;
 use fisk_ai::tool::{CallContext, CancellationToken, ToolInput};
+use fisk_ai::{Config, ErrorKind};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -263,24 +266,46 @@ async fn exec_12_a_peers_long_output_is_capped_like_a_local_one() {
     drop(peer);
 }
 
-/// IMPORT-13: a peer whose card carries escape sequences, controls and bidi characters in a tool's description and
-/// its schema's descriptions is imported with all of them cleaned; the model-facing spec has none, and values
-/// (an `enum`) are left as the peer sent them.
+/// Every string of `value`, keys included, at any depth.
+fn strings(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items.iter().flat_map(strings).collect(),
+        Value::Object(members) => members.iter().flat_map(|(k, v)| [k.clone()].into_iter().chain(strings(v))).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// IMPORT-13: the description and the schema's prose of a tool imported through an agent's `remote_tools` (what
+/// the model is sent) hold no control character but newline and tab, no escape sequence and no raw bidi or
+/// zero-width character: those are shown as `\u{...}` escapes.
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
-async fn import_13_a_hostile_cards_descriptions_are_cleaned_at_import() {
+async fn import_13_a_cards_escape_sequences_never_reach_the_model() {
     let (_server, caller, peers) = setup().await;
-    let tools = vec![common::a2a_peer::hostile_descriptor("list")];
-    let _peer = A2aPeer::serving(peers, "evil", tools, |_| Reply::Silent).await;
-    let found = RemoteAgent::new(caller, "ops", "evil").unwrap().discover().await.unwrap();
-    let spec = found.loaded.tools[0].spec();
-    let description = spec.description();
-    assert!(!common::a2a_peer::has_forbidden_chars(description), "{description:?}");
-    assert!(description.starts_with("List files") && description.contains("here"), "{description:?}");
-    assert!(!description.contains("evil") && description.contains("\\u{202e}txt.exe\\u{200b}"), "{description:?}");
+    let _peer = A2aPeer::serving(peers, "bad", vec![escaping_descriptor("ls")], |_| Reply::Silent).await;
+    let yaml =
+        "identity: ops\nsystem_prompt: s\nnats_context: hostile-ctx\nllm:\n  model: m\nremote_tools:\n  - name: bad\n";
+    let agent = Agent::builder()
+        .config(Config::from_yaml_str(yaml).unwrap())
+        .provider(ScriptedProvider::new([]))
+        .nats(caller)
+        .build()
+        .await
+        .unwrap();
+    let tool = agent.toolset().iter().find(|t| t.spec().name() == "ls").expect("the tool is imported");
+    let spec = tool.spec();
     let schema = spec.input_schema();
-    let text = &schema["properties"]["text"];
-    assert_eq!(text["description"], "the text\\u{feff}");
-    assert!(!common::a2a_peer::has_forbidden_chars(schema["title"].as_str().unwrap()), "{schema}");
-    assert_eq!(text["enum"][0], "a\u{7}", "values are data, left as sent");
+    assert_eq!(spec.description(), format!("List{ESCAPES_CLEANED} files"));
+    assert_eq!(schema["title"], format!("Title{ESCAPES_CLEANED}"));
+    assert_eq!(schema["x-note"], format!("Note{ESCAPES_CLEANED}"));
+    let path = &schema["properties"]["path"];
+    assert_eq!(path["description"], format!("Path{ESCAPES_CLEANED}"));
+    assert_eq!(path["default"], format!("/tmp{ESCAPES_CLEANED}"));
+    assert_eq!(path["examples"][0], format!("/var{ESCAPES_CLEANED}"));
+    assert_eq!(path["type"], "string", "the schema's meaning is kept");
+    let dirty = |c: char| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}' || c == '\u{200b}';
+    for text in strings(schema).into_iter().chain([spec.description().to_owned()]) {
+        assert!(!text.chars().any(dirty), "{text:?}");
+    }
 }

@@ -67,11 +67,13 @@ pub(crate) async fn hosts(
         }
     };
     let mut reports = Vec::new();
+    // IMPORT-12: every host's tool specs count against one bound, as in a run.
+    let budget = fisk_ai::source::remote::ListingBudget::new();
     for (i, host) in config.remote_tools.iter().enumerate() {
         let (started, before) = (Instant::now(), warnings.len());
         let reach = match RemoteAgent::from_host(i, host, nats.clone(), identity, configured_timeout(config)) {
             Err(e) => Reach::Unavailable { elapsed: started.elapsed(), error: e.to_string() },
-            Ok(agent) => match agent.discover().await {
+            Ok(agent) => match agent.with_budget(&budget).discover().await {
                 Ok(found) => {
                     let imported = found.loaded.tools.len();
                     tools.extend(found.loaded.tools);

@@ -135,11 +135,12 @@ mod remote {
     use crate::error::{Error, Result};
     use crate::nats::{NatsConnection, NatsContext, SharedNats};
     use crate::source::ToolSource;
-    use crate::source::remote::{RemoteAgent, configured_timeout};
+    use crate::source::remote::{ListingBudget, RemoteAgent, configured_timeout};
     use std::sync::Arc;
 
     /// One [`RemoteAgent`] per host, in config order, over the injected connection or one made from
-    /// `nats_context` with the agent's identity. None when no host is configured (nothing connects).
+    /// `nats_context` with the agent's identity, all counting their tool specs against one [`ListingBudget`]
+    /// (IMPORT-12). None when no host is configured (nothing connects).
     pub(super) async fn sources(config: &Config, nats: Option<SharedNats>) -> Result<Vec<Arc<dyn ToolSource>>> {
         if config.remote_tools.is_empty() {
             return Ok(Vec::new());
@@ -150,10 +151,11 @@ mod remote {
             None => connect(config, &identity).await?,
         };
         let timeout = configured_timeout(config);
+        let budget = ListingBudget::new();
         (config.remote_tools.iter().enumerate())
             .map(|(i, host)| {
                 RemoteAgent::from_host(i, host, nats.clone(), &identity, timeout)
-                    .map(|a| Arc::new(a) as Arc<dyn ToolSource>)
+                    .map(|a| Arc::new(a.with_budget(&budget)) as Arc<dyn ToolSource>)
                     .map_err(|e| config.locate(e))
             })
             .collect()

@@ -69,3 +69,24 @@ pub async fn call(client: &async_nats::Client, identity: &str, name: &str, input
     assert_eq!(reply.error, None, "transport error calling {name}");
     reply.body
 }
+
+/// A hostile peer's request (A2A-15): `message` sent to `subject` with `reply` as its reply subject, which may be
+/// another agent's tool subject rather than an inbox. Nothing waits for an answer.
+pub async fn forged(client: &async_nats::Client, subject: &str, reply: &str, message: &Value) {
+    let body = serde_json::to_vec(message).unwrap();
+    client.publish_with_reply(subject.to_owned(), reply.to_owned(), body.into()).await.unwrap();
+    client.flush().await.unwrap();
+}
+
+/// A flood (A2A-14): `callers` requests of `message` to `subject` at once, each waiting up to `timeout` for its
+/// reply; [`send`] panics on a timeout, so every caller must be answered.
+pub async fn flood(
+    client: &async_nats::Client,
+    subject: &str,
+    message: &Value,
+    callers: usize,
+    timeout: Duration,
+) -> Vec<Reply> {
+    let body = serde_json::to_vec(message).unwrap();
+    futures::future::join_all((0..callers).map(|_| send(client, subject, body.clone(), timeout))).await
+}

@@ -167,21 +167,41 @@ pub async fn client(url: &str) -> async_nats::Client {
     async_nats::connect(url).await.unwrap()
 }
 
-/// A hostile card descriptor (IMPORT-13): its description and its schema's descriptions and titles carry terminal
-/// escape sequences (colour, screen clear, an OSC 8 hyperlink), a bell, C1 controls and bidi/invisible format
-/// characters. An enum value carries a bell too: values are data and must come through unchanged.
-pub fn hostile_descriptor(name: &str) -> Value {
-    json!({"name": name, "description": "List\u{1b}[31m files\u{1b}[2J\u{7}\u{1b}]8;;http://evil\u{7}here\u{1b}]8;;\u{7} \u{202e}txt.exe\u{200b}\u{85}", "input_schema": {
-        "type": "object", "title": "T\u{9b}31m\u{2066}",
-        "properties": {"text": {"type": "string", "description": "the\u{1b}[1m text\u{7f}\u{feff}", "enum": ["a\u{7}"]}}
+/// What a hostile peer hides in its card's text (IMPORT-13): a terminal hyperlink (OSC 8, BEL-terminated), a
+/// screen clear (CSI), a C1 CSI, a carriage return, a NEL, a bidi override and a zero-width space.
+pub const ESCAPES: &str = "\u{1b}]8;;http://evil\u{7}click\u{1b}]8;;\u{7}\u{1b}[2J\u{9b}31m\r\u{85}\u{202e}\u{200b}";
+
+/// What [`ESCAPES`] becomes once cleaned: the controls and sequences gone, the invisible characters escaped.
+pub const ESCAPES_CLEANED: &str = "click\\u{202e}\\u{200b}";
+
+/// A descriptor whose description and schema prose (title, a property's description, default and examples, an
+/// unknown keyword) all carry [`ESCAPES`].
+pub fn escaping_descriptor(name: &str) -> Value {
+    json!({"name": name, "description": format!("List{ESCAPES} files"), "input_schema": {
+        "type": "object",
+        "title": format!("Title{ESCAPES}"),
+        "x-note": format!("Note{ESCAPES}"),
+        "properties": {"path": {
+            "type": "string",
+            "description": format!("Path{ESCAPES}"),
+            "default": format!("/tmp{ESCAPES}"),
+            "examples": [format!("/var{ESCAPES}")],
+        }},
     }})
 }
 
-/// Whether `text` holds a character IMPORT-13 forbids in model-facing text: a control other than `\n` and `\t`,
-/// or a bidi/invisible format character left unescaped.
-pub fn has_forbidden_chars(text: &str) -> bool {
-    text.chars().any(|c| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
-    })
+/// The most a card built by [`huge_card`] takes on the wire: just under the 768 KiB a2a message limit.
+pub const HUGE_CARD_BYTES: usize = 786_000;
+
+/// A card of about [`HUGE_CARD_BYTES`] for `request`: one tool `big` whose schema is as dense as JSON gets (an
+/// `examples` array of zeros, two bytes a node on the wire, a whole `Value` each once parsed). Legal on the wire;
+/// parsed, it takes over ten times its size (IMPORT-12).
+pub fn huge_card(request: &Value, identity: &str) -> Vec<u8> {
+    let schema = json!({"type": "object", "examples": "ZEROS"});
+    let text = card(request, identity, vec![json!({"name": "big", "description": "Big", "input_schema": schema})]);
+    let text = text.to_string();
+    let zeros = (HUGE_CARD_BYTES.saturating_sub(text.len()) / 2).max(1);
+    let mut array = "0,".repeat(zeros);
+    array.pop();
+    text.replacen("\"ZEROS\"", &format!("[{array}]"), 1).into_bytes()
 }

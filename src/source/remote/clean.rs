@@ -1,30 +1,69 @@
-//! Cleaning what a remote agent advertises (IMPORT-13): its tools' descriptions reach the model and the operator's
-//! terminal, so terminal control sequences and bidi/invisible format characters are taken out once, at import.
+//! IMPORT-13: what a remote agent's card says to the model, made safe once, at import time: a tool's description
+//! and the prose of its input schema lose terminal escape sequences and C0/C1 controls (newline and tab kept), and
+//! show invisible format characters (bidi overrides, zero-width characters) as `\u{...}` escapes, exactly as
+//! [`clean_text`](crate::gate::clean_text) does. A peer chooses this text and the model reads it on every turn; an
+//! operator may read it in `info` or a trace, where a control sequence would act on the terminal.
+//!
+//! Kept private to the remote import: the MCP import has its own walker, with the same rules.
 
 use serde_json::Value;
 
-/// `text` with C0/C1 controls (but `\n` and `\t`) and terminal escape sequences stripped, and bidi/invisible format
-/// characters escaped as `\u{...}` ([`crate::gate::clean_text`]).
-pub(super) fn clean(text: &str) -> String {
-    crate::gate::clean_text(text).into_owned()
+/// Clean `text` in place; it is left alone (not copied) when there is nothing to clean.
+pub(super) fn clean_string(text: &mut String) {
+    if let std::borrow::Cow::Owned(cleaned) = crate::gate::clean_text(text) {
+        *text = cleaned;
+    }
 }
 
-/// Clean, in place, every `description` and `title` string anywhere in `schema` (property schemas, `items`,
-/// `anyOf` branches, `$defs`...). Property names and values (`enum`, `default`) are data the model must send back
-/// verbatim, so they are left alone.
+/// Where a value sits in a JSON Schema, as far as cleaning cares.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// A schema: its members are keywords.
+    Schema,
+    /// A map from names to schemas (`properties`, `$defs`, ...): its members are names, whatever they spell.
+    Names,
+    /// An annotation's instance value (`default`, `examples`): every string in it is prose for the model.
+    Data,
+}
+
+/// Clean every string of `schema` that only informs the model (`description`, `title`, `$comment`, `default`,
+/// `examples`, unknown keywords), at any depth, in place.
+///
+/// Left verbatim, because the peer compares them exactly or they resolve references: property names (object
+/// keys), `enum`, `const`, `pattern`, `required`, `dependentRequired`, `type`, `format` and the `$`-identifiers.
+/// Changing one would make the model send, or the local validator accept, what the peer refuses. Walked with an
+/// explicit stack, so no nesting can overflow the call stack.
 pub(super) fn clean_schema(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            for (key, value) in map.iter_mut() {
-                match value {
-                    Value::String(s) if key == "description" || key == "title" => *s = clean(s),
-                    Value::Object(_) | Value::Array(_) => clean_schema(value),
-                    _ => {}
+    let mut stack = vec![(schema, Place::Schema)];
+    while let Some((value, place)) = stack.pop() {
+        match value {
+            Value::String(text) => clean_string(text),
+            Value::Array(items) => stack.extend(items.iter_mut().map(|item| (item, place))),
+            Value::Object(members) => {
+                for (key, member) in members.iter_mut() {
+                    let inner = match place {
+                        Place::Schema => keyword(key),
+                        Place::Names => Some(Place::Schema),
+                        Place::Data => Some(Place::Data),
+                    };
+                    if let Some(inner) = inner {
+                        stack.push((member, inner));
+                    }
                 }
             }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
-        Value::Array(items) => items.iter_mut().for_each(clean_schema),
-        _ => {}
+    }
+}
+
+/// What a schema keyword's value is; `None` for those left verbatim.
+fn keyword(key: &str) -> Option<Place> {
+    match key {
+        "enum" | "const" | "pattern" | "required" | "dependentRequired" | "type" | "format" | "$ref"
+        | "$dynamicRef" | "$id" | "$anchor" | "$dynamicAnchor" | "$schema" | "$vocabulary" => None,
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => Some(Place::Names),
+        "default" | "examples" => Some(Place::Data),
+        _ => Some(Place::Schema),
     }
 }
 
@@ -33,17 +72,74 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const DIRTY: &str = "ok\u{1b}]8;;http://evil\u{7}link\u{1b}]8;;\u{7}\u{1b}[2J\u{9b}31m\r\u{202e}end\u{85}";
+    const CLEAN: &str = "oklink\\u{202e}end";
+
     #[test]
-    fn import_13_nested_descriptions_are_cleaned_and_data_is_not() {
-        let mut schema = json!({"type": "object", "description": "a\u{1b}[31mb", "properties": {
-            "x": {"type": "string", "title": "t\u{202e}", "description": "d\u{7}", "enum": ["e\u{7}"]},
-            "y": {"anyOf": [{"description": "\u{9b}2Jz"}]}
-        }});
+    fn import_13_schema_prose_is_cleaned_at_any_depth() {
+        let mut schema = json!({
+            "type": "object",
+            "description": DIRTY,
+            "title": DIRTY,
+            "properties": {
+                "description": {"type": "string", "description": DIRTY, "default": DIRTY},
+                "list": {"type": "array", "items": {"anyOf": [{"title": DIRTY}]}, "examples": [[DIRTY], {"k": DIRTY}]},
+            },
+            "$defs": {"x": {"$comment": DIRTY}},
+            "x-vendor": DIRTY,
+        });
         clean_schema(&mut schema);
-        assert_eq!(schema["description"], "ab");
-        assert_eq!(schema["properties"]["x"]["title"], "t\\u{202e}");
-        assert_eq!(schema["properties"]["x"]["description"], "d");
-        assert_eq!(schema["properties"]["x"]["enum"][0], "e\u{7}", "values are data, left alone");
-        assert!(!schema["properties"]["y"]["anyOf"][0]["description"].as_str().unwrap().contains('\u{9b}'));
+        let text = schema.to_string();
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{9b}') && !text.contains('\u{202e}'), "{text}");
+        assert_eq!(schema["description"], CLEAN);
+        assert_eq!(schema["properties"]["description"]["description"], CLEAN);
+        assert_eq!(schema["properties"]["description"]["default"], CLEAN);
+        assert_eq!(schema["properties"]["list"]["items"]["anyOf"][0]["title"], CLEAN);
+        assert_eq!(schema["properties"]["list"]["examples"][1]["k"], CLEAN);
+        assert_eq!(schema["$defs"]["x"]["$comment"], CLEAN);
+        assert_eq!(schema["x-vendor"], CLEAN);
+    }
+
+    #[test]
+    fn import_13_compared_values_and_names_stay_verbatim() {
+        let odd = "a\u{200b}b";
+        let mut schema = json!({
+            "type": "object",
+            "properties": {odd: {"enum": [odd], "const": odd, "pattern": odd, "format": odd}},
+            "required": [odd],
+            "$defs": {"d": {"$ref": odd}},
+        });
+        let before = schema.clone();
+        clean_schema(&mut schema);
+        assert_eq!(schema, before);
+    }
+
+    #[test]
+    fn import_13_clean_text_is_not_copied() {
+        let mut text = String::from("List files\n\tin a directory");
+        let before = text.as_ptr();
+        clean_string(&mut text);
+        assert_eq!(text.as_ptr(), before);
+    }
+
+    #[test]
+    fn import_13_deep_schemas_do_not_overflow() {
+        let mut deep = json!({"description": DIRTY});
+        for _ in 0..50_000 {
+            // Built by hand: `json!` would serialize the inner value, recursively.
+            let mut members = serde_json::Map::new();
+            members.insert("items".to_owned(), deep);
+            deep = Value::Object(members);
+        }
+        clean_schema(&mut deep);
+        let mut at = &deep;
+        while let Some(inner) = at.get("items") {
+            at = inner;
+        }
+        assert_eq!(at["description"], CLEAN);
+        // Dropping a Value this deep recurses; take it apart by hand.
+        while let Value::Object(mut members) = deep {
+            deep = members.remove("items").unwrap_or(Value::Null);
+        }
     }
 }

@@ -56,13 +56,20 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) kind: MessageKind,
 }
 
+/// A reply that passed every check: its body, decoded, and how many bytes it took on the wire.
+pub(crate) struct Received {
+    pub(crate) value: Value,
+    pub(crate) read: usize,
+}
+
 /// Send the request and return the reply, decoded and validated as its kind, and answering this very request.
+/// The raw reply is dropped before this returns: only the decoded value is kept.
 pub(crate) async fn exchange(
     client: &async_nats::Client,
     out: Outgoing<'_>,
     timeout: Duration,
     cancel: &CancellationToken,
-) -> Result<Value, Failure> {
+) -> Result<Received, Failure> {
     let Outgoing { host, subject, id, body, kind } = out;
     let request = Request::new().payload(body.into()).timeout(Some(timeout));
     let sent = client.send_request(subject.to_owned(), request);
@@ -88,7 +95,9 @@ pub(crate) async fn exchange(
     if let Some(refused) = service_error(host, message.headers.as_ref()) {
         return Err(refused);
     }
+    let read = message.length;
     let value = decode(host, kind, &message.payload)?;
+    drop(message);
     // A sanity check, not authentication (NATS permissions are the boundary): a reply must answer this request
     // and come from the host asked.
     if value.get("request").and_then(Value::as_str) != Some(id) {
@@ -97,7 +106,7 @@ pub(crate) async fn exchange(
     if value.pointer("/sender/name").and_then(Value::as_str) != Some(host) {
         return Err(Failure::BadReply(format!("remote agent \"{host}\" sent a reply from another agent")));
     }
-    Ok(value)
+    Ok(Received { value, read })
 }
 
 /// A2A-10: the framework's error reply, reported with its code and description.

@@ -4,7 +4,10 @@
 //! At load time the source sends one discovery request to the host's discovery subject, bounded by its timeout,
 //! and reads the agent card. A reply that is too large, not JSON, of the wrong protocol or against the schema, or
 //! the services framework's error reply, fails the whole host (and so the run: IMPORT-7); a tool with an empty
-//! description is skipped with a warning. The host's `include` then `exclude` pick tools by name (IMPORT-2), and
+//! description is skipped with a warning. Each tool is kept as its spec (name, description, schema), the raw reply
+//! dropped, and what the specs of every host of a listing hold is bounded together by [`MAX_REMOTE_SPEC_BYTES`]
+//! ([`ListingBudget`], IMPORT-12): past it the host fails, naming what was read and the bound. A tool's description
+//! and its schema's prose are cleaned of control and invisible characters once, here (IMPORT-13). The host's `include` then `exclude` pick tools by name (IMPORT-2), and
 //! the tools join the one assembly pipeline, where final naming (IMPORT-5/6) and selection apply. A card carries
 //! no tags (a serving agent never offers a gated tool, A2A-4), so imported tools are neither stripped nor gated by
 //! tag.
@@ -34,9 +37,12 @@
 //! # }
 //! ```
 
+mod budget;
 mod clean;
 mod exchange;
 mod tool;
+
+pub use budget::{ListingBudget, MAX_REMOTE_SPEC_BYTES};
 
 use crate::config::{RemoteToolsHost, check_identity_name};
 use crate::error::{Error, Result};
@@ -47,7 +53,7 @@ use crate::source::{Loaded, ToolSource};
 use crate::tool::{CancellationToken, Origin, Tool};
 use crate::warning::Warning;
 use async_trait::async_trait;
-use exchange::{Failure, Outgoing, exchange};
+use exchange::{Failure, Outgoing, Received, exchange};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -76,6 +82,7 @@ pub struct RemoteAgent {
     timeout: Duration,
     include: Option<Rule>,
     exclude: Option<Rule>,
+    budget: ListingBudget,
 }
 
 /// What one discovery found: the card's facts and the tools imported from it, as `info` reports them (INFO-9).
@@ -104,7 +111,16 @@ impl RemoteAgent {
         let (caller, host) = (caller.into(), host.into());
         check_identity_name(&host).map_err(|e| Error::config(format!("remote_tools host name: {e}")))?;
         check_identity_name(&caller).map_err(|e| Error::config(format!("remote_tools caller identity: {e}")))?;
-        Ok(RemoteAgent { nats, caller, host, alias: None, timeout: DEFAULT_TIMEOUT, include: None, exclude: None })
+        Ok(RemoteAgent {
+            nats,
+            caller,
+            host,
+            alias: None,
+            timeout: DEFAULT_TIMEOUT,
+            include: None,
+            exclude: None,
+            budget: ListingBudget::new(),
+        })
     }
 
     /// The source for `remote_tools[index]`, bounded by `call_timeout` (IMPORT-9). The host has passed
@@ -162,6 +178,14 @@ impl RemoteAgent {
         self
     }
 
+    /// Count this host's tool specs against `budget`, shared with the other hosts of the same listing (IMPORT-12).
+    /// Without it the host has a [`MAX_REMOTE_SPEC_BYTES`] budget of its own.
+    #[must_use]
+    pub fn with_budget(mut self, budget: &ListingBudget) -> Self {
+        self.budget = budget.clone();
+        self
+    }
+
     /// The host's identity.
     pub fn host(&self) -> &str {
         &self.host
@@ -189,8 +213,8 @@ impl RemoteAgent {
     ///
     /// [`ErrorKind::Nats`](crate::ErrorKind::Nats) when the host does not answer (no responders, the timeout) or
     /// the request fails; [`ErrorKind::Source`](crate::ErrorKind::Source) for the framework's error reply or a
-    /// reply that is too large, not JSON, of the wrong protocol or against the schema. Both name the host and the
-    /// NATS context (IMPORT-7).
+    /// reply that is too large, not JSON, of the wrong protocol or against the schema, or whose tool specs would take
+    /// the listing past its [`ListingBudget`] (IMPORT-12). Both name the host and the NATS context (IMPORT-7).
     pub async fn discover(&self) -> Result<Discovery> {
         let request =
             DiscoveryRequest { header: Header::request(MessageKind::DiscoveryRequest, &self.caller, &self.host) };
@@ -206,18 +230,20 @@ impl RemoteAgent {
             body: wire::encode(&request),
             kind,
         };
-        let value = exchange(client, out, self.timeout, &never).await.map_err(|f| self.error(&f))?;
+        let Received { value, read } = exchange(client, out, self.timeout, &never).await.map_err(|f| self.error(&f))?;
         let round_trip = started.elapsed();
-        let card: Card = wire::typed(value).map_err(|e| {
+        let mut card: Card = wire::typed(value).map_err(|e| {
             self.error(&Failure::BadReply(format!("remote agent \"{}\" sent an invalid reply: {e}", self.host)))
         })?;
         let advertised = card.tools.len();
-        let version = if card.version.is_empty() { "dev".to_owned() } else { card.version.clone() };
-        Ok(Discovery { version, round_trip, advertised, loaded: self.import(card) })
+        let version = if card.version.is_empty() { "dev".to_owned() } else { std::mem::take(&mut card.version) };
+        let loaded = self.import(card, read).map_err(|f| self.error(&f))?;
+        Ok(Discovery { version, round_trip, advertised, loaded })
     }
 
-    /// IMPORT-2, IMPORT-4, IMPORT-8: the filters first (on the peer's names), then the per-tool skips.
-    fn import(&self, card: Card) -> Loaded {
+    /// IMPORT-2, IMPORT-4, IMPORT-8: the filters first (on the peer's names), then the per-tool skips. IMPORT-12:
+    /// the card is taken apart tool by tool and what the kept specs and warnings hold is charged to the budget.
+    fn import(&self, card: Card, read: usize) -> Result<Loaded, Failure> {
         let host = tool::Host {
             nats: self.nats.clone(),
             caller: self.caller.clone(),
@@ -227,18 +253,25 @@ impl RemoteAgent {
         let origin = self.origin();
         let mut warnings = Vec::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut held = 0usize;
         for descriptor in card.tools.into_iter().filter(|d| self.keeps(&d.name)) {
             match tool::RemoteTool::new(&host, &origin, descriptor) {
-                Ok(imported) => tools.push(Arc::new(imported)),
+                Ok(imported) => {
+                    held = held.saturating_add(imported.held());
+                    tools.push(Arc::new(imported));
+                }
                 Err((tool, reason)) => {
+                    held = held.saturating_add(std::mem::size_of::<Warning>() + tool.len() + reason.len());
                     warnings.push(Warning::ImportSkipped { source: self.host.clone(), tool, reason });
                 }
             }
         }
+        let refused = |why: String| Failure::BadReply(format!("remote agent \"{}\": {why}", self.host));
+        self.budget.charge(&self.host, read, held).map_err(refused)?;
         if tools.is_empty() {
             warnings.push(Warning::ImportEmpty { section: "remote_tools", name: self.host.clone() });
         }
-        Loaded::new(tools).with_warnings(warnings)
+        Ok(Loaded::new(tools).with_warnings(warnings))
     }
 
     fn keeps(&self, name: &str) -> bool {

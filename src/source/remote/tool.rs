@@ -1,5 +1,5 @@
 //! One tool imported from a remote agent (IMPORT-9, IMPORT-10): the peer's description and schema as advertised,
-//! each call one tool request on the host's tool subject.
+//! their prose cleaned for the model (IMPORT-13), each call one tool request on the host's tool subject.
 
 use super::exchange::{Failure, Outgoing, exchange};
 use crate::nats::NatsConnection;
@@ -27,24 +27,35 @@ pub(crate) struct RemoteTool {
 
 impl RemoteTool {
     /// IMPORT-4 (amended by docs/nats-wire.md §2): an empty description, or a schema whose `type` is not
-    /// `object`, is refused with the reason; an absent schema is `{"type":"object"}`.
+    /// `object`, is refused with the reason; an absent schema is `{"type":"object"}`. IMPORT-13: the description
+    /// and the schema's prose are cleaned here, once. The descriptor is taken apart, never copied (IMPORT-12).
     pub(crate) fn new(host: &Host, origin: &Origin, d: Descriptor) -> Result<Self, (String, String)> {
-        let shown = || crate::gate::sanitize(&d.name, 200);
-        if d.description.trim().is_empty() {
+        let Descriptor { name, mut description, input_schema } = d;
+        let shown = || crate::gate::sanitize(&name, 200);
+        if description.trim().is_empty() {
             return Err((shown(), "it has an empty description".to_owned()));
         }
-        let mut schema = d.input_schema.clone().unwrap_or_else(|| json!({"type": "object"}));
+        let mut schema = input_schema.unwrap_or_else(|| json!({"type": "object"}));
         // The reply schema holds `input_schema` to an object already; `type`, when present, must say so too.
         if !schema.is_object() || schema.get("type").is_some_and(|t| t != "object") {
             return Err((shown(), "its input_schema is not an object schema".to_owned()));
         }
-        // IMPORT-13: what the peer wrote reaches the model and the terminal cleaned, once, here.
+        super::clean::clean_string(&mut description);
         super::clean::clean_schema(&mut schema);
         // IMPORT-10: no tags, never gated here (the serving agent refuses gated commands), deferrable.
-        let spec = ToolSpec::new(d.name.clone(), ToolKind::Imported, schema)
-            .with_description(super::clean::clean(&d.description))
+        let spec = ToolSpec::new(name.clone(), ToolKind::Imported, schema)
+            .with_description(description)
             .with_origin(origin.clone());
-        Ok(RemoteTool { spec, remote_name: d.name, host: host.clone() })
+        Ok(RemoteTool { spec, remote_name: name, host: host.clone() })
+    }
+
+    /// IMPORT-12: an estimate of the memory this tool's spec holds (its names, description and schema).
+    pub(crate) fn held(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.remote_name.capacity()
+            + self.spec.name().len()
+            + self.spec.description().len()
+            + super::budget::held_bytes(self.spec.input_schema())
     }
 
     /// The outgoing request, checked against the schema (docs/nats-wire.md §2): a non-object input fails here.
@@ -107,7 +118,7 @@ impl Tool for RemoteTool {
         let client = self.host.nats.client();
         let out = Outgoing { host: &self.host.name, subject: &subject, id: &id, body, kind: MessageKind::ToolReply };
         let value = match exchange(client, out, timeout, ctx.cancel_token()).await {
-            Ok(value) => value,
+            Ok(received) => received.value,
             Err(Failure::Cancelled) => return failed(&"the call was cancelled"),
             Err(e) => return failed(&e),
         };
