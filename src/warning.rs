@@ -128,6 +128,14 @@ pub enum Warning {
         /// The host or server entry name.
         name: String,
     },
+    /// HARNESS-6: a source whose policy is [`OnFailure::Warn`](crate::source::OnFailure::Warn) failed to load; it
+    /// contributes no tools.
+    SourceFailed {
+        /// The source's name (sanitized).
+        source: String,
+        /// Why (sanitized).
+        reason: String,
+    },
     /// SESS-22: the resumed session's last turn paused on the server (`pause_turn`); that server-side state may
     /// have expired.
     PausedTurnMayHaveExpired {
@@ -171,6 +179,7 @@ impl Warning {
             Warning::ImportIncludeTagsIgnored { .. } => "import_include_tags_ignored",
             Warning::ImportSkipped { .. } => "import_skipped",
             Warning::ImportEmpty { .. } => "import_empty",
+            Warning::SourceFailed { .. } => "source_failed",
             Warning::MissingRequired { .. } => "missing_required",
             Warning::InvalidArguments { .. } => "invalid_arguments",
             Warning::UnknownTool { .. } => "unknown_tool",
@@ -220,6 +229,9 @@ impl fmt::Display for Warning {
             }
             Warning::ImportEmpty { section, name } => {
                 write!(f, "{section} entry {name} contributes no tools after its include/exclude filters")
+            }
+            Warning::SourceFailed { source, reason } => {
+                write!(f, "source {source} contributes no tools: it failed to load: {reason}")
             }
             Warning::MissingRequired { tool, missing } => write!(
                 f,

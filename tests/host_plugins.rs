@@ -8,7 +8,7 @@ mod common;
 mod mcp_support;
 
 use fisk_ai::builtin::{BuiltinEnv, BuiltinFactory};
-use fisk_ai::source::{Loaded, ToolSource};
+use fisk_ai::source::{Loaded, OnFailure, SourcePolicy, ToolSource};
 use fisk_ai::tool::{CallContext, Exposure, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use fisk_ai::{Config, McpServer, async_trait};
 use mcp_support::{Answer, ERAS, TestClient, connect, is_error, serve_config, text};
@@ -334,4 +334,92 @@ async fn harness_3_open_stores_resolves_the_host_backends_a_run_would_without_lo
     assert!(matches!(stores.memory(), Some(Ok(_))), "the file memory store still opens");
     let err = stores.into_sessions().map(drop).unwrap_err().to_string();
     assert!(err.contains("10.0.0.9"), "{err}");
+}
+
+/// A host source that either fails to load or returns `x_keep`, `x_drop` and `y_other` whatever the policy says,
+/// (each prefixed with its name), remembering whether the context told it its `x_drop` is dropped.
+struct Lister {
+    name: &'static str,
+    down: bool,
+    saw_drop_dropped: std::sync::Mutex<Option<bool>>,
+}
+
+fn lister(name: &'static str, down: bool) -> Arc<Lister> {
+    Arc::new(Lister { name, down, saw_drop_dropped: std::sync::Mutex::new(None) })
+}
+
+#[async_trait]
+impl ToolSource for Lister {
+    fn name(&self) -> &str {
+        self.name
+    }
+    async fn load(&self, ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
+        *self.saw_drop_dropped.lock().unwrap() = Some(!ctx.keeps(&format!("{}_x_drop", self.name)));
+        if self.down {
+            return Err(fisk_ai::Error::source_failed(format!("{} is down", self.name)));
+        }
+        let names = ["x_keep", "x_drop", "y_other"].map(|n| format!("{}_{n}", self.name));
+        Ok(Loaded::new(names.iter().map(|n| echo(n, ToolKind::Custom, Exposure::AgentOnly)).collect()))
+    }
+}
+
+fn bare() -> fisk_ai::harness::HarnessBuilder {
+    fisk_ai::harness::Harness::builder().config(Config::from_yaml_str("identity: hosted\n").unwrap())
+}
+
+fn names(harness: &fisk_ai::Harness) -> Vec<String> {
+    let mut names: Vec<String> = harness.toolset().iter().map(|t| t.spec().name().to_owned()).collect();
+    names.sort_unstable();
+    names
+}
+
+#[tokio::test]
+async fn harness_6_per_source_filters_live_in_the_pipeline_even_for_a_source_that_ignores_them() {
+    use fisk_ai::select::Rule;
+    let (filtered, open) = (lister("a", false), lister("b", false));
+    let policy = SourcePolicy::new().include(Rule::tools(["^a_x_"]).unwrap()).exclude(Rule::tools(["_drop$"]).unwrap());
+    let harness = bare().source_arc_with(filtered.clone(), policy).source_arc(open.clone()).build().await.unwrap();
+    assert_eq!(
+        names(&harness),
+        ["a_x_keep", "b_x_drop", "b_x_keep", "b_y_other"],
+        "one source's rules, not the other's"
+    );
+    assert_eq!(*filtered.saw_drop_dropped.lock().unwrap(), Some(true), "the context hands the source its policy");
+    assert_eq!(*open.saw_drop_dropped.lock().unwrap(), Some(false), "and only its own");
+}
+
+#[tokio::test]
+async fn harness_6_a_source_failure_does_what_its_policy_or_the_surface_says() {
+    // Unset: a host source's failure stops the build, naming it.
+    let err = bare().source_arc(lister("down", true)).build().await.unwrap_err().to_string();
+    assert!(err.contains("down is down"), "{err}");
+
+    // Warn on the source: the build goes on without it and says why.
+    let warned = SourcePolicy::new().on_failure(OnFailure::Warn);
+    let harness =
+        bare().source_arc_with(lister("down", true), warned).source_arc(lister("up", false)).build().await.unwrap();
+    assert_eq!(names(&harness), ["up_x_drop", "up_x_keep", "up_y_other"]);
+    let said: Vec<String> =
+        harness.warnings().iter().filter(|w| w.kind() == "source_failed").map(ToString::to_string).collect();
+    assert!(said.len() == 1 && said[0].contains("down") && said[0].contains("down is down"), "{said:?}");
+
+    // The surface's choice covers sources without their own; a source's own choice wins over it.
+    let lenient = bare().on_source_failure(OnFailure::Warn).source_arc(lister("down", true)).build().await.unwrap();
+    assert!(lenient.toolset().is_empty() && lenient.warnings().iter().any(|w| w.kind() == "source_failed"));
+    let strict = SourcePolicy::new().on_failure(OnFailure::Abort);
+    let err = bare().on_source_failure(OnFailure::Warn).source_arc_with(lister("must", true), strict).build().await;
+    assert!(err.unwrap_err().to_string().contains("must is down"));
+
+    // Report: every source is tried, then every such failure is reported together, in order.
+    let report = || SourcePolicy::new().on_failure(OnFailure::Report);
+    let (first, last) = (lister("first", true), lister("last", true));
+    let err = bare()
+        .source_arc_with(first, report())
+        .source_arc_with(last.clone(), report())
+        .build()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("first is down; ") && err.ends_with("last is down"), "{err}");
+    assert!(last.saw_drop_dropped.lock().unwrap().is_some(), "the second source was tried");
 }

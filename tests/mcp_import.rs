@@ -11,6 +11,7 @@ mod fixture;
 use common::dispatch::dispatched;
 use fisk_ai::ToolSource;
 use fisk_ai::source::mcp::McpImport;
+use fisk_ai::source::{LoadContext, SourcePolicy};
 use fisk_ai::tool::{CallContext, Origin, Tool, ToolInput, ToolKind};
 use fisk_ai::warning::Warning;
 use std::sync::Arc;
@@ -146,18 +147,24 @@ async fn mcpi_10_the_approval_line_shows_what_is_sent() {
     );
 }
 
-/// MCPI-6: the entry's include then exclude, on the server's names.
+/// The context a pipeline hands a source under `policy`.
+fn under(policy: SourcePolicy) -> LoadContext {
+    LoadContext::default().with_policy(policy)
+}
+
+/// MCPI-6, HARNESS-6: the entry's include then exclude (the pipeline's policy), on the server's names.
 #[tokio::test]
 async fn mcpi_6_include_then_exclude_on_server_names() {
     let include = fisk_ai::select::Rule::tools(["^(echo|add|big)$"]).unwrap();
     let exclude = fisk_ai::select::Rule::tools(["^big$"]).unwrap();
-    let loaded = stdio("f", &[]).with_filters(Some(include), Some(exclude)).load().await.unwrap();
+    let policy = SourcePolicy::new().include(include).exclude(exclude);
+    let loaded = ToolSource::load(&stdio("f", &[]), &under(policy)).await.unwrap();
     let mut names: Vec<&str> = loaded.tools.iter().map(|t| t.spec().name()).collect();
     names.sort_unstable();
     assert_eq!(names, ["add", "echo"]);
 
     let none = fisk_ai::select::Rule::tools(["^nothing$"]).unwrap();
-    let empty = stdio("f", &[]).with_filters(Some(none), None).load().await.unwrap();
+    let empty = ToolSource::load(&stdio("f", &[]), &under(SourcePolicy::new().include(none))).await.unwrap();
     assert!(empty.tools.is_empty());
     assert!(empty.warnings.iter().any(|w| matches!(w, Warning::ImportEmpty { name, .. } if name == "f")));
 }
@@ -336,7 +343,21 @@ async fn mcpi_5_an_include_of_tags_alone_keeps_every_tool() {
     let config = fisk_ai::Config::from_yaml_str(&yaml).unwrap();
     let warnings = config.validate(fisk_ai::config::Mode::Lenient).unwrap();
     assert!(warnings.iter().any(|w| matches!(w, Warning::ImportIncludeTagsIgnored { .. })), "{warnings:?}");
-    let import = McpImport::from_entry(0, &config.mcp_servers[0], Duration::from_secs(30)).unwrap();
     let all = stdio("f", &[]).load().await.unwrap().tools.len();
-    assert_eq!(import.load().await.unwrap().tools.len(), all);
+    assert_eq!(imported_by_a_harness(config).await.len(), all, "the pipeline keeps every tool");
+
+    // Where the entry names tools, the pipeline applies them (HARNESS-6: the rule lives there, not in the source).
+    let yaml = yaml.replace(r#"{tags: ["impact:ro"]}"#, r#"{tools: ["^(echo|add)$"]}"#);
+    let mut kept = imported_by_a_harness(fisk_ai::Config::from_yaml_str(&yaml).unwrap()).await;
+    kept.sort_unstable();
+    assert_eq!(kept, ["add", "echo"]);
+}
+
+/// The names of the tools a harness built from `config` imported from MCP servers.
+async fn imported_by_a_harness(config: fisk_ai::Config) -> Vec<String> {
+    let harness = fisk_ai::harness::Harness::builder().config(config).build().await.unwrap();
+    (harness.toolset().iter())
+        .filter(|t| t.spec().kind() == ToolKind::Imported)
+        .map(|t| t.spec().name().to_owned())
+        .collect()
 }

@@ -14,8 +14,8 @@ use fisk_ai::nats::NatsConnection;
 use fisk_ai::nats::wire::MessageKind;
 use fisk_ai::select::Rule;
 use fisk_ai::session::{FileSessionStore, SessionId};
-use fisk_ai::source::ToolSource;
 use fisk_ai::source::remote::RemoteAgent;
+use fisk_ai::source::{LoadContext, SourcePolicy, ToolSource};
 use fisk_ai::tool::{CallContext, Origin, ToolInput, ToolKind};
 use fisk_ai::{Config, ErrorKind};
 use serde_json::{Value, json};
@@ -58,12 +58,10 @@ async fn import_2_4_discovery_filters_and_skips() {
         json!({"name": "stream_info", "description": "Stream facts"}),
     ];
     let peer = A2aPeer::serving(peers, "storage", tools, echo("storage")).await;
-    let agent = RemoteAgent::new(caller, "ops", "storage")
-        .unwrap()
-        .with_alias("st")
-        .unwrap()
-        .with_filters(Some(Rule::tools(["^stream_"]).unwrap()), Some(Rule::tools(["_rm$"]).unwrap()));
-    let found = agent.discover().await.unwrap();
+    let agent = RemoteAgent::new(caller, "ops", "storage").unwrap().with_alias("st").unwrap();
+    let policy =
+        SourcePolicy::new().include(Rule::tools(["^stream_"]).unwrap()).exclude(Rule::tools(["_rm$"]).unwrap());
+    let found = agent.discover(&LoadContext::default().with_policy(policy)).await.unwrap();
     assert_eq!((found.version.as_str(), found.advertised), ("1.2.3", 5));
     let names: Vec<&str> = found.loaded.tools.iter().map(|t| t.spec().name()).collect();
     assert_eq!(names, ["stream_ls", "stream_info"]);
@@ -100,9 +98,9 @@ async fn import_2_4_discovery_filters_and_skips() {
 async fn import_8_a_host_contributing_nothing_warns() {
     let (_server, caller, peers) = setup().await;
     let _peer = A2aPeer::serving(peers, "quiet", vec![descriptor("a", "A")], echo("quiet")).await;
-    let agent =
-        RemoteAgent::new(caller, "ops", "quiet").unwrap().with_filters(Some(Rule::tools(["^nomatch$"]).unwrap()), None);
-    let loaded = agent.load().await.unwrap();
+    let agent = RemoteAgent::new(caller, "ops", "quiet").unwrap();
+    let ctx = LoadContext::default().with_policy(SourcePolicy::new().include(Rule::tools(["^nomatch$"]).unwrap()));
+    let loaded = ToolSource::load(&agent, &ctx).await.unwrap();
     assert!(loaded.tools.is_empty());
     assert!(loaded.warnings.iter().any(|w| w.kind() == "import_empty" && w.to_string().contains("quiet")));
 }

@@ -13,6 +13,7 @@ use common::nats::NatsServer;
 use fisk_ai::agent::Agent;
 use fisk_ai::llm::ScriptedProvider;
 use fisk_ai::nats::NatsConnection;
+use fisk_ai::source::LoadContext;
 use fisk_ai::source::remote::RemoteAgent;
 use fisk_ai::tool::{CallContext, CancellationToken, ToolInput};
 use fisk_ai::{Config, ErrorKind};
@@ -103,7 +104,7 @@ async fn a2a_10_import_7_hostile_discovery_replies_fail_the_host() {
     for (case, reply, kind, text) in cases(good_card) {
         let peer = A2aPeer::start(peers.clone(), "bad", reply, |_| Reply::Silent).await;
         let agent = RemoteAgent::new(caller.clone(), "ops", "bad").unwrap().with_timeout(TIMEOUT);
-        let err = agent.discover().await.expect_err(case);
+        let err = agent.discover(&LoadContext::default()).await.expect_err(case);
         let said = err.to_string();
         assert_eq!(err.kind(), kind, "{case}: {said}");
         assert!(said.starts_with("remote_tools host \"bad\" (NATS context hostile-ctx): "), "{case}: {said}");
@@ -121,14 +122,15 @@ async fn import_4_a_non_object_input_schema() {
     let (_server, caller, peers) = setup().await;
     let tools = vec![descriptor("ok", "Fine"), json!({"name": "str", "description": "S", "input_schema": "string"})];
     let peer = A2aPeer::serving(peers.clone(), "bad", tools, |_| Reply::Silent).await;
-    let err = RemoteAgent::new(caller.clone(), "ops", "bad").unwrap().discover().await.unwrap_err();
+    let err =
+        RemoteAgent::new(caller.clone(), "ops", "bad").unwrap().discover(&LoadContext::default()).await.unwrap_err();
     assert!(err.to_string().contains("sent an invalid reply") && err.to_string().contains("/tools/1"), "{err}");
     drop(peer);
 
     let tools =
         vec![descriptor("ok", "Fine"), json!({"name": "str", "description": "S", "input_schema": {"type": "string"}})];
     let _peer = A2aPeer::serving(peers, "bad", tools, |_| Reply::Silent).await;
-    let found = RemoteAgent::new(caller, "ops", "bad").unwrap().discover().await.unwrap();
+    let found = RemoteAgent::new(caller, "ops", "bad").unwrap().discover(&LoadContext::default()).await.unwrap();
     assert_eq!(found.loaded.tools.len(), 1);
     assert!(
         found.loaded.warnings.iter().any(|w| w.to_string().contains("not an object schema")),
@@ -159,7 +161,7 @@ async fn a2a_10_import_9_hostile_tool_replies_are_error_results() {
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn import_7_no_responders_is_unavailable_naming_the_subject() {
     let (_server, caller, _peers) = setup().await;
-    let err = RemoteAgent::new(caller, "ops", "nobody").unwrap().discover().await.unwrap_err();
+    let err = RemoteAgent::new(caller, "ops", "nobody").unwrap().discover(&LoadContext::default()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Nats);
     assert_eq!(
         err.to_string(),

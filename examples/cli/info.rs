@@ -11,7 +11,7 @@ use fisk_ai::operator::NoOperator;
 use fisk_ai::select::Toolset;
 use fisk_ai::source::fisk::{FiskApp, GlobalFlag};
 use fisk_ai::source::mcp::{McpImport, Reachability};
-use fisk_ai::source::{LoadContext, ToolSource};
+use fisk_ai::source::{LoadContext, SourcePolicy, ToolSource};
 use fisk_ai::{Config, Selection, Warning};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
@@ -124,15 +124,21 @@ async fn imports(
     tools: &mut Vec<Arc<dyn fisk_ai::tool::Tool>>,
     warnings: &mut Vec<Warning>,
 ) -> Vec<(String, String, Reachability)> {
-    let imports: Vec<Result<McpImport, String>> = (config.mcp_servers.iter().enumerate())
-        .map(|(i, e)| McpImport::from_entry(i, e, config.llm.budget.call_timeout()).map_err(|e| e.to_string()))
+    // The same source and policy (the entry's include/exclude) a run's pipeline builds for each entry.
+    let imports: Vec<Result<(McpImport, SourcePolicy), String>> = (config.mcp_servers.iter().enumerate())
+        .map(|(i, e)| {
+            let import = McpImport::from_entry(i, e, config.llm.budget.call_timeout())?;
+            let key = format!("mcp_servers[{i}]");
+            Ok((import, SourcePolicy::from_filters(&key, e.include.as_ref(), e.exclude.as_ref())?))
+        })
+        .map(|made: fisk_ai::Result<_>| made.map_err(|e| e.to_string()))
         .collect();
     let ctx = LoadContext::new(ChildEnv::new().with_scrubbed_all(config.bearer_token_envs()));
     let mut servers = Vec::new();
     for (entry, import) in config.mcp_servers.iter().zip(imports) {
         let reach = match import {
             Err(reason) => Reachability::Unreachable { reason },
-            Ok(import) => match ToolSource::load(&import, &ctx).await {
+            Ok((import, policy)) => match ToolSource::load(&import, &ctx.clone().with_policy(policy)).await {
                 Ok(loaded) => {
                     let count = loaded.tools.len();
                     tools.extend(loaded.tools);

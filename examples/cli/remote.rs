@@ -42,6 +42,7 @@ pub(crate) async fn hosts(
 ) -> Vec<HostReport> {
     use fisk_ai::nats::{NatsConnection, NatsContext};
     use fisk_ai::source::remote::{RemoteAgent, configured_timeout};
+    use fisk_ai::source::{LoadContext, SourcePolicy};
     use std::time::Instant;
     if config.remote_tools.is_empty() {
         return Vec::new();
@@ -71,18 +72,25 @@ pub(crate) async fn hosts(
     let budget = fisk_ai::source::remote::ListingBudget::new();
     for (i, host) in config.remote_tools.iter().enumerate() {
         let (started, before) = (Instant::now(), warnings.len());
-        let reach = match RemoteAgent::from_host(i, host, nats.clone(), identity, configured_timeout(config)) {
+        // The same source and policy (the host's include/exclude) a run's pipeline builds for each host.
+        let made = RemoteAgent::from_host(i, host, nats.clone(), identity, configured_timeout(config)).and_then(|a| {
+            let key = format!("remote_tools[{i}]");
+            Ok((a, SourcePolicy::from_filters(&key, host.include.as_ref(), host.exclude.as_ref())?))
+        });
+        let reach = match made {
             Err(e) => Reach::Unavailable { elapsed: started.elapsed(), error: e.to_string() },
-            Ok(agent) => match agent.with_budget(&budget).discover().await {
-                Ok(found) => {
-                    let imported = found.loaded.tools.len();
-                    tools.extend(found.loaded.tools);
-                    warnings.extend(found.loaded.warnings);
-                    let (version, round_trip, advertised) = (found.version, found.round_trip, found.advertised);
-                    Reach::Reachable { version, round_trip, advertised, imported }
+            Ok((agent, policy)) => {
+                match agent.with_budget(&budget).discover(&LoadContext::default().with_policy(policy)).await {
+                    Ok(found) => {
+                        let imported = found.loaded.tools.len();
+                        tools.extend(found.loaded.tools);
+                        warnings.extend(found.loaded.warnings);
+                        let (version, round_trip, advertised) = (found.version, found.round_trip, found.advertised);
+                        Reach::Reachable { version, round_trip, advertised, imported }
+                    }
+                    Err(e) => Reach::Unavailable { elapsed: started.elapsed(), error: e.to_string() },
                 }
-                Err(e) => Reach::Unavailable { elapsed: started.elapsed(), error: e.to_string() },
-            },
+            }
         };
         let mut line = report(host.name.clone(), host.alias().to_owned(), nats.context().to_owned(), reach);
         line.notes = notes(&warnings[..before], &warnings[before..], &host.name);

@@ -67,7 +67,7 @@ use crate::memory::{MemoryBackend, MemoryBackends, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
 use crate::select::Toolset;
 use crate::session::{SessionBackend, SessionBackends, SessionStore};
-use crate::source::ToolSource;
+use crate::source::{OnFailure, SourcePolicy, ToolSource};
 use crate::tool::Tool;
 use crate::warning::Warning;
 use std::path::PathBuf;
@@ -179,7 +179,8 @@ impl Harness {
 /// configuration has a default: the crate's own built-ins, providers and backends, no host sources, no operator.
 pub struct HarnessBuilder {
     config: Option<Config>,
-    sources: Vec<Arc<dyn ToolSource>>,
+    sources: Vec<(Arc<dyn ToolSource>, SourcePolicy)>,
+    on_source_failure: Option<OnFailure>,
     tools: Vec<Arc<dyn Tool>>,
     builtins: BuiltinRegistry,
     providers: ProviderRegistry,
@@ -201,6 +202,7 @@ impl Default for HarnessBuilder {
         HarnessBuilder {
             config: None,
             sources: Vec::new(),
+            on_source_failure: None,
             tools: Vec::new(),
             builtins: BuiltinRegistry::with_defaults(),
             providers: ProviderRegistry::with_defaults(),
@@ -246,8 +248,48 @@ impl HarnessBuilder {
 
     /// Another tool source, shared.
     #[must_use]
-    pub fn source_arc(mut self, source: Arc<dyn ToolSource>) -> Self {
-        self.sources.push(source);
+    pub fn source_arc(self, source: Arc<dyn ToolSource>) -> Self {
+        self.source_arc_with(source, SourcePolicy::new())
+    }
+
+    /// Another tool source under `policy`: the pipeline keeps only the tools the policy keeps (by the source's own
+    /// names) and applies its failure policy (HARNESS-6).
+    ///
+    /// ```no_run
+    /// use fisk_ai::harness::Harness;
+    /// use fisk_ai::select::Rule;
+    /// use fisk_ai::source::mcp::McpImport;
+    /// use fisk_ai::source::{OnFailure, SourcePolicy};
+    ///
+    /// # async fn demo(config: fisk_ai::Config) -> fisk_ai::Result<()> {
+    /// let wiki = McpImport::http("wiki", "https://wiki.example.com/mcp")?;
+    /// let harness = Harness::builder()
+    ///     .config(config)
+    ///     .source_with(wiki, SourcePolicy::new().exclude(Rule::tools(["^delete_"])?).on_failure(OnFailure::Warn))
+    ///     .build()
+    ///     .await?;
+    /// # let _ = harness;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn source_with(self, source: impl ToolSource + 'static, policy: SourcePolicy) -> Self {
+        self.source_arc_with(Arc::new(source), policy)
+    }
+
+    /// Another tool source, shared, under `policy`.
+    #[must_use]
+    pub fn source_arc_with(mut self, source: Arc<dyn ToolSource>, policy: SourcePolicy) -> Self {
+        self.sources.push((source, policy));
+        self
+    }
+
+    /// What a source's failure to load does when its policy does not say: this surface's choice for every
+    /// source, configured ones included. Unset, a `remote_tools` host's failure is reported with the others'
+    /// after all are tried (IMPORT-7) and any other source's stops the build at once.
+    #[must_use]
+    pub fn on_source_failure(mut self, on_failure: OnFailure) -> Self {
+        self.on_source_failure = Some(on_failure);
         self
     }
 
@@ -393,6 +435,7 @@ impl HarnessBuilder {
         let mut warnings = Vec::new();
         let inputs = pipeline::Inputs {
             sources: std::mem::take(&mut self.sources),
+            on_failure: self.on_source_failure,
             credentials,
             working_dir: self.working_dir.as_deref(),
             imports: self.for_agent,

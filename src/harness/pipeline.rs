@@ -2,7 +2,9 @@
 //!
 //! 1. sources: the configured application first (TOOL-7), then each `mcp_servers` entry and each `remote_tools`
 //!    host (when the surface imports; the hosts share one NATS connection, CFG-15), then every other source, each
-//!    declaring the credential variables it owns;
+//!    declaring the credential variables it owns. Each is loaded under its [`SourcePolicy`] (HARNESS-6): the
+//!    entry's `include`/`exclude` on the source's own names, and what its failure does ([`OnFailure`]: the
+//!    source's own, else the surface's, else `Report` for a remote host and `Abort` for any other);
 //! 2. the child environment: the scrub set is the union of every attached provider's and source's credentials,
 //!    fixed before the first child (introspection included) starts (EXEC-8);
 //! 3. built-ins, which each surface adds ([`Candidates::extend`]);
@@ -13,7 +15,7 @@ use crate::error::Result;
 use crate::exec::ChildEnv;
 use crate::select::{Selection, Toolset};
 use crate::source::fisk::FiskApp;
-use crate::source::{LoadContext, ToolSource, checked_dir};
+use crate::source::{LoadContext, OnFailure, SourcePolicy, ToolSource, checked_dir};
 use crate::tool::Tool;
 use crate::warning::Warning;
 use std::path::Path;
@@ -21,8 +23,10 @@ use std::sync::Arc;
 
 /// What goes into the pipeline besides the configuration.
 pub(crate) struct Inputs<'a> {
-    /// The host's sources, after the configured application.
-    pub(crate) sources: Vec<Arc<dyn ToolSource>>,
+    /// The host's sources, after the configured application, each with its policy.
+    pub(crate) sources: Vec<(Arc<dyn ToolSource>, SourcePolicy)>,
+    /// What a source's failure does when its policy does not say (the surface's choice).
+    pub(crate) on_failure: Option<OnFailure>,
     /// Every attached provider's credential variables (PROV-16).
     pub(crate) credentials: Vec<String>,
     /// The tool working directory (OVR-6).
@@ -34,6 +38,20 @@ pub(crate) struct Inputs<'a> {
     /// connects from `nats_context` when a host is configured.
     #[cfg(feature = "nats")]
     pub(crate) nats: Option<crate::nats::SharedNats>,
+}
+
+/// One source as the pipeline loads it.
+struct Planned {
+    source: Arc<dyn ToolSource>,
+    policy: SourcePolicy,
+    /// What its failure does when neither its policy nor the surface says.
+    fallback: OnFailure,
+}
+
+impl Planned {
+    fn new(source: Arc<dyn ToolSource>, policy: SourcePolicy, fallback: OnFailure) -> Self {
+        Planned { source, policy, fallback }
+    }
 }
 
 /// The loaded candidates.
@@ -53,42 +71,55 @@ pub(crate) async fn load(
     if inputs.imports {
         sources.extend(remote::sources(config, inputs.nats).await?);
     }
-    sources.extend(inputs.sources);
+    sources.extend(inputs.sources.into_iter().map(|(s, policy)| Planned::new(s, policy, OnFailure::Abort)));
     // Every configured bearer variable, whether or not this surface imports (a server that does not connect to
     // `mcp_servers` still must not hand the token to its children: MCPI-4).
     let mut env = ChildEnv::new().with_scrubbed_all(inputs.credentials).with_scrubbed_all(config.bearer_token_envs());
-    for source in &sources {
-        env = env.with_scrubbed_all(source.credentials());
+    for planned in &sources {
+        env = env.with_scrubbed_all(planned.source.credentials());
     }
     if let Some(dir) = checked_dir("tool working directory", inputs.working_dir)? {
         env = env.with_working_dir(dir);
     }
     let ctx = LoadContext::new(env);
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-    // IMPORT-7 and docs/nats-wire.md §2: every remote host is tried, in order, before their errors are reported
-    // together; any other source's failure ends the load at once.
-    let mut remote_errors = Vec::new();
-    for source in &sources {
-        let loaded = match source.load(&ctx).await {
-            Ok(loaded) => loaded,
-            Err(e) if matches!(source.origin(), crate::tool::Origin::Remote { .. }) => {
-                remote_errors.push(e);
-                continue;
+    let mut failed = Vec::new();
+    for Planned { source, policy, fallback } in sources {
+        let on_failure = policy.failure().or(inputs.on_failure).unwrap_or(fallback);
+        let filters = policy.filters().then(|| policy.clone());
+        match source.load(&ctx.clone().with_policy(policy)).await {
+            Ok(loaded) => {
+                // A source that ignored the policy is held to it here.
+                match &filters {
+                    Some(policy) => tools.extend(loaded.tools.into_iter().filter(|t| policy.keeps(t.spec().name()))),
+                    None => tools.extend(loaded.tools),
+                }
+                warnings.extend(loaded.warnings);
             }
-            Err(e) => return Err(e),
-        };
-        tools.extend(loaded.tools);
-        warnings.extend(loaded.warnings);
+            Err(e) => match on_failure {
+                OnFailure::Abort => {
+                    failed.push(e);
+                    break;
+                }
+                OnFailure::Report => failed.push(e),
+                OnFailure::Warn => warnings.push(Warning::SourceFailed {
+                    source: crate::gate::sanitize(source.name(), 200),
+                    reason: crate::gate::sanitize(&e.to_string(), 2000),
+                }),
+            },
+        }
     }
-    joined(remote_errors)?;
+    // What failed before an `Abort` is reported with it, in order (IMPORT-7).
+    joined(failed)?;
     Ok((Candidates { tools }, ctx.env().clone()))
 }
 
-/// The sources the configuration names: the application (TOOL-7), then the MCP imports in entry order.
-fn configured(config: &Config, imports: bool) -> Result<Vec<Arc<dyn ToolSource>>> {
-    let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
+/// The sources the configuration names: the application (TOOL-7), then the MCP imports in entry order, each
+/// with its entry's filters.
+fn configured(config: &Config, imports: bool) -> Result<Vec<Planned>> {
+    let mut sources = Vec::new();
     if let Some(app) = FiskApp::from_config(config) {
-        sources.push(Arc::new(app));
+        sources.push(Planned::new(Arc::new(app), SourcePolicy::new(), OnFailure::Abort));
     }
     if !imports {
         return Ok(sources);
@@ -97,7 +128,10 @@ fn configured(config: &Config, imports: bool) -> Result<Vec<Arc<dyn ToolSource>>
     for (i, entry) in config.mcp_servers.iter().enumerate() {
         let import = crate::source::mcp::McpImport::from_entry(i, entry, config.llm.budget.call_timeout())
             .map_err(|e| config.locate(e))?;
-        sources.push(Arc::new(import));
+        let key = format!("mcp_servers[{i}]");
+        let policy = SourcePolicy::from_filters(&key, entry.include.as_ref(), entry.exclude.as_ref())
+            .map_err(|e| config.locate(e))?;
+        sources.push(Planned::new(Arc::new(import), policy, OnFailure::Abort));
     }
     Ok(sources)
 }
@@ -131,17 +165,19 @@ impl Candidates {
 /// The `remote_tools` hosts (IMPORT-1..11), sharing one connection (CFG-15).
 #[cfg(feature = "nats")]
 mod remote {
+    use super::Planned;
     use crate::config::Config;
     use crate::error::{Error, Result};
     use crate::nats::{NatsConnection, NatsContext, SharedNats};
-    use crate::source::ToolSource;
     use crate::source::remote::{ListingBudget, RemoteAgent, configured_timeout};
+    use crate::source::{OnFailure, SourcePolicy};
     use std::sync::Arc;
 
     /// One [`RemoteAgent`] per host, in config order, over the injected connection or one made from
     /// `nats_context` with the agent's identity, all counting their tool specs against one [`ListingBudget`]
-    /// (IMPORT-12). None when no host is configured (nothing connects).
-    pub(super) async fn sources(config: &Config, nats: Option<SharedNats>) -> Result<Vec<Arc<dyn ToolSource>>> {
+    /// (IMPORT-12), each with its host's filters; a host's failure is reported with the others' (IMPORT-7). None
+    /// when no host is configured (nothing connects).
+    pub(super) async fn sources(config: &Config, nats: Option<SharedNats>) -> Result<Vec<Planned>> {
         if config.remote_tools.is_empty() {
             return Ok(Vec::new());
         }
@@ -154,10 +190,12 @@ mod remote {
         let budget = ListingBudget::new();
         (config.remote_tools.iter().enumerate())
             .map(|(i, host)| {
-                RemoteAgent::from_host(i, host, nats.clone(), &identity, timeout)
-                    .map(|a| Arc::new(a.with_budget(&budget)) as Arc<dyn ToolSource>)
-                    .map_err(|e| config.locate(e))
+                let agent = RemoteAgent::from_host(i, host, nats.clone(), &identity, timeout)?;
+                let key = format!("remote_tools[{i}]");
+                let policy = SourcePolicy::from_filters(&key, host.include.as_ref(), host.exclude.as_ref())?;
+                Ok(Planned::new(Arc::new(agent.with_budget(&budget)), policy, OnFailure::Report))
             })
+            .map(|planned: Result<Planned>| planned.map_err(|e| config.locate(e)))
             .collect()
     }
 

@@ -11,8 +11,11 @@ pub(crate) mod clean;
 pub mod fisk;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod policy;
 #[cfg(feature = "nats")]
 pub mod remote;
+
+pub use policy::{OnFailure, SourcePolicy};
 
 use crate::error::{Error, Result};
 use crate::exec::ChildEnv;
@@ -108,7 +111,9 @@ pub trait ToolSource: Send + Sync {
 
     /// Load the tools, once per harness. `ctx` carries the child environment (the scrub set of every registered
     /// provider and source, fixed before the first source loads) and a hardened process runner
-    /// ([`LoadContext::run`]); a source that starts processes must use them. An error fails the build.
+    /// ([`LoadContext::run`]); a source that starts processes must use them. It also carries the pipeline's
+    /// [`SourcePolicy`] for this source ([`LoadContext::keeps`]). What an error does to the build is the policy's
+    /// [`OnFailure`], never the source's choice.
     async fn load(&self, ctx: &LoadContext) -> Result<Loaded>;
 }
 
@@ -118,6 +123,7 @@ pub trait ToolSource: Send + Sync {
 #[non_exhaustive]
 pub struct LoadContext {
     env: ChildEnv,
+    policy: SourcePolicy,
 }
 
 /// What a process run through [`LoadContext::run`] left behind.
@@ -136,12 +142,31 @@ pub struct ProcessOutput {
 impl LoadContext {
     /// A context whose children get `env`.
     pub fn new(env: ChildEnv) -> Self {
-        LoadContext { env }
+        LoadContext { env, policy: SourcePolicy::default() }
+    }
+
+    /// The same context with `policy` for the source it is handed to.
+    #[must_use]
+    pub fn with_policy(mut self, policy: SourcePolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// The environment of every child process a source starts.
     pub fn env(&self) -> &ChildEnv {
         &self.env
+    }
+
+    /// The pipeline's rules for this source.
+    pub fn policy(&self) -> &SourcePolicy {
+        &self.policy
+    }
+
+    /// Whether the pipeline keeps a tool this source names `name` ([`SourcePolicy::keeps`]). A source that lists
+    /// many tools asks before building each, so what is dropped is never held; the pipeline filters what a source
+    /// returns either way.
+    pub fn keeps(&self, name: &str) -> bool {
+        self.policy.keeps(name)
     }
 
     /// Run `program` with `args` the way the crate runs its own children: no shell, stdin closed, the scrubbed
@@ -191,24 +216,6 @@ impl LoadContext {
             Err(RunError::TooLarge(n)) => Err(Error::source_failed(format!("{shown} wrote more than {n} bytes"))),
         }
     }
-}
-
-/// An import's `include`/`exclude` (IMPORT-2/3, MCPI-5/6): only the `tools` patterns match the source's own names.
-/// `include.tags` is ignored (validation warns about it), so a filter of tags alone is no filter at all.
-#[cfg(any(feature = "mcp", feature = "nats"))]
-pub(crate) fn import_rule(key: &str, filter: Option<&crate::config::Filter>) -> Result<Option<crate::select::Rule>> {
-    filter.filter(|f| !f.tools.is_empty()).map(|f| crate::select::Rule::from_filter(key, f)).transpose()
-}
-
-/// Whether an imported tool named `name` survives `include` (when set) then `exclude`.
-#[cfg(any(feature = "mcp", feature = "nats"))]
-pub(crate) fn import_keeps(
-    include: Option<&crate::select::Rule>,
-    exclude: Option<&crate::select::Rule>,
-    name: &str,
-) -> bool {
-    let matches = |r: Option<&crate::select::Rule>| r.filter(|r| !r.is_empty()).map(|r| r.matches_name(name));
-    matches(include).unwrap_or(true) && !matches(exclude).unwrap_or(false)
 }
 
 /// OVR-6: a directory option, when set, must be an absolute path to an existing directory.

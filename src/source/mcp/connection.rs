@@ -5,7 +5,7 @@ use super::stdio::{self, StdioChild};
 use super::transport::StdioTransport;
 use super::{McpImport, Transport};
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::ChildEnv;
+use crate::source::LoadContext;
 use crate::tool::{CancellationToken, ToolOutput};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject, PaginatedRequestParams,
@@ -90,10 +90,12 @@ impl HttpDial {
 impl Connection {
     /// Start or connect, initialize and list every page, all bounded by the import's timeout. The tools come
     /// checked and cleaned (MCPI-6, MCPI-15); the skipped ones are in [`skipped`](Self::skipped).
-    pub(crate) async fn open(import: &McpImport, env: &ChildEnv) -> Result<(Connection, Vec<rmcp::model::Tool>)> {
+    /// Tools the context's policy drops are passed over as each page is read (HARNESS-6).
+    pub(crate) async fn open(import: &McpImport, ctx: &LoadContext) -> Result<(Connection, Vec<rmcp::model::Tool>)> {
+        let env = ctx.env();
         let server = import.name.clone();
         let fail = |what: &str, e: &dyn std::fmt::Display| source_error(&import.name, format!("{what}: {e}"));
-        let ledger = Ledger::default();
+        let ledger = Ledger::new(ctx.policy().clone());
         let (service, child, http) = match &import.transport {
             Transport::Stdio(command) => {
                 let (child, read, write) = stdio::spawn(&server, command, env)?;

@@ -10,6 +10,7 @@
 //! What rmcp's messages cannot carry (the skipped tools, why a listing failed, why a transport gave up) is kept
 //! in the connection's [`Ledger`].
 
+use crate::source::SourcePolicy;
 use crate::source::bound::{LISTING_BYTES, held_bytes};
 use crate::source::clean::{clean_schema, clean_string};
 use rmcp::model::{ErrorData, ListToolsResult, RequestId, ServerJsonRpcMessage, ServerResult, Tool};
@@ -38,6 +39,9 @@ struct State {
     failure: Option<String>,
     /// Why the transport ended the connection, when it did.
     fault: Option<String>,
+    /// The pipeline's rules for this server: a tool they drop is passed over before it is parsed, held or
+    /// counted against [`LISTING_BYTES`] (HARNESS-6).
+    policy: SourcePolicy,
 }
 
 /// A message as far as telling a listing page goes: only the id and the result, borrowed, nothing built.
@@ -58,6 +62,11 @@ struct Page<'a> {
 }
 
 impl Ledger {
+    /// A ledger that passes over the tools `policy` drops.
+    pub(crate) fn new(policy: SourcePolicy) -> Self {
+        Ledger(Arc::new(Mutex::new(State { policy, ..State::default() })))
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -99,6 +108,9 @@ impl Ledger {
         let page_number = state.pages;
         let mut kept = Vec::with_capacity(tools.len());
         for (index, raw) in tools.into_iter().enumerate() {
+            if state.policy.filters() && raw_name(raw).is_some_and(|name| !state.policy.keeps(&name)) {
+                continue;
+            }
             let converted = convert(raw).map_err(|(tool, reason)| {
                 let tool = tool.unwrap_or_else(|| format!("(unnamed: tool {} of page {page_number})", index + 1));
                 (tool, reason)
@@ -193,6 +205,16 @@ fn convert(raw: &RawValue) -> Result<(Tool, usize), (Option<String>, String)> {
 }
 
 /// The name of a tool that cannot be parsed whole (its other members are skipped, not parsed, however deep).
+/// The tool's name exactly as the server wrote it, when it has one, for the pipeline's rules.
+fn raw_name(raw: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Named<'_>>(raw.get()).ok()?.name
+}
+
 fn name_of(raw: &RawValue) -> Option<String> {
     #[derive(Deserialize)]
     struct Named {
@@ -304,5 +326,26 @@ mod tests {
         let error = ledger.reply(raw, &mut vec![RequestId::Number(4)]).unwrap().into_error().unwrap();
         assert!(error.0.message.contains("not an array"), "{}", error.0.message);
         assert_eq!(ledger.failure().as_deref(), Some(&*error.0.message));
+    }
+
+    #[test]
+    fn harness_6_tools_the_policy_drops_are_not_held_counted_or_reported() {
+        // One description past the listing's whole bound: held, it fails the page; dropped by the pipeline's
+        // policy, it is passed over before it is parsed, and so is a broken tool the operator excluded.
+        let huge = json!({"name": "dump_all", "description": "d".repeat(LISTING_BYTES + 1), "inputSchema": {}});
+        let broken = json!({"name": "dump_raw", "description": "d", "inputSchema": 5});
+        let ok = json!({"name": "status", "description": "fine", "inputSchema": {"type": "object"}});
+        let raw = page(json!([huge, broken, ok]), None);
+
+        let held = Ledger::default().reply(&raw, &mut vec![RequestId::Number(4)]).unwrap();
+        assert!(held.into_response().is_none(), "without a policy the page is past the bound");
+
+        let policy = SourcePolicy::new().exclude(crate::select::Rule::tools(["^dump_"]).unwrap());
+        let ledger = Ledger::new(policy);
+        let got = listed(ledger.reply(&raw, &mut vec![RequestId::Number(4)]).unwrap());
+        let names: Vec<&str> = got.tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["status"]);
+        assert!(ledger.take_skipped().is_empty(), "an excluded tool is not reported as skipped");
+        assert!(ledger.failure().is_none());
     }
 }

@@ -1,8 +1,9 @@
 //! Tools imported from MCP servers (SPEC section 17, MCPI-1..12): one [`McpImport`] per `mcp_servers` entry.
 //!
 //! At load time the source starts or connects to the server, initializes it (either protocol era: the
-//! 2026-07-28 discovery, falling back to the 2025-11-25 handshake), lists its tools following pagination, filters
-//! them by the entry's `include` then `exclude`, and hands them to the one assembly pipeline, where final naming
+//! 2026-07-28 discovery, falling back to the 2025-11-25 handshake), lists its tools following pagination, keeps
+//! those the pipeline's [`SourcePolicy`](crate::source::SourcePolicy) keeps (the entry's `include` then
+//! `exclude`), and hands them to the one assembly pipeline, where final naming
 //! (IMPORT-5/6) and selection apply. The connection is kept for as long as any of its tools lives: a stdio server
 //! (its whole process group, and every other descendant, EXEC-17) is killed when the last tool is dropped, that is
 //! when the agent is; what a server leaves running when it exits on its own is killed then.
@@ -46,7 +47,6 @@ mod transport;
 use crate::config::{McpServerEntry, check_http_url};
 use crate::error::{Error, Result};
 use crate::exec::ChildEnv;
-use crate::select::Rule;
 use crate::source::{LoadContext, Loaded, ToolSource};
 use crate::tool::{Origin, Tool};
 use crate::warning::Warning;
@@ -85,8 +85,6 @@ pub struct McpImport {
     transport: Transport,
     timeout: Duration,
     confirm: bool,
-    include: Option<Rule>,
-    exclude: Option<Rule>,
 }
 
 impl McpImport {
@@ -122,15 +120,7 @@ impl McpImport {
 
     fn with_transport(name: String, transport: Transport) -> Result<Self> {
         crate::config::check_identity_name(&name).map_err(|e| Error::config(format!("mcp server name: {e}")))?;
-        Ok(McpImport {
-            name,
-            alias: None,
-            transport,
-            timeout: DEFAULT_TIMEOUT,
-            confirm: false,
-            include: None,
-            exclude: None,
-        })
+        Ok(McpImport { name, alias: None, transport, timeout: DEFAULT_TIMEOUT, confirm: false })
     }
 
     /// The source for one `mcp_servers` entry, whose calls default to `call_timeout` (MCPI-8). The entry has
@@ -154,12 +144,7 @@ impl McpImport {
         if let Some(var) = entry.bearer_token_env.as_deref().filter(|v| !v.is_empty()) {
             import = import.with_bearer_token_env(var);
         }
-        let include = super::import_rule(&format!("{key}.include"), entry.include.as_ref())?;
-        let exclude = super::import_rule(&format!("{key}.exclude"), entry.exclude.as_ref())?;
-        Ok(import
-            .with_timeout(entry.timeout().unwrap_or(call_timeout))
-            .with_confirm(entry.confirm)
-            .with_filters(include, exclude))
+        Ok(import.with_timeout(entry.timeout().unwrap_or(call_timeout)).with_confirm(entry.confirm))
     }
 
     /// The prefix for colliding names (IMPORT-5); the server name by default.
@@ -198,15 +183,6 @@ impl McpImport {
         self
     }
 
-    /// Keep the server's tools whose names match `include` (when set), then drop those matching `exclude`
-    /// (MCPI-6). Tags never match: imported tools carry none.
-    #[must_use]
-    pub fn with_filters(mut self, include: Option<Rule>, exclude: Option<Rule>) -> Self {
-        self.include = include;
-        self.exclude = exclude;
-        self
-    }
-
     /// How the server is reached.
     pub fn transport(&self) -> &Transport {
         &self.transport
@@ -227,10 +203,6 @@ impl McpImport {
     pub async fn load(&self) -> Result<Loaded> {
         let env = ChildEnv::new().with_scrubbed_all(self.credentials());
         ToolSource::load(self, &LoadContext::new(env)).await
-    }
-
-    fn keeps(&self, name: &str) -> bool {
-        super::import_keeps(self.include.as_ref(), self.exclude.as_ref(), name)
     }
 }
 
@@ -254,18 +226,15 @@ impl ToolSource for McpImport {
     /// MCPI-6, MCPI-11: strict. An unreachable server or a failed listing fails the load, naming the server; a
     /// tool that cannot be used (an empty description, a non-object input schema, ...) is skipped with a warning.
     async fn load(&self, ctx: &LoadContext) -> Result<Loaded> {
-        let (conn, listed) = connection::Connection::open(self, ctx.env()).await?;
+        let (conn, listed) = connection::Connection::open(self, ctx).await?;
         let conn = Arc::new(conn);
         let mut warnings: Vec<Warning> = conn
             .skipped()
             .into_iter()
             .map(|(tool, reason)| Warning::ImportSkipped { source: self.name.clone(), tool, reason })
             .collect();
-        let tools: Vec<Arc<dyn Tool>> = listed
-            .into_iter()
-            .filter(|t| self.keeps(&t.name))
-            .map(|t| Arc::new(tool::ImportedTool::new(self, &conn, t)) as Arc<dyn Tool>)
-            .collect();
+        let tools: Vec<Arc<dyn Tool>> =
+            listed.into_iter().map(|t| Arc::new(tool::ImportedTool::new(self, &conn, t)) as Arc<dyn Tool>).collect();
         if tools.is_empty() {
             warnings.push(Warning::ImportEmpty { section: "mcp_servers", name: self.name.clone() });
         }

@@ -7,8 +7,9 @@
 //! description is skipped with a warning. Each tool is kept as its spec (name, description, schema), the raw reply
 //! dropped, and what the specs of every host of a listing hold is bounded together by [`MAX_REMOTE_SPEC_BYTES`]
 //! ([`ListingBudget`], IMPORT-12): past it the host fails, naming what was read and the bound. A tool's description
-//! and its schema's prose are cleaned of control and invisible characters once, here (IMPORT-13). The host's `include` then `exclude` pick tools by name (IMPORT-2), and
-//! the tools join the one assembly pipeline, where final naming (IMPORT-5/6) and selection apply. A card carries
+//! and its schema's prose are cleaned of control and invisible characters once, here (IMPORT-13). The pipeline's
+//! [`SourcePolicy`](crate::source::SourcePolicy) (the host's `include` then `exclude`, IMPORT-2) picks tools by
+//! name before anything else is done with them, and the tools join the one assembly pipeline, where final naming (IMPORT-5/6) and selection apply. A card carries
 //! no tags (a serving agent never offers a gated tool, A2A-4), so imported tools are neither stripped nor gated by
 //! tag.
 //!
@@ -21,7 +22,7 @@
 //! ```no_run
 //! use fisk_ai::nats::{NatsConnection, NatsContext};
 //! use fisk_ai::select::Rule;
-//! use fisk_ai::source::ToolSource;
+//! use fisk_ai::source::{LoadContext, SourcePolicy, ToolSource};
 //! use fisk_ai::source::remote::RemoteAgent;
 //! use std::time::Duration;
 //!
@@ -29,9 +30,9 @@
 //! let nats = NatsConnection::connect(&NatsContext::load(Some("prod"))?, "ops").await?;
 //! let storage = RemoteAgent::new(nats, "ops", "storage")?
 //!     .with_alias("st")?
-//!     .with_filters(Some(Rule::tools(["^stream_"])?), Some(Rule::tools(["_rm$"])?))
 //!     .with_timeout(Duration::from_secs(30));
-//! let found = storage.discover().await?;
+//! let streams = SourcePolicy::new().include(Rule::tools(["^stream_"])?).exclude(Rule::tools(["_rm$"])?);
+//! let found = storage.discover(&LoadContext::default().with_policy(streams)).await?;
 //! println!("{} {}: {} of {} tools", storage.host(), found.version, found.loaded.tools.len(), found.advertised);
 //! # Ok(())
 //! # }
@@ -48,8 +49,7 @@ use crate::config::{RemoteToolsHost, check_identity_name};
 use crate::error::{Error, Result};
 use crate::nats::NatsConnection;
 use crate::nats::wire::{self, Card, DiscoveryRequest, Header, MessageKind};
-use crate::select::Rule;
-use crate::source::{Loaded, ToolSource};
+use crate::source::{LoadContext, Loaded, ToolSource};
 use crate::tool::{CancellationToken, Origin, Tool};
 use crate::warning::Warning;
 use async_trait::async_trait;
@@ -80,8 +80,6 @@ pub struct RemoteAgent {
     host: String,
     alias: Option<String>,
     timeout: Duration,
-    include: Option<Rule>,
-    exclude: Option<Rule>,
     budget: ListingBudget,
 }
 
@@ -111,16 +109,7 @@ impl RemoteAgent {
         let (caller, host) = (caller.into(), host.into());
         check_identity_name(&host).map_err(|e| Error::config(format!("remote_tools host name: {e}")))?;
         check_identity_name(&caller).map_err(|e| Error::config(format!("remote_tools caller identity: {e}")))?;
-        Ok(RemoteAgent {
-            nats,
-            caller,
-            host,
-            alias: None,
-            timeout: DEFAULT_TIMEOUT,
-            include: None,
-            exclude: None,
-            budget: ListingBudget::new(),
-        })
+        Ok(RemoteAgent { nats, caller, host, alias: None, timeout: DEFAULT_TIMEOUT, budget: ListingBudget::new() })
     }
 
     /// The source for `remote_tools[index]`, bounded by `call_timeout` (IMPORT-9). The host has passed
@@ -143,9 +132,7 @@ impl RemoteAgent {
         if let Some(alias) = host.alias.as_deref().filter(|a| !a.is_empty()) {
             agent = agent.with_alias(alias).map_err(at)?;
         }
-        let include = super::import_rule(&format!("{key}.include"), host.include.as_ref())?;
-        let exclude = super::import_rule(&format!("{key}.exclude"), host.exclude.as_ref())?;
-        Ok(agent.with_timeout(call_timeout).with_filters(include, exclude))
+        Ok(agent.with_timeout(call_timeout))
     }
 
     /// The prefix for colliding names (IMPORT-5); the host name by default.
@@ -166,15 +153,6 @@ impl RemoteAgent {
         if !timeout.is_zero() {
             self.timeout = timeout;
         }
-        self
-    }
-
-    /// Keep the host's tools whose names match `include` (when set), then drop those matching `exclude`
-    /// (IMPORT-2, regex semantics as SEL-6). Tags never match: discovery carries none.
-    #[must_use]
-    pub fn with_filters(mut self, include: Option<Rule>, exclude: Option<Rule>) -> Self {
-        self.include = include;
-        self.exclude = exclude;
         self
     }
 
@@ -207,7 +185,7 @@ impl RemoteAgent {
     }
 
     /// Discover the host's tools (A2A-7, IMPORT-2, IMPORT-4, IMPORT-8): one discovery request, the card checked,
-    /// the tools filtered. [`load`](ToolSource::load) is this without the card's facts.
+    /// the tools `ctx`'s policy drops passed over. [`load`](ToolSource::load) is this without the card's facts.
     ///
     /// # Errors
     ///
@@ -215,7 +193,7 @@ impl RemoteAgent {
     /// the request fails; [`ErrorKind::Source`](crate::ErrorKind::Source) for the framework's error reply or a
     /// reply that is too large, not JSON, of the wrong protocol or against the schema, or whose tool specs would take
     /// the listing past its [`ListingBudget`] (IMPORT-12). Both name the host and the NATS context (IMPORT-7).
-    pub async fn discover(&self) -> Result<Discovery> {
+    pub async fn discover(&self, ctx: &LoadContext) -> Result<Discovery> {
         let request =
             DiscoveryRequest { header: Header::request(MessageKind::DiscoveryRequest, &self.caller, &self.host) };
         let started = Instant::now();
@@ -237,13 +215,13 @@ impl RemoteAgent {
         })?;
         let advertised = card.tools.len();
         let version = if card.version.is_empty() { "dev".to_owned() } else { std::mem::take(&mut card.version) };
-        let loaded = self.import(card, read).map_err(|f| self.error(&f))?;
+        let loaded = self.import(card, read, ctx).map_err(|f| self.error(&f))?;
         Ok(Discovery { version, round_trip, advertised, loaded })
     }
 
     /// IMPORT-2, IMPORT-4, IMPORT-8: the filters first (on the peer's names), then the per-tool skips. IMPORT-12:
     /// the card is taken apart tool by tool and what the kept specs and warnings hold is charged to the budget.
-    fn import(&self, card: Card, read: usize) -> Result<Loaded, Failure> {
+    fn import(&self, card: Card, read: usize, ctx: &LoadContext) -> Result<Loaded, Failure> {
         let host = tool::Host {
             nats: self.nats.clone(),
             caller: self.caller.clone(),
@@ -254,7 +232,7 @@ impl RemoteAgent {
         let mut warnings = Vec::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut held = 0usize;
-        for descriptor in card.tools.into_iter().filter(|d| self.keeps(&d.name)) {
+        for descriptor in card.tools.into_iter().filter(|d| ctx.keeps(&d.name)) {
             match tool::RemoteTool::new(&host, &origin, descriptor) {
                 Ok(imported) => {
                     held = held.saturating_add(imported.held());
@@ -274,10 +252,6 @@ impl RemoteAgent {
         Ok(Loaded::new(tools).with_warnings(warnings))
     }
 
-    fn keeps(&self, name: &str) -> bool {
-        super::import_keeps(self.include.as_ref(), self.exclude.as_ref(), name)
-    }
-
     /// IMPORT-7: every import failure names the host and the NATS context.
     fn error(&self, failure: &Failure) -> Error {
         let message = format!("remote_tools host \"{}\" (NATS context {}): {failure}", self.host, self.context());
@@ -286,13 +260,13 @@ impl RemoteAgent {
 }
 
 impl RemoteAgent {
-    /// Discover the host's tools ([`discover`](Self::discover) without the card's facts).
+    /// Discover every tool of the host ([`discover`](Self::discover) without the card's facts or a policy).
     ///
     /// # Errors
     ///
     /// As [`discover`](Self::discover).
     pub async fn load(&self) -> Result<Loaded> {
-        self.discover().await.map(|d| d.loaded)
+        self.discover(&LoadContext::default()).await.map(|d| d.loaded)
     }
 }
 
@@ -308,7 +282,7 @@ impl ToolSource for RemoteAgent {
 
     /// IMPORT-7: strict. A host that cannot be reached or whose card is refused fails the load.
     /// No child process is started: the context's environment has nothing to do here.
-    async fn load(&self, _ctx: &crate::source::LoadContext) -> Result<Loaded> {
-        self.discover().await.map(|d| d.loaded)
+    async fn load(&self, ctx: &LoadContext) -> Result<Loaded> {
+        self.discover(ctx).await.map(|d| d.loaded)
     }
 }
