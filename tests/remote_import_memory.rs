@@ -9,6 +9,7 @@
 mod common;
 
 use common::a2a_peer::{A2aPeer, Reply, client, huge_card};
+use common::memory::{peak, reset_peak};
 use common::nats::NatsServer;
 use fisk_ai::agent::Agent;
 use fisk_ai::llm::ScriptedProvider;
@@ -17,22 +18,6 @@ use fisk_ai::{Config, ErrorKind};
 
 /// How many hosts the hostile peer answers for.
 const HOSTS: usize = 16;
-
-/// This process's peak resident set, in bytes.
-fn peak() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
-/// Reset the peak to the current resident set (Linux: `5` to `clear_refs`), so the build's own peak is measured.
-fn reset_peak() {
-    std::fs::write("/proc/self/clear_refs", "5").unwrap();
-}
 
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]

@@ -1,8 +1,9 @@
 //! How much one import's listing may hold in memory, whatever its peer sends: an MCP server's `tools/list` pages or
 //! a remote agent's tool cards. A time bound alone is not enough: a peer answering fast with large pages and a
 //! fresh cursor each time could grow memory by gigabytes before any timeout ends the listing.
-// Shared with the remote-agent import (feature `nats`), which adopts it in issue 24; until then only MCP uses it.
-#![cfg_attr(not(feature = "mcp"), allow(dead_code))]
+//!
+//! Both imports count what they hold with [`held_bytes`] against the same [`LISTING_BYTES`]: per MCP server
+//! (MCPI-13), and for every `remote_tools` host together (IMPORT-12).
 
 use serde_json::Value;
 
@@ -47,7 +48,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn held_bytes_counts_strings_keys_and_nodes() {
+    fn mcpi_13_import_12_held_bytes_counts_strings_keys_and_nodes() {
         let small = held_bytes(&json!({"a": 1}));
         let long = held_bytes(&json!({"a": "x".repeat(10_000)}));
         assert!(long >= small + 10_000, "{small} {long}");
@@ -55,6 +56,9 @@ mod tests {
         let wide: serde_json::Map<String, Value> = (0..1000).map(|i| (format!("k{i}"), json!(0))).collect();
         let text = Value::Object(wide.clone()).to_string().len();
         assert!(held_bytes(&Value::Object(wide)) > 3 * text);
+        let zeros = Value::Array(vec![json!(0); 1000]);
+        let text = zeros.to_string().len();
+        assert!(held_bytes(&zeros) > 10 * text, "1000 zeros take far more than their 2 KB of text");
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! invisible format characters (bidi overrides, zero-width characters) are shown as `\u{...}` escapes, exactly as
 //! [`clean_text`](crate::gate::clean_text) does for any text. Tool results are not touched here: they are data,
 //! capped already.
-// Shared with the remote-agent import (feature `nats`), which adopts it in issue 24; until then only MCP uses it.
-#![cfg_attr(not(feature = "mcp"), allow(dead_code))]
+//!
+//! One walker for both imports (MCPI-15, IMPORT-13): an MCP server's listing and a remote agent's card.
 
 use serde_json::Value;
 
@@ -29,10 +29,10 @@ enum Place {
 /// Clean every string of `schema` that only informs the model (`description`, `title`, `$comment`, `default`,
 /// `examples`, unknown keywords), at any depth, in place.
 ///
-/// Left verbatim, because the server compares them exactly or they resolve references: property names (object
+/// Left verbatim, because the peer compares them exactly or they resolve references: property names (object
 /// keys), `enum`, `const`, `pattern`, `required`, `dependentRequired`, `type`, `format` and the `$`-identifiers
 /// (`$ref`, `$id`, `$anchor`, `$schema`, ...). Changing one of those would make the model send, or the validator
-/// accept, something the server does not. Walked with an explicit stack, so no nesting can overflow the call
+/// accept, something the peer does not. Walked with an explicit stack, so no nesting can overflow the call
 /// stack.
 pub(crate) fn clean_schema(schema: &mut Value) {
     let mut stack = vec![(schema, Place::Schema)];
@@ -73,18 +73,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const DIRTY: &str = "ok\u{1b}]8;;http://evil\u{7}link\u{1b}]8;;\u{7}\u{1b}[2J\u{9b}31m\r\u{202e}end";
+    const DIRTY: &str = "ok\u{1b}]8;;http://evil\u{7}link\u{1b}]8;;\u{7}\u{1b}[2J\u{9b}31m\r\u{202e}end\u{85}";
     const CLEAN: &str = "oklink\\u{202e}end";
 
     #[test]
-    fn prose_is_cleaned_at_any_depth() {
+    fn mcpi_15_import_13_schema_prose_is_cleaned_at_any_depth() {
         let mut schema = json!({
             "type": "object",
             "description": DIRTY,
             "title": DIRTY,
             "properties": {
                 "description": {"type": "string", "description": DIRTY, "default": DIRTY},
-                "enum": {"type": "array", "items": {"anyOf": [{"title": DIRTY}]}, "examples": [[DIRTY], {"k": DIRTY}]},
+                "list": {"type": "array", "items": {"anyOf": [{"title": DIRTY}]}, "examples": [[DIRTY], {"k": DIRTY}]},
             },
             "$defs": {"x": {"$comment": DIRTY}},
             "x-vendor": DIRTY,
@@ -95,18 +95,18 @@ mod tests {
         assert_eq!(schema["description"], CLEAN);
         assert_eq!(schema["properties"]["description"]["description"], CLEAN);
         assert_eq!(schema["properties"]["description"]["default"], CLEAN);
-        assert_eq!(schema["properties"]["enum"]["items"]["anyOf"][0]["title"], CLEAN);
-        assert_eq!(schema["properties"]["enum"]["examples"][1]["k"], CLEAN);
+        assert_eq!(schema["properties"]["list"]["items"]["anyOf"][0]["title"], CLEAN);
+        assert_eq!(schema["properties"]["list"]["examples"][1]["k"], CLEAN);
         assert_eq!(schema["$defs"]["x"]["$comment"], CLEAN);
         assert_eq!(schema["x-vendor"], CLEAN);
     }
 
     #[test]
-    fn compared_values_and_names_stay_verbatim() {
+    fn mcpi_15_import_13_compared_values_and_names_stay_verbatim() {
         let odd = "a\u{200b}b";
         let mut schema = json!({
             "type": "object",
-            "properties": {odd: {"enum": [odd], "const": odd, "pattern": odd}},
+            "properties": {odd: {"enum": [odd], "const": odd, "pattern": odd, "format": odd}},
             "required": [odd],
             "$defs": {"d": {"$ref": odd}},
         });
@@ -116,10 +116,31 @@ mod tests {
     }
 
     #[test]
-    fn clean_text_is_left_alone() {
+    fn mcpi_15_import_13_clean_text_is_not_copied() {
         let mut text = String::from("List files\n\tin a directory");
         let before = text.as_ptr();
         clean_string(&mut text);
-        assert_eq!(text.as_ptr(), before, "not copied");
+        assert_eq!(text.as_ptr(), before);
+    }
+
+    #[test]
+    fn mcpi_15_import_13_deep_schemas_do_not_overflow() {
+        let mut deep = json!({"description": DIRTY});
+        for _ in 0..50_000 {
+            // Built by hand: `json!` would serialize the inner value, recursively.
+            let mut members = serde_json::Map::new();
+            members.insert("items".to_owned(), deep);
+            deep = Value::Object(members);
+        }
+        clean_schema(&mut deep);
+        let mut at = &deep;
+        while let Some(inner) = at.get("items") {
+            at = inner;
+        }
+        assert_eq!(at["description"], CLEAN);
+        // Dropping a Value this deep recurses; take it apart by hand.
+        while let Value::Object(mut members) = deep {
+            deep = members.remove("items").unwrap_or(Value::Null);
+        }
     }
 }

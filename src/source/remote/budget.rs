@@ -6,7 +6,6 @@
 //! counted here against one bound shared by every host of the listing, so hostile or broken peers cannot make the
 //! agent hold more than [`MAX_REMOTE_SPEC_BYTES`] however many hosts they answer for.
 
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -14,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// hold, every host together. Far above any real listing (hundreds of tools take a few hundred KiB), far below
 /// what a few hostile cards could otherwise make the agent hold. Past it the host's import fails, naming the host,
 /// what was read and this bound.
-pub const MAX_REMOTE_SPEC_BYTES: usize = 32 << 20;
+pub const MAX_REMOTE_SPEC_BYTES: usize = crate::source::bound::LISTING_BYTES;
 
 /// The share of [`MAX_REMOTE_SPEC_BYTES`] the hosts of one listing have used. Cloning shares it: give one to every
 /// [`RemoteAgent`](super::RemoteAgent) of a listing ([`with_budget`](super::RemoteAgent::with_budget)); the agent
@@ -108,40 +107,9 @@ fn shown(bytes: usize) -> String {
     }
 }
 
-/// An estimate of the heap memory `value` holds: every node, every string's and key's bytes, and the per-entry
-/// overhead of arrays and maps. Counted as stored, not as JSON text, so a schema of many tiny nodes (which takes
-/// far more memory than its text) counts for what it costs. Walked with an explicit stack, so no nesting can
-/// overflow the call stack.
-pub(super) fn held_bytes(value: &Value) -> usize {
-    /// A map entry: the key's `String` header and the tree's bookkeeping, on top of its value's node.
-    const ENTRY: usize = std::mem::size_of::<String>() + 16;
-    const NODE: usize = std::mem::size_of::<Value>();
-    let mut total = 0usize;
-    let mut stack = vec![value];
-    while let Some(v) = stack.pop() {
-        total = total.saturating_add(NODE);
-        match v {
-            Value::String(s) => total = total.saturating_add(s.capacity()),
-            Value::Array(items) => {
-                total = total.saturating_add(items.capacity().saturating_sub(items.len()) * NODE);
-                stack.extend(items.iter());
-            }
-            Value::Object(map) => {
-                for (key, item) in map {
-                    total = total.saturating_add(ENTRY + key.capacity());
-                    stack.push(item);
-                }
-            }
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn import_12_hosts_share_the_bound_and_a_host_again_replaces_its_card() {
@@ -166,15 +134,5 @@ mod tests {
             err.ends_with("past the 32.0 MiB bound on what the remote_tools listing may hold (IMPORT-12)"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn import_12_held_bytes_counts_nodes_not_text() {
-        let small = held_bytes(&json!({"a": 1}));
-        let long = held_bytes(&json!({"a": "x".repeat(10_000)}));
-        assert!(long >= small + 10_000, "{small} {long}");
-        let zeros = Value::Array(vec![json!(0); 1000]);
-        let text = zeros.to_string().len();
-        assert!(held_bytes(&zeros) > 10 * text, "1000 zeros take far more than their 2 KB of text");
     }
 }

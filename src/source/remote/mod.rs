@@ -39,7 +39,6 @@
 //! ```
 
 mod budget;
-mod clean;
 mod exchange;
 mod tool;
 

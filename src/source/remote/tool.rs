@@ -40,8 +40,8 @@ impl RemoteTool {
         if !schema.is_object() || schema.get("type").is_some_and(|t| t != "object") {
             return Err((shown(), "its input_schema is not an object schema".to_owned()));
         }
-        super::clean::clean_string(&mut description);
-        super::clean::clean_schema(&mut schema);
+        crate::source::clean::clean_string(&mut description);
+        crate::source::clean::clean_schema(&mut schema);
         // IMPORT-10: no tags, never gated here (the serving agent refuses gated commands), deferrable.
         let spec = ToolSpec::new(name.clone(), ToolKind::Imported, schema)
             .with_description(description)
@@ -55,7 +55,7 @@ impl RemoteTool {
             + self.remote_name.capacity()
             + self.spec.name().len()
             + self.spec.description().len()
-            + super::budget::held_bytes(self.spec.input_schema())
+            + crate::source::bound::held_bytes(self.spec.input_schema())
     }
 
     /// The outgoing request, checked against the schema (docs/nats-wire.md §2): a non-object input fails here.
