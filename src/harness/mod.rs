@@ -7,7 +7,8 @@
 //!      a prompter, host tools
 //!                           │  1 validate (no I/O)
 //!                           │  2 the scrub set: every registered provider's, source's and host-named credential
-//!                           │  3 load every source once (introspection, MCP imports, remote agents)
+//!                           │  3 load every source once (introspection, MCP imports, remote agents), each
+//!                           │    under its SourcePolicy: include/exclude on its names, what its failure does
 //!                           │  4 built-ins, ask_human_*, memory_*; 5 select (deny, naming, include, exclude)
 //!                           │  6 open the memory and session stores
 //!                           ▼
