@@ -121,6 +121,30 @@ pub enum RunEvent<'a> {
         /// Its command path.
         command: &'a str,
     },
+    /// A turn of a conversation ended (LOOP-15): its counters and the conversation's so far.
+    TurnEnded {
+        /// Why the turn ended.
+        reason: super::TerminalReason,
+        /// This turn's counters.
+        turn: &'a super::RunStats,
+        /// The conversation's counters so far.
+        total: &'a super::RunStats,
+    },
+    /// A follow-up prompt joined the conversation (CONV-1).
+    FollowUp {
+        /// The prompt.
+        prompt: &'a str,
+    },
+    /// The conversation was reset (CONV-2): its messages and remembered answers are gone.
+    Reset,
+    /// A checkpointed conversation's reset rotated its session (CONV-3): `previous` ended `suspended` and stays
+    /// resumable, `next` holds the conversation from the reset on.
+    SessionRotated {
+        /// The session that was reset.
+        previous: &'a str,
+        /// The session the conversation goes on in.
+        next: &'a str,
+    },
 }
 
 /// Receives [`RunEvent`]s. Implemented for every `Fn(&RunEvent)` closure; a sink that forwards events to a channel

@@ -20,6 +20,7 @@
 //! ```
 
 mod builder;
+mod conversation;
 mod events;
 mod outcome;
 mod resume;
@@ -28,6 +29,7 @@ pub mod search;
 mod spans;
 
 pub use builder::AgentBuilder;
+pub use conversation::{Continuation, NextStep, TurnEnd};
 pub use events::{EventSink, NoEvents, RunEvent};
 pub use outcome::{RunOutcome, RunStats, TerminalReason};
 pub use search::{CALL_TOOL, SEARCH_TOOLS};
@@ -170,6 +172,7 @@ pub struct RunOptions {
     events: Option<Arc<dyn EventSink>>,
     checkpoint: Option<SessionId>,
     force: bool,
+    continuation: Option<Arc<dyn Continuation>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -178,6 +181,7 @@ impl std::fmt::Debug for RunOptions {
             .field("events", &self.events.is_some())
             .field("checkpoint", &self.checkpoint)
             .field("force", &self.force)
+            .field("conversation", &self.continuation.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -216,6 +220,15 @@ impl RunOptions {
     #[must_use]
     pub fn with_suspend(mut self, token: CancellationToken) -> Self {
         self.suspend = token;
+        self
+    }
+
+    /// Make the run a conversation (LOOP-15, see [`Continuation`]): after each turn `continuation` says whether a
+    /// follow-up, a reset or the end comes next. A checkpointed conversation is a chat session (SESS-23): it
+    /// resumes only with a continuation, and a one-shot session only without one.
+    #[must_use]
+    pub fn with_continuation(mut self, continuation: impl Continuation + 'static) -> Self {
+        self.continuation = Some(Arc::new(continuation));
         self
     }
 

@@ -24,6 +24,8 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
     let created = async {
         let mut writer = store(inner)?.create(&id).await?;
         let meta = Meta::new(id.as_str(), inner.fingerprint.clone(), prompt);
+        // SESS-23: a conversation is a chat session.
+        let meta = if options.continuation.is_some() { meta.interactive() } else { meta };
         writer.append(&JournalRecord::new(1, Payload::Meta(meta))).await?;
         Ok::<_, Error>(writer)
     };
@@ -47,10 +49,27 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
     }
 }
 
-/// SESS-17, SESS-18, CHAT: whether the folded session can be continued at all by this agent.
-fn resumable(id: &SessionId, journal: &Journal, now: &crate::session::Fingerprint) -> Result<()> {
-    if journal.is_completed() {
+/// SESS-17, SESS-18, SESS-23: whether the folded session can be continued at all by this agent, as a chat
+/// (`chat`: a continuation was given) or as a one-shot run.
+fn resumable(id: &SessionId, journal: &Journal, now: &crate::session::Fingerprint, chat: bool) -> Result<()> {
+    // CONV-4: a chat's `completed` is its last turn's; resuming it reopens the conversation.
+    if journal.is_completed() && !journal.is_interactive() {
         return Err(Error::session(format!("session {id} has already completed; it cannot be resumed")));
+    }
+    // CONV-4: a chat resumes as a chat, a one-shot run as a one-shot run.
+    match (journal.is_interactive(), chat) {
+        (true, false) => {
+            return Err(Error::session(format!(
+                "session {id} is a chat session; resume it as a chat (`chat --resume {id}`), not as a one-shot run"
+            )));
+        }
+        (false, true) => {
+            return Err(Error::session(format!(
+                "session {id} is a one-shot run; resume it with `run --resume {id}`, not as a chat"
+            )));
+        }
+        (true, true) => return provider_unchanged(id, journal, now),
+        (false, false) => {}
     }
     // A conversation that ends on the model's own reply has nothing to continue (a request ending on an assistant
     // turn would be read as a prefill); a paused server-side turn is the one exception (LOOP-8).
@@ -61,11 +80,11 @@ fn resumable(id: &SessionId, journal: &Journal, now: &crate::session::Fingerprin
             "session {id} ended with the model's final reply (stop reason {stop}); there is nothing to resume"
         )));
     }
-    if journal.is_interactive() {
-        return Err(Error::session(format!(
-            "session {id} is an interactive chat session; it can only be resumed in the full-screen chat UI"
-        )));
-    }
+    provider_unchanged(id, journal, now)
+}
+
+/// SESS-18: a session never moves between providers; checked before the drift (SESS-19).
+fn provider_unchanged(id: &SessionId, journal: &Journal, now: &crate::session::Fingerprint) -> Result<()> {
     let was = &journal.meta.fingerprint;
     // SESS-18 before SESS-19.
     if was.provider != now.provider {
@@ -82,7 +101,8 @@ fn resumable(id: &SessionId, journal: &Journal, now: &crate::session::Fingerprin
 pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
     let (records, mut writer) = store(inner)?.open(id).await?;
     let journal = Journal::fold(records).map_err(|e| Error::session(format!("session {id}: {e}")))?;
-    resumable(id, &journal, &inner.fingerprint)?;
+    let chat = options.continuation.is_some();
+    resumable(id, &journal, &inner.fingerprint, chat)?;
     let (was, now) = (&journal.meta.fingerprint, &inner.fingerprint);
     let drift = was.drift(now);
     let mut seq = journal.last_seq;
@@ -119,6 +139,7 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
         writer.append(&JournalRecord::new(seq, Payload::Confirm(ConfirmRecord::reset()))).await?;
     }
 
+    let stats_calls = journal.llm_calls;
     let mut stats = RunStats::new(&inner.model);
     stats.llm_calls = journal.llm_calls;
     stats.tool_calls = journal.tool_calls;
@@ -145,6 +166,8 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
         last_stop: journal.last_stop,
         checkpoint: Some(Checkpoint { id: id.clone(), writer, seq }),
         resumed: true,
+        // SESS-20: cumulative for a one-shot session; a chat's cap counts from where it is resumed (LOOP-15).
+        cap: if chat { stats_calls.saturating_add(run::max_iterations(inner)) } else { run::max_iterations(inner) },
     };
     Ok(run::run(inner, start, options).await)
 }

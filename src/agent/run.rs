@@ -5,6 +5,7 @@ use super::outcome::{RunOutcome, RunStats, TerminalReason};
 use super::{Inner, RunOptions};
 
 mod call;
+mod converse;
 use crate::error::Error;
 use crate::gate::Approvals;
 use crate::llm::{Block, CacheMode, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StopReason};
@@ -45,6 +46,8 @@ pub(super) struct Start {
     pub(super) last_stop: Option<StopReason>,
     pub(super) checkpoint: Option<Checkpoint>,
     pub(super) resumed: bool,
+    /// The iteration cap the run starts with (LOOP-15, SESS-20).
+    pub(super) cap: u32,
 }
 
 /// The first user message when no prompt is given (LOOP-1).
@@ -97,6 +100,12 @@ struct Run<'a> {
     /// How many messages the conversation held after the last model turn of this run (the content trace shows
     /// a call only the messages added since).
     sent: usize,
+    /// What cancels the current turn: the run's token, or the continuation's token for one turn (CONV-1).
+    cancel: CancellationToken,
+    /// The iteration cap: `max_iterations`, extended by each follow-up and re-based by a reset (LOOP-15/16).
+    cap: u32,
+    /// The results a cancelled turn of a conversation got before it stopped (CONV-1).
+    unrun: Vec<Block>,
 }
 
 /// The first user message of a new run (LOOP-1).
@@ -104,9 +113,15 @@ pub(super) fn first_prompt(prompt: &str) -> &str {
     if prompt.trim().is_empty() { DEFAULT_PROMPT } else { prompt }
 }
 
+/// The configured iteration cap (`llm.budget.max_iterations`).
+pub(super) fn max_iterations(inner: &Inner) -> u32 {
+    u32::try_from(inner.config.llm.budget.max_iterations()).unwrap_or(u32::MAX)
+}
+
 /// A new run's starting point.
 pub(super) fn fresh(inner: &Inner, prompt: &str, checkpoint: Option<Checkpoint>) -> Start {
     Start {
+        cap: max_iterations(inner),
         messages: vec![Message::user(first_prompt(prompt))],
         stats: RunStats::new(&inner.model),
         approvals: Approvals::new(),
@@ -153,13 +168,16 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         last_stop: start.last_stop,
         checkpoint: start.checkpoint,
         sent: 0,
+        cancel: options.cancel.clone(),
+        cap: start.cap,
+        unrun: Vec::new(),
     };
     let session = run.checkpoint.as_ref().map(|c| c.id.as_str());
     let provider = &inner.provider.capabilities().provider;
     let span = super::spans::run_span(&inner.name, provider, &inner.model, session, start.resumed);
     // OVR-5: a panic anywhere in the run becomes an internal-error outcome, not a crash of the host.
     let mut crashed = false;
-    let end = match AssertUnwindSafe(run.drive(start.pending)).catch_unwind().instrument(span.clone()).await {
+    let end = match AssertUnwindSafe(run.converse(start.pending)).catch_unwind().instrument(span.clone()).await {
         Ok(end) => end,
         Err(_) => {
             crashed = true;
@@ -250,7 +268,7 @@ impl Run<'_> {
             match self.dispatch(id, name, input).await {
                 Dispatch::Result(block) => results.push(block),
                 Dispatch::Abort => return Some(self.aborted(name)),
-                Dispatch::Cancelled => return Some(ended(TerminalReason::Error, "the run was cancelled")),
+                Dispatch::Cancelled => return Some(self.cancelled()),
                 Dispatch::Failed(e) => return Some(e),
             }
         }
@@ -283,7 +301,6 @@ impl Run<'_> {
     }
 
     async fn drive(&mut self, pending: Option<Pending>) -> Ended {
-        self.announce();
         // BUDGET-2 is cumulative across resumes: a session resumed with its budget spent runs nothing more.
         if self.stats.llm_calls > 0
             && let Some(end) = self.over_budget()
@@ -348,14 +365,14 @@ impl Run<'_> {
 
     /// Cancellation, a requested suspend (LOOP-3, SESS-24: at the boundary, never mid-step), and BUDGET-1.
     fn before_turn(&self) -> Option<Ended> {
-        if self.options.cancel.is_cancelled() {
-            return Some(ended(TerminalReason::Error, "the run was cancelled"));
+        if self.cancel.is_cancelled() {
+            return Some(self.cancelled());
         }
         if self.checkpointed() && self.options.suspend.is_cancelled() {
             return Some(Ended { reason: TerminalReason::Suspended, answer: None, error: None });
         }
-        let max_iterations = u32::try_from(self.inner.config.llm.budget.max_iterations()).unwrap_or(u32::MAX);
-        (self.stats.llm_calls >= max_iterations).then(|| {
+        let max_iterations = max_iterations(self.inner);
+        (self.stats.llm_calls >= self.cap).then(|| {
             ended(
                 TerminalReason::MaxIterations,
                 format!(
@@ -386,7 +403,11 @@ impl Run<'_> {
             let added = self.messages.get(self.sent..).unwrap_or_default();
             span.in_scope(|| crate::llm::spans::content_input(system, added));
         }
-        let response = call_model(inner, &self.options.cancel, &request, &span).await?;
+        let response = match call_model(inner, &self.cancel, &request, &span).await {
+            Ok(response) => response,
+            Err(_) if self.cancel.is_cancelled() => return Err(self.cancelled()),
+            Err(end) => return Err(end),
+        };
         self.stats.usage += response.usage;
         self.emit(RunEvent::LlmResponse { iteration, stop_reason: &response.stop_reason, usage: response.usage });
         for block in &response.content {
@@ -465,7 +486,11 @@ impl Run<'_> {
             match self.dispatch(id, name, input).await {
                 Dispatch::Result(block) => results.push(block),
                 Dispatch::Abort => return Some(self.aborted(name)),
-                Dispatch::Cancelled => return Some(ended(TerminalReason::Error, "the run was cancelled")),
+                Dispatch::Cancelled => {
+                    // A conversation goes on after a cancelled turn: the results it got are kept (CONV-1).
+                    self.unrun = results;
+                    return Some(self.cancelled());
+                }
                 Dispatch::Failed(end) => return Some(end),
             }
         }

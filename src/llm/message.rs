@@ -230,6 +230,19 @@ impl Usage {
     }
 }
 
+impl Usage {
+    /// What `self` counts beyond `earlier` (one turn's share of a conversation's totals), never below zero.
+    #[must_use]
+    pub fn saturating_sub(self, earlier: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_sub(earlier.cache_read_tokens),
+            cache_creation_tokens: self.cache_creation_tokens.saturating_sub(earlier.cache_creation_tokens),
+        }
+    }
+}
+
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, o: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(o.input_tokens);

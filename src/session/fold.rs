@@ -43,6 +43,10 @@ pub struct Journal {
     pub terminal: Option<TerminalRecord>,
     /// The last record's sequence number.
     pub last_seq: u64,
+    /// The session this one continues after a reset (CONV-6).
+    pub previous: Option<String>,
+    /// The session the conversation went on in after this one was reset (CONV-6).
+    pub next: Option<String>,
 }
 
 /// A recorded operator answer to one call (SESS-9).
@@ -143,6 +147,10 @@ impl Journal {
                     j.messages.push(u.message);
                 }
                 Payload::Terminal(t) => j.terminal = Some(t),
+                Payload::Reset(link) => {
+                    j.previous = link.previous.or(j.previous.take());
+                    j.next = link.next.or(j.next.take());
+                }
             }
         }
         match open {
@@ -178,6 +186,8 @@ impl Journal {
             pending: None,
             terminal: None,
             last_seq: 1,
+            previous: None,
+            next: None,
         }
     }
 

@@ -40,6 +40,9 @@ pub enum Payload {
     User(UserRecord),
     /// `session.terminal`: how the run ended (SESS-11).
     Terminal(TerminalRecord),
+    /// `session.reset`: the conversation was reset here and continues in another session (CONV-6). The reference
+    /// has no such record: it is this crate's own, and the reference's reader refuses a journal holding one.
+    Reset(ResetRecord),
 }
 
 impl Payload {
@@ -52,6 +55,7 @@ impl Payload {
             Payload::Confirm(_) => "confirm",
             Payload::User(_) => "user",
             Payload::Terminal(_) => "terminal",
+            Payload::Reset(_) => "reset",
         }
     }
 }
@@ -77,6 +81,13 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// The same record for a chat session (SESS-23).
+    #[must_use]
+    pub fn interactive(mut self) -> Self {
+        self.interactive = Some(true);
+        self
+    }
+
     /// A version-4 meta record of a one-shot session created now.
     pub fn new(run_id: impl Into<String>, fingerprint: Fingerprint, prompt: impl Into<String>) -> Self {
         Meta {
@@ -248,6 +259,32 @@ impl UserRecord {
     }
 }
 
+/// The link between the two sessions of a rotation (CONV-6): the session that was reset names the one that goes
+/// on (`next`, written before its `suspended` terminal record); the new session names the one it came from
+/// (`previous`, right after its meta record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ResetRecord {
+    /// The session this one continues after a reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    /// The session the conversation continues in after this one's reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+impl ResetRecord {
+    /// The record ending a session that was reset: the conversation goes on in `next`.
+    pub fn continued_in(next: impl Into<String>) -> Self {
+        ResetRecord { previous: None, next: Some(next.into()) }
+    }
+
+    /// The record starting a session after a reset of `previous`.
+    pub fn continues(previous: impl Into<String>) -> Self {
+        ResetRecord { previous: Some(previous.into()), next: None }
+    }
+}
+
 /// How a run ended (SESS-11).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -298,6 +335,8 @@ struct WireIn {
     user: Option<UserRecord>,
     #[serde(default)]
     terminal: Option<TerminalRecord>,
+    #[serde(default)]
+    reset: Option<ResetRecord>,
 }
 
 /// The wire form written: the envelope then the one payload key, borrowed (no copy of the payload).
@@ -335,6 +374,7 @@ impl JournalRecord {
             Payload::Confirm(_) => "io.choria.fisk-ai.v1.session.confirm",
             Payload::User(_) => "io.choria.fisk-ai.v1.session.user",
             Payload::Terminal(_) => "io.choria.fisk-ai.v1.session.terminal",
+            Payload::Reset(_) => "io.choria.fisk-ai.v1.session.reset",
         }
     }
 
@@ -353,6 +393,7 @@ impl JournalRecord {
             Payload::Confirm(c) => out(self.seq, protocol, key, c),
             Payload::User(u) => out(self.seq, protocol, key, u),
             Payload::Terminal(t) => out(self.seq, protocol, key, t),
+            Payload::Reset(r) => out(self.seq, protocol, key, r),
         }
     }
 
@@ -377,6 +418,7 @@ impl JournalRecord {
             "confirm" => Payload::Confirm(w.confirm.ok_or_else(missing)?),
             "user" => Payload::User(w.user.ok_or_else(missing)?),
             "terminal" => Payload::Terminal(w.terminal.ok_or_else(missing)?),
+            "reset" => Payload::Reset(w.reset.ok_or_else(missing)?),
             _ => return Err(Error::session(format!("unsupported record protocol {:?}", w.protocol))),
         };
         Ok(JournalRecord { seq: w.seq, payload })

@@ -53,7 +53,7 @@ impl Surface for AgentSurface<'_, '_> {
             Some(ConfirmChoice::Once | ConfirmChoice::Always) => None,
             Some(_) => Some(DeclineReason::Operator),
             None if !gate.can_ask() => Some(DeclineReason::NoOperator),
-            None if run.options.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
+            None if run.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
             None => {
                 let req = ConfirmRequest::new(name, call.tool.spec().display_path(), call.display, call.trigger)
                     .with_input(call.arguments.clone());
@@ -98,7 +98,7 @@ impl Surface for AgentSurface<'_, '_> {
 
     /// Never spawn for a cancelled run (the loop ends at its next check).
     fn cancelled(&self) -> bool {
-        self.run.options.cancel.is_cancelled()
+        self.run.cancel.is_cancelled()
     }
 
     async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
@@ -108,7 +108,7 @@ impl Surface for AgentSurface<'_, '_> {
             telemetry::content_tool_display(call.display());
         }
         self.run.emit(RunEvent::ToolCall { id: self.id, name: call.name(), kind, origin, display: call.display() });
-        call.run(CallContext::new().with_cancel(self.run.options.cancel.child_token())).await
+        call.run(CallContext::new().with_cancel(self.run.cancel.child_token())).await
     }
 }
 
@@ -117,7 +117,7 @@ impl Run<'_> {
     pub(super) async fn dispatch(&mut self, id: &str, name: &str, input: &ToolInput) -> Dispatch {
         // A cancelled checkpointed run stops between calls without recording anything for this one, so a resume
         // runs it; nothing is spawned with an already-cancelled token.
-        if self.checkpointed() && self.options.cancel.is_cancelled() {
+        if self.checkpointed() && self.cancel.is_cancelled() {
             return Dispatch::Cancelled;
         }
         self.stats.tool_calls += 1;
@@ -182,12 +182,12 @@ impl Run<'_> {
                 if self.checkpointed() {
                     return Dispatch::Cancelled;
                 }
-                Block::tool_result(id, "not run: the run was cancelled", true)
+                Block::tool_result(id, format!("not run: {}", self.cancel_text()), true)
             }
             Outcome::Ran(output) => {
                 telemetry::tool_ran(span, &output);
                 // A call cut short by cancellation is not a result: a resume runs it again (at most once, SESS-15).
-                if self.options.cancel.is_cancelled() && self.checkpointed() {
+                if self.cancel.is_cancelled() && self.checkpointed() {
                     return Dispatch::Cancelled;
                 }
                 if self.inner.trace_content {
