@@ -248,3 +248,81 @@ async fn an_error_status_on_a_streaming_request_is_reported_like_any_other() {
     assert!(err.to_string().contains("authentication_error"));
     assert_eq!(server.request_count(), 1);
 }
+
+/// What a request's delta sink heard: the text and thinking since the last restart, how many pieces, restarts.
+#[derive(Default)]
+struct Heard {
+    text: Mutex<String>,
+    thinking: Mutex<String>,
+    pieces: Mutex<usize>,
+    restarts: Mutex<usize>,
+}
+
+impl fisk_ai::llm::DeltaSink for Heard {
+    fn delta(&self, d: fisk_ai::llm::Delta<'_>) {
+        use fisk_ai::llm::Delta;
+        *self.pieces.lock().unwrap() += 1;
+        match d {
+            Delta::Text(t) => self.text.lock().unwrap().push_str(t),
+            Delta::Thinking(t) => self.thinking.lock().unwrap().push_str(t),
+            Delta::Restart => {
+                *self.restarts.lock().unwrap() += 1;
+                self.text.lock().unwrap().clear();
+                self.thinking.lock().unwrap().clear();
+            }
+            _ => {}
+        }
+    }
+}
+
+fn joined(blocks: &[Block], thinking: bool) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } if !thinking => Some(text.as_str()),
+            Block::Thinking { text, .. } if thinking => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn call_hearing(p: &AnthropicProvider, heard: &Heard) -> Result<Response, ProviderError> {
+    let plan = ToolPlan::new(Selection::new().apply(Vec::new()).unwrap(), true);
+    let messages = [Message::user("Is staging healthy?")];
+    p.call(&Request::new("claude-opus-4-8", &[], &messages, &plan).with_thinking(true).with_deltas(heard)).await
+}
+
+/// CONV-5: the deltas of a recorded stream, cut into small chunks, concatenate to the final text and thinking,
+/// which are unchanged.
+#[tokio::test]
+async fn conv_5_streamed_deltas_concatenate_to_the_final_text_and_thinking() {
+    let mut seen = (0, 0);
+    for name in ["stream_tool_use", "stream_thinking_tool_search"] {
+        let server = FakeAnthropic::with_replies([Reply::fixture(&format!("{name}.sse")).rechunk(7)]).await;
+        let heard = Heard::default();
+        let streamed = call_hearing(&provider(&server), &heard).await.unwrap();
+        let plain = FakeAnthropic::with_replies([Reply::fixture(&format!("{name}.sse"))]).await;
+        assert_eq!(streamed, call(&provider(&plain)).await.unwrap(), "{name}: the reply is unchanged");
+        assert_eq!(*heard.text.lock().unwrap(), joined(&streamed.content, false), "{name}");
+        assert_eq!(*heard.thinking.lock().unwrap(), joined(&streamed.content, true), "{name}");
+        seen.0 += joined(&streamed.content, false).len();
+        seen.1 += joined(&streamed.content, true).len();
+        assert!(*heard.pieces.lock().unwrap() > 1, "{name}: heard as it streamed, not whole");
+    }
+    assert!(seen.0 > 0 && seen.1 > 0, "the fixtures stream both text and thinking");
+}
+
+/// CONV-5: an attempt that fails mid-stream is retried; the sink is told to restart, and what follows is the reply.
+#[tokio::test]
+async fn conv_5_a_retried_stream_restarts_its_deltas() {
+    let server = FakeAnthropic::with_replies([
+        Reply::fixture("stream_thinking_tool_search.sse").then_abort(),
+        Reply::fixture("stream_thinking_tool_search.sse"),
+    ])
+    .await;
+    let heard = Heard::default();
+    let r = call_hearing(&provider(&server), &heard).await.unwrap();
+    assert_eq!(*heard.restarts.lock().unwrap(), 1);
+    assert_eq!(*heard.thinking.lock().unwrap(), joined(&r.content, true));
+    assert_eq!(*heard.text.lock().unwrap(), joined(&r.content, false));
+}

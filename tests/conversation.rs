@@ -286,3 +286,21 @@ impl fisk_ai::agent::Continuation for Cancelling {
         token
     }
 }
+
+#[tokio::test]
+async fn conv_5_the_replys_deltas_reach_the_host_as_run_events_before_the_response() {
+    let app = setup();
+    let thinking = Block::Thinking { text: "hmm".into(), signature: "sig".into() };
+    let reply = Response::new(vec![thinking, Block::text("the answer")], StopReason::EndTurn, Usage::default());
+    let provider = Arc::new(ScriptedProvider::new([reply]));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let seen = log.clone();
+    let options = RunOptions::new().with_events(move |e: &RunEvent<'_>| match e {
+        RunEvent::Delta { iteration, delta } => seen.lock().unwrap().push(format!("{iteration} {delta:?}")),
+        RunEvent::LlmResponse { .. } => seen.lock().unwrap().push("response".to_owned()),
+        _ => {}
+    });
+    let out = agent(&app, &provider, RecordingGate::new(&[]).0).await.run("go", options).await;
+    assert_eq!(out.answer.as_deref(), Some("the answer"));
+    assert_eq!(*log.lock().unwrap(), [r#"1 Thinking("hmm")"#, r#"1 Text("the answer")"#, "response"]);
+}

@@ -46,6 +46,7 @@ scenario_tests!(
     quirk_bad_arguments_reach_the_model_as_error_results,
     quirk_generated_ids_pair_results_with_calls_in_the_loop,
     budget_4_a_call_past_its_timeout_ends_the_run,
+    conv_5_streamed_deltas_concatenate_to_the_final_text_and_reasoning,
 );
 
 #[test]

@@ -121,6 +121,15 @@ pub enum RunEvent<'a> {
         /// Its command path.
         command: &'a str,
     },
+    /// A piece of the reply the model is streaming (CONV-5): its text and reasoning as they arrive, before
+    /// [`LlmResponse`](RunEvent::LlmResponse). They concatenate to the turn's text and thinking; on
+    /// [`Delta::Restart`](crate::llm::Delta::Restart) the attempt is retried and what it streamed is void.
+    Delta {
+        /// 1-based iteration of the model call.
+        iteration: u32,
+        /// The piece.
+        delta: crate::llm::Delta<'a>,
+    },
     /// A turn of a conversation ended (LOOP-15): its counters and the conversation's so far.
     TurnEnded {
         /// Why the turn ended.

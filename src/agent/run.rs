@@ -6,6 +6,7 @@ use super::{Inner, RunOptions};
 
 mod call;
 mod converse;
+mod reply;
 use crate::error::Error;
 use crate::gate::Approvals;
 use crate::llm::{Block, CacheMode, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StopReason};
@@ -18,6 +19,7 @@ use crate::tool::CancellationToken;
 use crate::tool::{Tool, ToolInput};
 use crate::warning::Warning;
 use futures::FutureExt;
+use reply::{Relay, duplicate_call_id, preview};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -391,11 +393,16 @@ impl Run<'_> {
         let (preview, size) = preview(&self.messages);
         self.emit(RunEvent::LlmRequest { iteration, messages: self.messages.len(), size, preview: &preview });
         let max_output = llm.budget.max_output_tokens().map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-        let request = Request::new(&inner.model, self.system, &self.messages, &inner.plan)
+        let mut request = Request::new(&inner.model, self.system, &self.messages, &inner.plan)
             .with_thinking(llm.thinking.enabled)
             .with_max_output_tokens(max_output)
             .with_cache(if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default })
             .with_timeout(Some(llm.budget.call_timeout()));
+        // CONV-5: deltas reach the host only when it listens.
+        let relay = self.options.events.as_deref().map(|events| Relay { events, iteration });
+        if let Some(relay) = &relay {
+            request = request.with_deltas(relay);
+        }
         let provider = &inner.provider.capabilities().provider;
         let span = crate::llm::spans::chat_span(provider, &inner.model, iteration, max_output);
         if inner.trace_content {
@@ -530,43 +537,4 @@ async fn call_model(
             Err(Ended { reason: TerminalReason::Error, answer: None, error: Some(error) })
         }
     }
-}
-
-/// The first tool-call id a turn uses twice: results pair with calls by id, so such a turn cannot be answered.
-fn duplicate_call_id(content: &[Block]) -> Option<&str> {
-    let ids: Vec<&str> = content
-        .iter()
-        .filter_map(|b| match b {
-            Block::ToolUse { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
-        .collect();
-    ids.iter().enumerate().find(|(i, id)| ids[..*i].contains(id)).map(|(_, id)| *id)
-}
-
-/// CLI-9's preview of what is being sent: the quoted start of the latest text, or the number of tool results; and
-/// an approximate content size.
-fn preview(messages: &[Message]) -> (String, usize) {
-    let size = messages
-        .iter()
-        .flat_map(|m| &m.content)
-        .map(|b| match b {
-            Block::Text { text } => text.len(),
-            Block::Thinking { text, signature } => text.len() + signature.len(),
-            Block::ToolUse { input, .. } => input.as_str().len(),
-            Block::ToolResult { content, .. } => content.len(),
-            Block::Provider { raw, .. } => raw.get().len(),
-        })
-        .sum();
-    let Some(last) = messages.last() else { return (String::new(), size) };
-    let results = last.content.iter().filter(|b| matches!(b, Block::ToolResult { .. })).count();
-    let preview = if results == 1 {
-        "1 tool result".to_owned()
-    } else if results > 1 {
-        format!("{results} tool results")
-    } else {
-        let text: String = last.text().chars().take(60).collect();
-        format!("{text:?}")
-    };
-    (preview, size)
 }

@@ -18,6 +18,7 @@ pub use plan::{TOOL_SEARCH_THRESHOLD, ToolPlan};
 
 pub use scripted::{RecordedRequest, ScriptedProvider};
 
+mod delta;
 mod error;
 #[cfg(any(feature = "anthropic", feature = "openai"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "anthropic", feature = "openai"))))]
@@ -29,6 +30,7 @@ mod registry;
 #[cfg(any(feature = "anthropic", feature = "openai"))]
 pub(crate) mod schema;
 
+pub use delta::{Delta, DeltaSink};
 pub use error::{ProviderError, ProviderErrorKind};
 pub use message::{Block, Message, Role, StopReason, Usage};
 pub use observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};

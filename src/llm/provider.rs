@@ -39,6 +39,8 @@ pub struct Request<'a> {
     pub cache: CacheMode,
     /// The per-call timeout the run asks for (`llm.budget.call_timeout`, PROV-5); `None` for the provider's own.
     pub timeout: Option<Duration>,
+    /// Who hears the reply's deltas while it streams (CONV-5).
+    deltas: Option<super::delta::Deltas<'a>>,
 }
 
 impl<'a> Request<'a> {
@@ -53,7 +55,21 @@ impl<'a> Request<'a> {
             max_output_tokens: None,
             cache: CacheMode::Default,
             timeout: None,
+            deltas: None,
         }
+    }
+
+    /// Stream the reply's text and thinking to `sink` as they arrive (CONV-5). A provider that does not stream
+    /// calls it once per block when the reply is whole.
+    #[must_use]
+    pub fn with_deltas(mut self, sink: &'a dyn super::DeltaSink) -> Self {
+        self.deltas = Some(super::delta::Deltas(sink));
+        self
+    }
+
+    /// The sink [`with_deltas`](Self::with_deltas) set, for a provider to feed.
+    pub fn deltas(&self) -> Option<&'a dyn super::DeltaSink> {
+        self.deltas.map(|d| d.0)
     }
 
     /// Ask for reasoning.

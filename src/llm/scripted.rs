@@ -1,4 +1,4 @@
-use super::{Caps, Message, ModelProvider, ProviderError, ProviderErrorKind, Request, Response};
+use super::{Block, Caps, Delta, Message, ModelProvider, ProviderError, ProviderErrorKind, Request, Response};
 use async_trait::async_trait;
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -103,8 +103,19 @@ impl ModelProvider for ScriptedProvider {
             max_output_tokens: req.max_output_tokens,
             timeout: req.timeout,
         });
-        self.script.lock().unwrap_or_else(|e| e.into_inner()).pop_front().unwrap_or_else(|| {
+        let reply = self.script.lock().unwrap_or_else(|e| e.into_inner()).pop_front().unwrap_or_else(|| {
             Err(ProviderError::new(ProviderErrorKind::Config, "the scripted provider has no reply left"))
-        })
+        });
+        // CONV-5: a provider that does not stream tells the sink each block whole.
+        if let (Some(sink), Ok(response)) = (req.deltas(), &reply) {
+            for block in &response.content {
+                match block {
+                    Block::Text { text } => sink.delta(Delta::Text(text)),
+                    Block::Thinking { text, .. } => sink.delta(Delta::Thinking(text)),
+                    _ => {}
+                }
+            }
+        }
+        reply
     }
 }

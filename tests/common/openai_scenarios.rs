@@ -257,6 +257,53 @@ pub async fn quirk_reasoning_fields_become_thinking_and_are_not_echoed() {
     }
 }
 
+/// What a request's delta sink heard: the text and reasoning, and how many pieces.
+#[derive(Default)]
+pub struct Heard {
+    pub text: Mutex<String>,
+    pub thinking: Mutex<String>,
+    pub pieces: AtomicUsize,
+}
+
+impl fisk_ai::llm::DeltaSink for Heard {
+    fn delta(&self, d: fisk_ai::llm::Delta<'_>) {
+        use fisk_ai::llm::Delta;
+        self.pieces.fetch_add(1, Ordering::SeqCst);
+        match d {
+            Delta::Text(t) => self.text.lock().unwrap().push_str(t),
+            Delta::Thinking(t) => self.thinking.lock().unwrap().push_str(t),
+            _ => {}
+        }
+    }
+}
+
+/// CONV-5: a reasoning model's stream (`tests/fixtures/openai/stream_reasoning_then_text.sse`, in the shape an
+/// OpenAI-compatible reasoning server sends), cut into 5-byte pieces: the deltas concatenate to the final text and
+/// thinking, which are what the same stream gives without a sink.
+pub async fn conv_5_streamed_deltas_concatenate_to_the_final_text_and_reasoning() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/openai/stream_reasoning_then_text.sse");
+    let recorded = std::fs::read_to_string(path).unwrap();
+    let server = FakeOpenAi::with_replies([
+        Reply::sse_text(&recorded, Shape::Quirk).rechunk(5),
+        Reply::sse_text(&recorded, Shape::Quirk),
+    ])
+    .await;
+    let p = provider(&server, true);
+    let heard = Heard::default();
+    let system: Vec<String> = SYSTEM.iter().map(|s| (*s).to_owned()).collect();
+    let (tools, messages) = (plan(&[]), hello());
+    let r = p.call(&Request::new("gpt-4.1", &system, &messages, &tools).with_deltas(&heard)).await.unwrap();
+    assert_eq!(r, ask(&p, &tools, &messages).await.unwrap(), "the reply is unchanged");
+    let thinking = Block::Thinking {
+        text: "The user wants a count to two. One, then two — done.".into(),
+        signature: String::new(),
+    };
+    assert_eq!(r.content, vec![thinking, Block::text("One, two. Done: ünïcödé ✓")]);
+    assert_eq!(*heard.thinking.lock().unwrap(), "The user wants a count to two. One, then two — done.");
+    assert_eq!(*heard.text.lock().unwrap(), "One, two. Done: ünïcödé ✓");
+    assert_eq!(heard.pieces.load(Ordering::SeqCst), 8, "one per chunk that carried text, as it arrived");
+}
+
 /// A server that ignores `stream` and answers plain JSON to a streaming request.
 pub async fn quirk_a_plain_json_answer_to_a_streaming_request_is_read_whole() {
     let server = FakeOpenAi::with_replies([text("Two.", "stop").reply()]).await;
@@ -587,4 +634,5 @@ all!(
     quirk_bad_arguments_reach_the_model_as_error_results,
     quirk_generated_ids_pair_results_with_calls_in_the_loop,
     budget_4_a_call_past_its_timeout_ends_the_run,
+    conv_5_streamed_deltas_concatenate_to_the_final_text_and_reasoning,
 );

@@ -354,7 +354,7 @@ impl WireFormat for Messages {
     }
 
     async fn read_stream(&self, events: &mut SseEvents, attempt: &Attempt<'_>) -> Result<Decoded, ProviderError> {
-        let mut acc = stream::read(events).await?;
+        let mut acc = stream::read(events, attempt.request.deltas()).await?;
         let observed = attempt.observed.then(|| acc.message_json());
         Ok(Decoded::new(acc.finish()?, observed))
     }

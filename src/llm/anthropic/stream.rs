@@ -6,7 +6,7 @@
 
 use super::wire::{ErrorDetail, WireUsage, decode_error, stop_reason};
 use crate::llm::http::SseEvents;
-use crate::llm::{Block, ProviderError, ProviderErrorKind, Response, StopReason};
+use crate::llm::{Block, Delta, DeltaSink, ProviderError, ProviderErrorKind, Response, StopReason};
 use crate::tool::ToolInput;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -133,7 +133,13 @@ impl Accumulator {
     }
 
     /// Apply one server-sent event. `ping` and unknown events are ignored; an `error` event fails the reply.
-    pub(crate) fn event(&mut self, name: Option<&str>, data: &str) -> Result<(), ProviderError> {
+    /// Apply one event, telling `deltas` the text and thinking it adds (CONV-5).
+    pub(crate) fn event(
+        &mut self,
+        name: Option<&str>,
+        data: &str,
+        deltas: Option<&dyn DeltaSink>,
+    ) -> Result<(), ProviderError> {
         let kind = match serde_json::from_str::<Head>(data) {
             Ok(Head { kind: Some(kind) }) => kind,
             _ => match name {
@@ -161,7 +167,7 @@ impl Accumulator {
                 let Some(Some(block)) = self.blocks.get_mut(e.index) else {
                     return Err(bad(&kind, format!("delta for block {} that never started", e.index)));
                 };
-                apply_delta(block, e.delta);
+                apply_delta(block, e.delta, deltas);
             }
             "content_block_stop" => {
                 let e: BlockStop = serde_json::from_str(data).map_err(|e| bad(&kind, e))?;
@@ -272,14 +278,27 @@ fn merge_non_null(into: &mut Map<String, Value>, from: Map<String, Value>) {
     }
 }
 
-fn apply_delta(block: &mut BlockAcc, mut delta: Map<String, Value>) {
+fn apply_delta(block: &mut BlockAcc, mut delta: Map<String, Value>, deltas: Option<&dyn DeltaSink>) {
     let text = |d: &mut Map<String, Value>, key: &str| match d.remove(key) {
         Some(Value::String(s)) => s,
         _ => String::new(),
     };
+    let tell = |d: Delta<'_>| {
+        if let Some(sink) = deltas {
+            sink.delta(d);
+        }
+    };
     match delta.get("type").and_then(Value::as_str).unwrap_or("") {
-        "text_delta" => block.append("text", &text(&mut delta, "text")),
-        "thinking_delta" => block.append("thinking", &text(&mut delta, "thinking")),
+        "text_delta" => {
+            let t = text(&mut delta, "text");
+            tell(Delta::Text(&t));
+            block.append("text", &t);
+        }
+        "thinking_delta" => {
+            let t = text(&mut delta, "thinking");
+            tell(Delta::Thinking(&t));
+            block.append("thinking", &t);
+        }
         "signature_delta" => {
             block.obj.insert("signature".to_owned(), Value::from(text(&mut delta, "signature")));
         }
@@ -334,11 +353,11 @@ fn neutral(block: &mut BlockAcc) -> Result<Block, String> {
 
 /// Read a `text/event-stream` body until `message_stop`. A transport failure is retryable; a stream that ends
 /// early is an error, never a partial message.
-pub(crate) async fn read(events: &mut SseEvents) -> Result<Accumulator, ProviderError> {
+pub(crate) async fn read(events: &mut SseEvents, deltas: Option<&dyn DeltaSink>) -> Result<Accumulator, ProviderError> {
     let mut acc = Accumulator::new();
     while let Some(sse) = events.next().await {
         let sse = sse?;
-        acc.event(sse.event.as_deref(), &sse.data)?;
+        acc.event(sse.event.as_deref(), &sse.data, deltas)?;
         if acc.is_done() {
             return Ok(acc);
         }

@@ -384,6 +384,10 @@ impl HttpCore {
             let report = WireRetry { attempt: n, wait, error: &failure.error };
             self.observers.iter().for_each(|o| o.on_retry(&report));
             tokio::time::sleep(wait).await;
+            // CONV-5: what the failed attempt streamed is not the reply; the retry streams it again.
+            if let Some(sink) = req.deltas() {
+                sink.delta(crate::llm::Delta::Restart);
+            }
         }
     }
 

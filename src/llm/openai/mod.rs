@@ -314,7 +314,7 @@ impl WireFormat for Completions {
     }
 
     async fn read_stream(&self, events: &mut SseEvents, attempt: &Attempt<'_>) -> Result<Decoded, ProviderError> {
-        let acc = stream::read(events).await?;
+        let acc = stream::read(events, attempt.request.deltas()).await?;
         let observed = attempt.observed.then(|| acc.completion_json());
         let reply = acc.finish()?;
         let turn = attempt.request.messages.len();

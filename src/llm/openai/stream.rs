@@ -6,6 +6,7 @@
 //! decode error, never a panic.
 
 use super::wire::{Call, Reply, WireFunction, WireUsage, arguments_text, body_error, content_text, decode_error};
+use crate::llm::DeltaSink;
 use crate::llm::http::SseEvents;
 use crate::llm::{ProviderError, ProviderErrorKind};
 use serde::Deserialize;
@@ -88,7 +89,14 @@ impl Accumulator {
     }
 
     /// Apply one event's data. `[DONE]` ends the reply; an `error` object fails it.
-    pub(crate) fn event(&mut self, name: Option<&str>, data: &str) -> Result<(), ProviderError> {
+    /// Apply one event's data, telling `deltas` the text and reasoning it adds (CONV-5). `[DONE]` ends the reply;
+    /// an `error` object fails it.
+    pub(crate) fn event(
+        &mut self,
+        name: Option<&str>,
+        data: &str,
+        deltas: Option<&dyn DeltaSink>,
+    ) -> Result<(), ProviderError> {
         let data = data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -121,18 +129,29 @@ impl Accumulator {
                 self.reply.finish_reason = Some(reason);
             }
             if let Some(delta) = choice.delta {
-                self.delta(delta)?;
+                self.delta(delta, deltas)?;
             }
         }
         Ok(())
     }
 
-    fn delta(&mut self, delta: Delta) -> Result<(), ProviderError> {
-        if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
+    fn delta(&mut self, delta: Delta, deltas: Option<&dyn DeltaSink>) -> Result<(), ProviderError> {
+        let tell = |d: crate::llm::Delta<'_>| {
+            if let Some(sink) = deltas {
+                sink.delta(d);
+            }
+        };
+        if let Some(text) = delta.reasoning_content.or(delta.reasoning).filter(|t| !t.is_empty()) {
+            tell(crate::llm::Delta::Thinking(&text));
             self.reply.reasoning.push_str(&text);
         }
-        self.reply.text.push_str(&content_text(delta.content));
-        if let Some(text) = delta.refusal {
+        let text = content_text(delta.content);
+        if !text.is_empty() {
+            tell(crate::llm::Delta::Text(&text));
+            self.reply.text.push_str(&text);
+        }
+        if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
+            tell(crate::llm::Delta::Text(&text));
             self.reply.refusal.push_str(&text);
         }
         for call in delta.tool_calls.unwrap_or_default() {
@@ -219,11 +238,11 @@ impl Accumulator {
 /// Read a `text/event-stream` body until `[DONE]`. A transport failure is retryable; a stream that ends before a
 /// `finish_reason` is an error. One that ends after it without `[DONE]` (some local servers never send it) is
 /// accepted.
-pub(crate) async fn read(events: &mut SseEvents) -> Result<Accumulator, ProviderError> {
+pub(crate) async fn read(events: &mut SseEvents, deltas: Option<&dyn DeltaSink>) -> Result<Accumulator, ProviderError> {
     let mut acc = Accumulator::new();
     while let Some(sse) = events.next().await {
         let sse = sse?;
-        acc.event(sse.event.as_deref(), &sse.data)?;
+        acc.event(sse.event.as_deref(), &sse.data, deltas)?;
         if acc.is_done() {
             return Ok(acc);
         }
@@ -248,7 +267,7 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c","function":{"name":"z","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
         ];
         for c in chunks {
-            acc.event(None, c).unwrap();
+            acc.event(None, c, None).unwrap();
         }
         let reply = acc.finish().unwrap();
         let got: Vec<_> = reply.calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
@@ -265,7 +284,7 @@ mod tests {
             r#"[1,2]"#,
             "not json",
         ] {
-            assert!(Accumulator::new().event(None, bad).is_err(), "{bad}");
+            assert!(Accumulator::new().event(None, bad, None).is_err(), "{bad}");
         }
     }
 }
