@@ -7,6 +7,8 @@
 //! ```
 
 mod a2a;
+mod chat;
+mod chat_input;
 mod info;
 mod mcp;
 mod remote;
@@ -54,6 +56,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Run the agent on a prompt: the answer goes to stdout, everything else to stderr.
     Run(run::RunArgs),
+    /// Chat with the agent: follow-ups, /clear and /exit; the answer streams to stdout.
+    Chat(chat::ChatArgs),
     /// List, show and remove checkpointed sessions.
     Session(session::SessionArgs),
     /// Serve the tool set over MCP (streamable HTTP) until SIGINT or SIGTERM.
@@ -70,6 +74,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => info::run(args).await.map(|()| true),
         Command::Run(args) => run::run(args).await.map(|reason| reason.is_success()),
+        Command::Chat(args) => chat::run(args).await.map(|reason| reason.is_success()),
         Command::Session(args) => session::run(args).await.map(|()| true),
         Command::Mcp(args) => mcp::run(args).await.map(|()| true),
         Command::A2a(args) => a2a::run(args).await.map(|()| true),

@@ -89,13 +89,13 @@ fn session_flags(args: &RunArgs) -> Result<(Option<SessionId>, Option<SessionId>
 }
 
 /// How the run's lines reach stderr: one writer, with a spinner that steps aside for every line.
-struct Stderr {
+pub(crate) struct Stderr {
     spinner: Mutex<Option<ProgressBar>>,
     animate: bool,
 }
 
 impl Stderr {
-    fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         let spinner = self.spinner.lock().unwrap_or_else(|e| e.into_inner());
         let print = || {
             let mut err = std::io::stderr().lock();
@@ -107,7 +107,7 @@ impl Stderr {
         }
     }
 
-    fn waiting(&self, on: bool) {
+    pub(crate) fn waiting(&self, on: bool) {
         if !self.animate {
             return;
         }
@@ -237,12 +237,105 @@ pub(crate) async fn run(args: RunArgs) -> Result<TerminalReason, Box<dyn std::er
     }
 }
 
+/// What `run` and `chat` share: how the agent is configured, reached and traced.
+pub(crate) struct Common<'a> {
+    pub(crate) config: &'a std::path::Path,
+    pub(crate) api_key: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) http_debug: bool,
+    pub(crate) trace: Option<&'a std::path::Path>,
+    pub(crate) state_dir: Option<&'a std::path::Path>,
+    /// Whether the spinner may animate (not in a chat, whose answer streams to the same terminal).
+    pub(crate) animate: bool,
+}
+
+/// The agent and what reports on it, built as `run` and `chat` both need them.
+pub(crate) struct Prepared {
+    pub(crate) agent: Agent,
+    pub(crate) err: Arc<Stderr>,
+    pub(crate) trace: Option<Arc<crate::trace::Trace>>,
+    /// Ends an approval prompt on screen (GATE-12).
+    pub(crate) stop_prompts: CancellationToken,
+}
+
 async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<TerminalReason, Box<dyn std::error::Error>> {
     if args.chat {
-        return Err("--chat needs the full-screen terminal UI, which this CLI does not provide".into());
+        return Err(format!("--chat is `{} chat` in this CLI", crate::program()).into());
     }
     let (checkpoint, resume) = session_flags(&args)?;
     let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let common = Common {
+        config: &args.config,
+        api_key: args.api_key.clone(),
+        base_url: args.base_url.clone(),
+        http_debug: args.http_debug,
+        trace: args.trace.as_deref(),
+        state_dir: args.state_dir.as_deref(),
+        animate: std::io::stderr().is_terminal(),
+    };
+    let Prepared { agent, err, trace, stop_prompts } = prepare(common, model).await?;
+    let cancel = CancellationToken::new();
+    let suspend = CancellationToken::new();
+    let checkpointed = checkpoint.is_some() || resume.is_some();
+    let tokens = Tokens { cancel: cancel.clone(), suspend: suspend.clone(), prompts: stop_prompts };
+    watch_signals(checkpointed, tokens, err.clone())?;
+    let sink = events(err.clone(), agent.clone(), args.verbose, args.tool_output);
+    let prompt = args.prompt.join(" ");
+    let options = RunOptions::new().with_cancel(cancel).with_suspend(suspend).with_events(sink);
+    let outcome = match (&resume, checkpoint) {
+        (Some(id), _) => agent.resume(id, options.with_force(args.force)).await?,
+        (None, Some(id)) => agent.run(&prompt, options.with_checkpoint(id)).await,
+        (None, None) => agent.run(&prompt, options).await,
+    };
+    err.waiting(false);
+
+    if let Some(answer) = outcome.answer.as_deref().filter(|a| !a.is_empty()) {
+        err.line("");
+        // The answer is data for stdout: only terminal escapes are removed.
+        let answer = strip_ansi_escapes::strip_str(answer);
+        let mut out = std::io::stdout().lock();
+        if std::io::stdout().is_terminal() && !no_color {
+            let _ = write!(out, "{}", termimad::MadSkin::default().term_text(&answer));
+        } else {
+            let _ = writeln!(out, "{answer}");
+        }
+        let _ = out.flush();
+    }
+    finish(&err, &outcome, args.verbose, trace.as_deref(), "run");
+    Ok(outcome.reason)
+}
+
+/// The run's error, how to resume a suspended one, and the summary (CLI-13); the trace's footer.
+pub(crate) fn finish(
+    err: &Stderr,
+    outcome: &fisk_ai::agent::RunOutcome,
+    verbose: bool,
+    trace: Option<&crate::trace::Trace>,
+    command: &str,
+) {
+    if let Some(e) = &outcome.error {
+        err.line(&format!("error: {}", sanitize(&e.to_string(), PROMPT_LIMIT)));
+    }
+    let suspended = outcome.reason == TerminalReason::Suspended;
+    if let Some(id) = outcome.session_id.as_ref().filter(|_| suspended) {
+        err.line(&format!("suspended; resume with: {} {command} --resume {id}", crate::program()));
+    }
+    // CLI-13: the summary closes every run, but not a crashed one.
+    if !outcome.internal_error {
+        err.line("");
+        err.line(&outcome.stats.summary(suspended, outcome.session_id.as_ref().map(|s| s.as_str()), verbose));
+    }
+    if let Some(t) = trace {
+        t.footer(outcome);
+    }
+}
+
+/// Read and check the configuration, build the provider and the agent (CLI-3's order: the base URL, then the
+/// configuration, then the key).
+pub(crate) async fn prepare(
+    args: Common<'_>,
+    model: &mut Option<String>,
+) -> Result<Prepared, Box<dyn std::error::Error>> {
     // CLI-3 / PROV-7: the base URL is checked before anything else happens (before the config is read and before
     // the debug file exists).
     let base_url = args.base_url.clone().filter(|u| !u.trim().is_empty());
@@ -250,7 +343,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         fisk_ai::config::check_http_url(url.trim())
             .map_err(|e| format!("invalid base URL {url:?} (--base-url): {e}"))?;
     }
-    let config = Config::load(&args.config)?;
+    let config = Config::load(args.config)?;
     model.clone_from(&config.llm.model);
     // SESS-27.
     if args.state_dir.is_some() && config.harness.sessions.backend != "file" {
@@ -265,7 +358,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     config.validate(Mode::Agent)?;
     config.check_supported()?;
     config.check_application()?;
-    let err = Arc::new(Stderr { spinner: Mutex::new(None), animate: std::io::stderr().is_terminal() });
+    let err = Arc::new(Stderr { spinner: Mutex::new(None), animate: args.animate });
     // PROV-3: the provider is resolved by name from the registry; it reads its own key and base URL variables.
     let mut settings = ProviderSettings::new(&config);
     if let Some(key) = args.api_key.clone() {
@@ -281,11 +374,11 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     if args.http_debug {
         settings = settings.with_http_debug(&debug_path);
     }
-    let trace = match &args.trace {
+    let trace = match args.trace {
         Some(path) => {
             let t = crate::trace::Trace::create(path)?;
             settings = settings.with_observer(t.clone());
-            Some((t, path.clone()))
+            Some((t, path.to_path_buf()))
         }
         None => None,
     };
@@ -310,25 +403,27 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         .provider_arc(provider)
         .gate(TerminalGate::stderr().with_interrupt(stop_prompts.clone()))
         .prompter(TerminalPrompter::stderr());
-    if let Some(dir) = &args.state_dir {
+    if let Some(dir) = args.state_dir {
         builder = builder.session_store(FileSessionStore::new(dir));
     }
     let agent = builder.build().await?;
     if let Some(t) = &trace {
         t.header(agent.model(), agent.toolset().len());
     }
+    Ok(Prepared { agent, err, trace, stop_prompts })
+}
 
-    let cancel = CancellationToken::new();
-    let suspend = CancellationToken::new();
-    let checkpointed = checkpoint.is_some() || resume.is_some();
-    let tokens = Tokens { cancel: cancel.clone(), suspend: suspend.clone(), prompts: stop_prompts };
-    watch_signals(checkpointed, tokens, err.clone())?;
-
+/// The run's events as line output on stderr (CLI-5..12).
+pub(crate) fn events(
+    err: Arc<Stderr>,
+    agent: Agent,
+    verbose: bool,
+    tool_output: bool,
+) -> impl Fn(&RunEvent<'_>) + Send + Sync {
     let width = if std::io::stderr().is_terminal() { terminal_width() } else { None };
-    let replay_agent = agent.clone();
-    let (verbose, tool_output) = (args.verbose, args.tool_output);
-    let sink_err = err.clone();
-    let sink = move |e: &RunEvent<'_>| {
+    let replay_agent = agent;
+    let sink_err = err;
+    move |e: &RunEvent<'_>| {
         let err = &sink_err;
         match e {
             RunEvent::Warning(w) => err.line(&format!("warning: {}", sanitize(&w.to_string(), PROMPT_LIMIT))),
@@ -385,44 +480,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
             }
             _ => {}
         }
-    };
-    let prompt = args.prompt.join(" ");
-    let options = RunOptions::new().with_cancel(cancel).with_suspend(suspend).with_events(sink);
-    let outcome = match (&resume, checkpoint) {
-        (Some(id), _) => agent.resume(id, options.with_force(args.force)).await?,
-        (None, Some(id)) => agent.run(&prompt, options.with_checkpoint(id)).await,
-        (None, None) => agent.run(&prompt, options).await,
-    };
-    err.waiting(false);
-
-    if let Some(answer) = outcome.answer.as_deref().filter(|a| !a.is_empty()) {
-        err.line("");
-        // The answer is data for stdout: only terminal escapes are removed.
-        let answer = strip_ansi_escapes::strip_str(answer);
-        let mut out = std::io::stdout().lock();
-        if std::io::stdout().is_terminal() && !no_color {
-            let _ = write!(out, "{}", termimad::MadSkin::default().term_text(&answer));
-        } else {
-            let _ = writeln!(out, "{answer}");
-        }
-        let _ = out.flush();
     }
-    if let Some(e) = &outcome.error {
-        err.line(&format!("error: {}", sanitize(&e.to_string(), PROMPT_LIMIT)));
-    }
-    let suspended = outcome.reason == TerminalReason::Suspended;
-    if let Some(id) = outcome.session_id.as_ref().filter(|_| suspended) {
-        err.line(&format!("suspended; resume with: {} run --resume {id}", crate::program()));
-    }
-    // CLI-13: the summary closes every run, but not a crashed one.
-    if !outcome.internal_error {
-        err.line("");
-        err.line(&outcome.stats.summary(suspended, outcome.session_id.as_ref().map(|s| s.as_str()), verbose));
-    }
-    if let Some(t) = &trace {
-        t.footer(&outcome);
-    }
-    Ok(outcome.reason)
 }
 
 /// What a signal can stop.
