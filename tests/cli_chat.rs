@@ -81,6 +81,21 @@ async fn conv_8_piped_clear_and_exit_work_as_on_a_terminal() {
     assert_eq!(requests.len(), 2, "nothing after /exit");
     assert_eq!(user_texts(requests[1].body_json()), ["after"], "after /clear only the new prompt");
     assert!(stderr.contains("session piped holds the conversation before /clear"), "{stderr}");
+    // `session show` lists the rotated sessions and their link.
+    let state = dir.path().join("state");
+    let shown = example_cli(&["session", "--state-dir", state.to_str().unwrap(), "show", "piped"], dir.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let next = shown.lines().find_map(|l| l.strip_prefix("Conversation:   piped (this) -> ")).unwrap_or_else(|| {
+        panic!("no link in:\n{shown}");
+    });
+    assert!(shown.contains("Status:         suspended") && shown.contains("Kind:           chat"), "{shown}");
+    let shown =
+        example_cli(&["session", "--state-dir", state.to_str().unwrap(), "show", next], dir.path()).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains(&format!("Conversation:   piped -> {next} (this)")), "{shown}");
+    assert!(shown.contains("Prompt:         after"), "{shown}");
 
     // CONV-4 through the CLI: the rotated chat session resumes as a chat only, a one-shot run as a run only.
     let run = cli(&server, dir.path(), "run", &["--resume", "piped"], "").await;

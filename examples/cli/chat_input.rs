@@ -62,7 +62,10 @@ enum Source {
 
 impl Source {
     fn editor() -> Self {
-        match Editor::new() {
+        // The terminal itself, not stdio: the answer may go to a file (`chat > answers.md`) while the prompt stays
+        // on the screen.
+        let config = rustyline::Config::builder().behavior(rustyline::Behavior::PreferTerm).build();
+        match Editor::with_config(config) {
             Ok(mut editor) => {
                 editor.set_helper(Some(Multiline));
                 editor.bind_sequence(KeyEvent(KeyCode::Enter, Modifiers::ALT), Cmd::Newline);

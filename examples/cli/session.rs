@@ -154,6 +154,11 @@ pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Err
                 writeln!(out, "Note:           {n} tool call(s) of the last turn will run first when it is resumed")?;
             }
             writeln!(out, "Prompt:         {}", truncate(&j.meta.prompt, 200))?;
+            writeln!(out, "Kind:           {}", if j.is_interactive() { "chat" } else { "one-shot run" })?;
+            // CONV-6: the sessions a chat's resets rotated through, linked by their `session.reset` records.
+            if j.previous.is_some() || j.next.is_some() {
+                writeln!(out, "Conversation:   {}", rotations(store.as_ref(), &id, &j).await.join(" -> "))?;
+            }
             // CLI-23: what is held.
             let mut counts: Vec<(&str, usize)> = Vec::new();
             for (name, choice) in
@@ -219,4 +224,33 @@ fn print_transcript(out: &mut impl Write, j: &Journal, outputs: bool) -> std::io
         }
     }
     Ok(())
+}
+
+/// The chain of sessions `j` (session `id`) belongs to, oldest first, `id` marked: followed through the stored
+/// links both ways, at most 50 each way, stopping at a session that cannot be read or a link that loops.
+async fn rotations(store: &dyn SessionStore, id: &SessionId, j: &Journal) -> Vec<String> {
+    let mut seen = vec![id.to_string()];
+    let mut before = Vec::new();
+    let mut at = j.previous.clone();
+    while let Some(prev) = at.take().filter(|p| !seen.contains(p) && before.len() < 50) {
+        seen.push(prev.clone());
+        at = linked(store, &prev).await.and_then(|j| j.previous);
+        before.push(prev);
+    }
+    let mut chain: Vec<String> = before.into_iter().rev().collect();
+    chain.push(format!("{id} (this)"));
+    let mut at = j.next.clone();
+    let mut after = 0;
+    while let Some(next) = at.take().filter(|n| !seen.contains(n) && after < 50) {
+        seen.push(next.clone());
+        at = linked(store, &next).await.and_then(|j| j.next);
+        chain.push(next);
+        after += 1;
+    }
+    chain
+}
+
+async fn linked(store: &dyn SessionStore, id: &str) -> Option<Journal> {
+    let id = SessionId::new(id).ok()?;
+    store.read(&id).await.and_then(Journal::fold).ok()
 }

@@ -115,6 +115,28 @@ impl Pane {
         }
     }
 
+    /// What the example has written to stdout so far.
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stdout")).unwrap_or_default()
+    }
+
+    /// Poll stdout until `done` holds.
+    pub fn wait_stdout(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let out = self.stdout();
+            if done(&out) {
+                return out;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; stdout:\n{out}\nscreen:\n{}",
+                self.screen(false)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The pid of the running example `name` (a descendant of the pane's shell), once it has started.
     pub fn example_pid(&self, name: &str) -> i32 {
         let o = run(&mut self.tmux(&["display-message", "-p", "-t", "t", "#{pane_pid}"]));
