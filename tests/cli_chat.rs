@@ -96,6 +96,12 @@ async fn conv_8_piped_clear_and_exit_work_as_on_a_terminal() {
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains(&format!("Conversation:   piped -> {next} (this)")), "{shown}");
     assert!(shown.contains("Prompt:         after"), "{shown}");
+    // The session after /clear resumes as a chat: its conversation goes on from "after".
+    server.push(answer("c."));
+    let resumed = cli(&server, dir.path(), "chat", &["--resume", next], "more\n").await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(String::from_utf8_lossy(&resumed.stdout), "c.\n");
+    assert_eq!(user_texts(server.requests()[2].body_json()), ["after", "more"]);
 
     // CONV-4 through the CLI: the rotated chat session resumes as a chat only, a one-shot run as a run only.
     let run = cli(&server, dir.path(), "run", &["--resume", "piped"], "").await;
@@ -109,4 +115,51 @@ async fn conv_8_piped_clear_and_exit_work_as_on_a_terminal() {
     let stderr = String::from_utf8_lossy(&chat.stderr);
     assert_eq!(chat.status.code(), Some(1));
     assert!(stderr.contains("session once is a one-shot run; resume it with `run --resume once`"), "{stderr}");
+}
+
+/// A piped line past the 1 MiB prompt bound (64 MiB without a newline) is skipped with an error, read in bounded
+/// memory, and the chat goes on with the next line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conv_8_an_oversize_piped_line_is_skipped_in_bounded_memory() {
+    use tokio::io::AsyncReadExt;
+    let server = FakeAnthropic::with_replies([answer("fine.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let url = server.url();
+    let args = ["chat", "--config", config.to_str().unwrap(), "--base-url", &url];
+    let mut cmd = tokio::process::Command::from(example_cli(&args, dir.path()));
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let block = vec![b'x'; 1 << 20];
+    for _ in 0..64 {
+        stdin.write_all(&block).await.unwrap();
+    }
+    stdin.write_all(b"\n").await.unwrap();
+    let mut said = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&said).contains("that line was skipped") {
+        let n = stderr.read(&mut buf).await.unwrap();
+        assert!(n > 0, "stderr ended: {}", String::from_utf8_lossy(&said));
+        said.extend_from_slice(&buf[..n]);
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(peak_kb < 48 << 10, "the chat held {peak_kb} kB while reading a 64 MiB line");
+    stdin.write_all(b"hello\n").await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "fine.\n");
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(user_texts(server.requests()[0].body_json()), ["hello"]);
 }

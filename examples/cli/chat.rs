@@ -156,6 +156,10 @@ impl Chat {
                     interrupted = true;
                     self.err.line("(press Ctrl-C again, Ctrl-D or type /exit to leave)");
                 }
+                crate::chat_input::Read::TooLong => self.err.line(&format!(
+                    "error: a prompt is at most {} MiB; that line was skipped",
+                    crate::chat_input::MAX_LINE >> 20
+                )),
                 crate::chat_input::Read::End => return NextStep::End,
                 crate::chat_input::Read::Failed(why) => {
                     self.err.line(&format!("error: cannot read the next prompt: {why}"));

@@ -10,9 +10,14 @@ use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Cmd, Editor, Helper, KeyCode, KeyEvent, Modifiers};
 use std::io::BufRead;
 
+/// The longest prompt read from piped input; a longer line is refused, read past in bounded memory.
+pub(crate) const MAX_LINE: usize = 1 << 20;
+
 /// What one read gave.
 pub(crate) enum Read {
     Line(String),
+    /// A piped line longer than [`MAX_LINE`], skipped.
+    TooLong,
     /// Ctrl-C at the prompt.
     Interrupted,
     /// Ctrl-D, or the end of piped input.
@@ -89,14 +94,7 @@ impl Source {
                 Err(rustyline::error::ReadlineError::Eof) => Read::End,
                 Err(e) => Read::Failed(e.to_string()),
             },
-            Source::Piped(stdin) => {
-                let mut line = String::new();
-                match stdin.read_line(&mut line) {
-                    Ok(0) => Read::End,
-                    Ok(_) => Read::Line(line),
-                    Err(e) => Read::Failed(e.to_string()),
-                }
-            }
+            Source::Piped(stdin) => piped_line(stdin),
             Source::Broken(why) => Read::Failed(why.clone()),
         }
     }
@@ -122,3 +120,32 @@ impl Validator for Multiline {
 }
 
 impl Helper for Multiline {}
+
+/// One line of piped input, holding at most [`MAX_LINE`] bytes of it: the rest of a longer line is read and dropped
+/// piece by piece, so no input can make the chat hold more.
+fn piped_line(stdin: &mut impl BufRead) -> Read {
+    let mut line = Vec::new();
+    match std::io::Read::take(&mut *stdin, MAX_LINE as u64 + 1).read_until(b'\n', &mut line) {
+        Ok(0) => return Read::End,
+        Ok(_) => {}
+        Err(e) => return Read::Failed(e.to_string()),
+    }
+    if line.len() <= MAX_LINE || line.ends_with(b"\n") {
+        return Read::Line(String::from_utf8_lossy(&line).into_owned());
+    }
+    drop(line);
+    loop {
+        let (used, done) = match stdin.fill_buf() {
+            Ok([]) => return Read::TooLong,
+            Ok(buf) => match buf.iter().position(|b| *b == b'\n') {
+                Some(at) => (at + 1, true),
+                None => (buf.len(), false),
+            },
+            Err(e) => return Read::Failed(e.to_string()),
+        };
+        stdin.consume(used);
+        if done {
+            return Read::TooLong;
+        }
+    }
+}

@@ -42,7 +42,7 @@ pub(crate) struct RunArgs {
     /// Show each tool's output after its call.
     #[arg(long, env = "FISK_AI_TOOL_OUTPUT", value_parser = clap::builder::FalseyValueParser::new())]
     tool_output: bool,
-    /// Interactive chat (needs the full-screen UI, which this CLI does not provide).
+    /// Accepted for the reference CLI's `run --chat`; this CLI has `chat` for that, and says so.
     #[arg(long)]
     chat: bool,
     /// Write one JSON object per line for each model request, response, error and retry to FILE (must not exist).
@@ -260,7 +260,11 @@ pub(crate) struct Prepared {
 
 async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<TerminalReason, Box<dyn std::error::Error>> {
     if args.chat {
-        return Err(format!("--chat is `{} chat` in this CLI", crate::program()).into());
+        return Err(format!(
+            "--chat opens the reference's full-screen chat, which this CLI does not have; use `{} chat` instead",
+            crate::program()
+        )
+        .into());
     }
     let (checkpoint, resume) = session_flags(&args)?;
     let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());

@@ -136,61 +136,73 @@ pub(crate) async fn run(args: SessionArgs) -> Result<(), Box<dyn std::error::Err
             }
         }
         SessionCommand::Show { id, transcript, no_tool_output } => {
-            let id = SessionId::new(id.as_str())?;
-            let j = Journal::fold(store.read(&id).await?)?;
-            writeln!(out, "Session:        {id}")?;
-            writeln!(out, "Status:         {}", j.status())?;
-            if let Some(msg) = j.terminal.as_ref().and_then(|t| t.message.as_deref()) {
-                writeln!(out, "Error:          {}", truncate(msg, 200))?;
-            }
-            writeln!(out, "Model:          {}", j.meta.fingerprint.model)?;
-            writeln!(out, "Created:        {}", j.meta.created)?;
-            writeln!(out, "Next iteration: {}", j.next_iteration)?;
-            writeln!(out, "LLM calls:      {}", j.llm_calls)?;
-            writeln!(out, "Tool calls:     {} ({} remote)", j.tool_calls, j.remote_tool_calls)?;
-            writeln!(out, "Tokens:         {} in / {} out", j.usage.input_tokens, j.usage.output_tokens)?;
-            if let Some(p) = &j.pending {
-                let n = p.unanswered().count();
-                writeln!(out, "Note:           {n} tool call(s) of the last turn will run first when it is resumed")?;
-            }
-            writeln!(out, "Prompt:         {}", truncate(&j.meta.prompt, 200))?;
-            writeln!(out, "Kind:           {}", if j.is_interactive() { "chat" } else { "one-shot run" })?;
-            // CONV-6: the sessions a chat's resets rotated through, linked by their `session.reset` records.
-            if j.previous.is_some() || j.next.is_some() {
-                writeln!(out, "Conversation:   {}", rotations(store.as_ref(), &id, &j).await.join(" -> "))?;
-            }
-            // CLI-23: what is held.
-            let mut counts: Vec<(&str, usize)> = Vec::new();
-            for (name, choice) in
-                [("once", ConfirmChoice::Once), ("always", ConfirmChoice::Always), ("decline", ConfirmChoice::Decline)]
-            {
-                let n = j.answers.values().filter(|a| a.choice == choice).count();
-                if n > 0 {
-                    counts.push((name, n));
-                }
-            }
-            if j.allowed.is_empty() && counts.is_empty() {
-                writeln!(out, "Held answers:   none")?;
-            } else {
-                writeln!(out, "Held answers:")?;
-                if !j.allowed.is_empty() {
-                    writeln!(out, "  allowed for the conversation: {}", j.allowed.join(", "))?;
-                }
-                if !counts.is_empty() {
-                    let list: Vec<String> = counts.iter().map(|(c, n)| format!("{c}={n}")).collect();
-                    writeln!(out, "  recorded per-call answers: {}", list.join(" "))?;
-                }
-            }
-            if *transcript {
-                writeln!(out, "{}", "-".repeat(40))?;
-                print_transcript(&mut out, &j, !no_tool_output)?;
-            }
+            show(&mut out, store.as_ref(), id, *transcript, *no_tool_output).await?;
         }
         SessionCommand::Rm { id } => {
             let id = SessionId::new(id.as_str())?;
             store.remove(&id).await?;
             writeln!(out, "Removed session {id}")?;
         }
+    }
+    Ok(())
+}
+
+/// `session show ID`: status, counters, prompt, kind and rotations, held answers, and the transcript if asked.
+async fn show(
+    out: &mut impl Write,
+    store: &dyn SessionStore,
+    id: &str,
+    transcript: bool,
+    no_tool_output: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let id = SessionId::new(id)?;
+    let j = Journal::fold(store.read(&id).await?)?;
+    writeln!(out, "Session:        {id}")?;
+    writeln!(out, "Status:         {}", j.status())?;
+    if let Some(msg) = j.terminal.as_ref().and_then(|t| t.message.as_deref()) {
+        writeln!(out, "Error:          {}", truncate(msg, 200))?;
+    }
+    writeln!(out, "Model:          {}", j.meta.fingerprint.model)?;
+    writeln!(out, "Created:        {}", j.meta.created)?;
+    writeln!(out, "Next iteration: {}", j.next_iteration)?;
+    writeln!(out, "LLM calls:      {}", j.llm_calls)?;
+    writeln!(out, "Tool calls:     {} ({} remote)", j.tool_calls, j.remote_tool_calls)?;
+    writeln!(out, "Tokens:         {} in / {} out", j.usage.input_tokens, j.usage.output_tokens)?;
+    if let Some(p) = &j.pending {
+        let n = p.unanswered().count();
+        writeln!(out, "Note:           {n} tool call(s) of the last turn will run first when it is resumed")?;
+    }
+    writeln!(out, "Prompt:         {}", truncate(&j.meta.prompt, 200))?;
+    writeln!(out, "Kind:           {}", if j.is_interactive() { "chat" } else { "one-shot run" })?;
+    // CONV-6: the sessions a chat's resets rotated through, linked by their `session.reset` records.
+    if j.previous.is_some() || j.next.is_some() {
+        writeln!(out, "Conversation:   {}", rotations(store, &id, &j).await.join(" -> "))?;
+    }
+    // CLI-23: what is held.
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for (name, choice) in
+        [("once", ConfirmChoice::Once), ("always", ConfirmChoice::Always), ("decline", ConfirmChoice::Decline)]
+    {
+        let n = j.answers.values().filter(|a| a.choice == choice).count();
+        if n > 0 {
+            counts.push((name, n));
+        }
+    }
+    if j.allowed.is_empty() && counts.is_empty() {
+        writeln!(out, "Held answers:   none")?;
+    } else {
+        writeln!(out, "Held answers:")?;
+        if !j.allowed.is_empty() {
+            writeln!(out, "  allowed for the conversation: {}", j.allowed.join(", "))?;
+        }
+        if !counts.is_empty() {
+            let list: Vec<String> = counts.iter().map(|(c, n)| format!("{c}={n}")).collect();
+            writeln!(out, "  recorded per-call answers: {}", list.join(" "))?;
+        }
+    }
+    if transcript {
+        writeln!(out, "{}", "-".repeat(40))?;
+        print_transcript(out, &j, !no_tool_output)?;
     }
     Ok(())
 }
