@@ -163,3 +163,33 @@ async fn conv_8_an_oversize_piped_line_is_skipped_in_bounded_memory() {
     assert_eq!(server.requests().len(), 1);
     assert_eq!(user_texts(server.requests()[0].body_json()), ["hello"]);
 }
+
+/// SIGTERM while the chat waits for the next prompt ends it at once, with the last turn's outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conv_8_sigterm_at_the_prompt_ends_the_chat() {
+    use tokio::io::AsyncReadExt;
+    let server = FakeAnthropic::with_replies([answer("fine.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let url = server.url();
+    let args = ["chat", "--config", config.to_str().unwrap(), "--base-url", &url];
+    let mut cmd = tokio::process::Command::from(example_cli(&args, dir.path()));
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello\n").await.unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(b"fine.\n") {
+        let n = stdout.read(&mut buf).await.unwrap();
+        assert!(n > 0, "stdout ended early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    // The chat now waits for a line that never comes (stdin stays open).
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0), "ended by the signal's handler, not killed by it");
+    drop(stdin);
+}

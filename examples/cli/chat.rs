@@ -83,8 +83,8 @@ pub(crate) async fn run(args: ChatArgs) -> Result<TerminalReason, Box<dyn std::e
     };
     let Prepared { agent, err, trace, stop_prompts: _ } = prepare(common, &mut None).await?;
     let terminal = std::io::stdin().is_terminal();
-    let chat = Arc::new(Chat::new(crate::chat_input::Lines::start(terminal), err.clone()));
     let cancel = CancellationToken::new();
+    let chat = Arc::new(Chat::new(crate::chat_input::Lines::start(terminal), err.clone(), cancel.clone()));
     watch_signals(chat.clone(), cancel.clone())?;
     let shown = events(err.clone(), agent.clone(), args.verbose, args.tool_output);
     let stream = Streamed::default();
@@ -115,11 +115,13 @@ struct Chat {
     lines: crate::chat_input::Lines,
     err: Arc<Stderr>,
     turn: Mutex<Option<CancellationToken>>,
+    /// The whole chat's: SIGTERM ends it, even while the prompt waits for a line.
+    cancel: CancellationToken,
 }
 
 impl Chat {
-    fn new(lines: crate::chat_input::Lines, err: Arc<Stderr>) -> Self {
-        Chat { lines, err, turn: Mutex::new(None) }
+    fn new(lines: crate::chat_input::Lines, err: Arc<Stderr>, cancel: CancellationToken) -> Self {
+        Chat { lines, err, turn: Mutex::new(None), cancel }
     }
 
     /// The first prompt: `None` when the operator ends the chat before giving one.
@@ -137,7 +139,11 @@ impl Chat {
     async fn step(&self) -> NextStep {
         let mut interrupted = false;
         loop {
-            match self.lines.read().await {
+            let read = tokio::select! {
+                read = self.lines.read() => read,
+                () = self.cancel.cancelled() => return NextStep::End,
+            };
+            match read {
                 crate::chat_input::Read::Line(line) => {
                     let line = line.trim();
                     match line {
