@@ -43,6 +43,15 @@ async fn cli(server: &FakeAnthropic, dir: &Path, command: &str, args: &[&str], i
     child.wait_with_output().await.unwrap()
 }
 
+/// `cli chat` against `server` with every stream piped, left running.
+fn spawn_chat(server: &FakeAnthropic, dir: &Path) -> tokio::process::Child {
+    let config = config(dir);
+    let url = server.url();
+    let args = ["chat", "--config", config.to_str().unwrap(), "--base-url", &url];
+    let mut cmd = tokio::process::Command::from(example_cli(&args, dir));
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
 /// The texts of the user turns a request sent.
 fn user_texts(body: &Value) -> Vec<String> {
     (body["messages"].as_array().unwrap().iter())
@@ -124,11 +133,7 @@ async fn conv_8_an_oversize_piped_line_is_skipped_in_bounded_memory() {
     use tokio::io::AsyncReadExt;
     let server = FakeAnthropic::with_replies([answer("fine.")]).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path());
-    let url = server.url();
-    let args = ["chat", "--config", config.to_str().unwrap(), "--base-url", &url];
-    let mut cmd = tokio::process::Command::from(example_cli(&args, dir.path()));
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = spawn_chat(&server, dir.path());
     let pid = child.id().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
@@ -170,11 +175,7 @@ async fn conv_8_sigterm_at_the_prompt_ends_the_chat() {
     use tokio::io::AsyncReadExt;
     let server = FakeAnthropic::with_replies([answer("fine.")]).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path());
-    let url = server.url();
-    let args = ["chat", "--config", config.to_str().unwrap(), "--base-url", &url];
-    let mut cmd = tokio::process::Command::from(example_cli(&args, dir.path()));
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = spawn_chat(&server, dir.path());
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"hello\n").await.unwrap();
     let mut stdout = child.stdout.take().unwrap();

@@ -4,7 +4,7 @@
 //! second Ctrl-C at the prompt ends it. With piped stdin each line is a prompt, with the same commands, and gated
 //! commands are declined as in `run`. Built on the library's conversation API (`RunOptions::with_continuation`).
 
-use crate::run::{Common, Prepared, Stderr, events, finish, prepare};
+use crate::run::{AgentArgs, Prepared, Stderr, events, finish, prepare};
 use clap::Args;
 use fisk_ai::agent::{Continuation, NextStep, RunEvent, RunOptions, TerminalReason, TurnEnd};
 use fisk_ai::async_trait;
@@ -13,14 +13,12 @@ use fisk_ai::llm::Delta;
 use fisk_ai::session::SessionId;
 use fisk_ai::tool::CancellationToken;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 #[derive(Args)]
 pub(crate) struct ChatArgs {
-    /// The agent configuration.
-    #[arg(long, default_value = "agent.yaml")]
-    config: PathBuf,
+    #[command(flatten)]
+    agent: AgentArgs,
     /// Journal the conversation to a session that `chat --resume` can continue.
     #[arg(long)]
     checkpoint: bool,
@@ -33,27 +31,6 @@ pub(crate) struct ChatArgs {
     /// With --resume: continue even though the configuration changed (recorded answers are dropped).
     #[arg(long)]
     force: bool,
-    /// API key for the configured provider (llm.provider); default: the provider's own variable.
-    #[arg(long)]
-    api_key: Option<String>,
-    /// API base URL for the configured provider; default: the provider's own variable, then llm.base_url.
-    #[arg(long)]
-    base_url: Option<String>,
-    /// Write every API request and response to http-debug.log (it holds the whole conversation).
-    #[arg(long, env = "FISK_AI_HTTP_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
-    http_debug: bool,
-    /// Show each model request, the tool count and the confirmation triggers.
-    #[arg(long, env = "FISK_AI_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
-    verbose: bool,
-    /// Show each tool's output after its call.
-    #[arg(long, env = "FISK_AI_TOOL_OUTPUT", value_parser = clap::builder::FalseyValueParser::new())]
-    tool_output: bool,
-    /// Write one JSON object per line for each model request, response, error and retry to FILE (must not exist).
-    #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
-    /// The session directory (file backend).
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
 }
 
 pub(crate) async fn run(args: ChatArgs) -> Result<TerminalReason, Box<dyn std::error::Error>> {
@@ -72,21 +49,14 @@ pub(crate) async fn run(args: ChatArgs) -> Result<TerminalReason, Box<dyn std::e
         (None, true) => Some(SessionId::generate()),
         (None, false) => None,
     };
-    let common = Common {
-        config: &args.config,
-        api_key: args.api_key.clone(),
-        base_url: args.base_url.clone(),
-        http_debug: args.http_debug,
-        trace: args.trace.as_deref(),
-        state_dir: args.state_dir.as_deref(),
-        animate: false,
-    };
+    // No spinner: the answer streams to the same terminal.
+    let common = args.agent.common(false);
     let Prepared { agent, err, trace, stop_prompts: _ } = prepare(common, &mut None).await?;
     let terminal = std::io::stdin().is_terminal();
     let cancel = CancellationToken::new();
     let chat = Arc::new(Chat::new(crate::chat_input::Lines::start(terminal), err.clone(), cancel.clone()));
     watch_signals(chat.clone(), cancel.clone())?;
-    let shown = events(err.clone(), agent.clone(), args.verbose, args.tool_output);
+    let shown = events(err.clone(), agent.clone(), args.agent.verbose, args.agent.tool_output);
     let stream = Streamed::default();
     let sink = move |e: &RunEvent<'_>| stream.event(e, &shown);
     let options = RunOptions::new().with_cancel(cancel).with_events(sink).with_continuation(Shared(chat.clone()));
@@ -106,7 +76,7 @@ pub(crate) async fn run(args: ChatArgs) -> Result<TerminalReason, Box<dyn std::e
             }
         }
     };
-    finish(&err, &outcome, args.verbose, trace.as_deref(), "chat");
+    finish(&err, &outcome, args.agent.verbose, trace.as_deref(), "chat");
     Ok(outcome.reason)
 }
 

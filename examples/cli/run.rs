@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The flags `run` and `chat` share: the configuration, how the provider is reached, what is shown and traced,
+/// and where sessions live.
 #[derive(Args)]
-pub(crate) struct RunArgs {
-    /// The prompt; words are joined by single spaces (default: "assist the user").
-    prompt: Vec<String>,
+pub(crate) struct AgentArgs {
     /// The agent configuration.
     #[arg(long, default_value = "agent.yaml")]
     config: PathBuf,
@@ -33,21 +33,47 @@ pub(crate) struct RunArgs {
     /// Write every API request and response to http-debug.log (it holds the whole conversation).
     #[arg(long, env = "FISK_AI_HTTP_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
     http_debug: bool,
-    /// Never render markdown or colour (also when NO_COLOR is set and non-empty).
-    #[arg(long)]
-    no_color: bool,
     /// Show each model request, the tool count and the confirmation triggers.
     #[arg(long, env = "FISK_AI_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
-    verbose: bool,
+    pub(crate) verbose: bool,
     /// Show each tool's output after its call.
     #[arg(long, env = "FISK_AI_TOOL_OUTPUT", value_parser = clap::builder::FalseyValueParser::new())]
-    tool_output: bool,
-    /// Accepted for the reference CLI's `run --chat`; this CLI has `chat` for that, and says so.
-    #[arg(long)]
-    chat: bool,
+    pub(crate) tool_output: bool,
     /// Write one JSON object per line for each model request, response, error and retry to FILE (must not exist).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// The session directory (file backend).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+impl AgentArgs {
+    /// What [`prepare`] needs; `animate` lets the spinner run.
+    pub(crate) fn common(&self, animate: bool) -> Common<'_> {
+        Common {
+            config: &self.config,
+            api_key: self.api_key.clone(),
+            base_url: self.base_url.clone(),
+            http_debug: self.http_debug,
+            trace: self.trace.as_deref(),
+            state_dir: self.state_dir.as_deref(),
+            animate,
+        }
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// The prompt; words are joined by single spaces (default: "assist the user").
+    prompt: Vec<String>,
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Never render markdown or colour (also when NO_COLOR is set and non-empty).
+    #[arg(long)]
+    no_color: bool,
+    /// Accepted for the reference CLI's `run --chat`; this CLI has `chat` for that, and says so.
+    #[arg(long)]
+    chat: bool,
     /// Journal every step to a session that a later `run --resume` can continue.
     #[arg(long)]
     checkpoint: bool,
@@ -60,9 +86,6 @@ pub(crate) struct RunArgs {
     /// With --resume: continue even though the configuration changed (recorded answers are dropped).
     #[arg(long)]
     force: bool,
-    /// The session directory (file backend).
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
 }
 
 /// CLI-3: flag combinations (SESS-2, SESS-4) and ids (SESS-3) are checked before the configuration is read.
@@ -268,22 +291,14 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     }
     let (checkpoint, resume) = session_flags(&args)?;
     let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let common = Common {
-        config: &args.config,
-        api_key: args.api_key.clone(),
-        base_url: args.base_url.clone(),
-        http_debug: args.http_debug,
-        trace: args.trace.as_deref(),
-        state_dir: args.state_dir.as_deref(),
-        animate: std::io::stderr().is_terminal(),
-    };
+    let common = args.agent.common(std::io::stderr().is_terminal());
     let Prepared { agent, err, trace, stop_prompts } = prepare(common, model).await?;
     let cancel = CancellationToken::new();
     let suspend = CancellationToken::new();
     let checkpointed = checkpoint.is_some() || resume.is_some();
     let tokens = Tokens { cancel: cancel.clone(), suspend: suspend.clone(), prompts: stop_prompts };
     watch_signals(checkpointed, tokens, err.clone())?;
-    let sink = events(err.clone(), agent.clone(), args.verbose, args.tool_output);
+    let sink = events(err.clone(), agent.clone(), args.agent.verbose, args.agent.tool_output);
     let prompt = args.prompt.join(" ");
     let options = RunOptions::new().with_cancel(cancel).with_suspend(suspend).with_events(sink);
     let outcome = match (&resume, checkpoint) {
@@ -305,7 +320,7 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         }
         let _ = out.flush();
     }
-    finish(&err, &outcome, args.verbose, trace.as_deref(), "run");
+    finish(&err, &outcome, args.agent.verbose, trace.as_deref(), "run");
     Ok(outcome.reason)
 }
 

@@ -47,6 +47,13 @@ where
     }
 }
 
+/// Tell `sink`, when there is one.
+pub(crate) fn tell(sink: Option<&dyn DeltaSink>, delta: Delta<'_>) {
+    if let Some(sink) = sink {
+        sink.delta(delta);
+    }
+}
+
 /// A request's sink, printable so [`Request`](super::Request) stays `Debug`.
 #[derive(Clone, Copy)]
 pub(crate) struct Deltas<'a>(pub(crate) &'a dyn DeltaSink);

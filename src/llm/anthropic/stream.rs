@@ -283,11 +283,7 @@ fn apply_delta(block: &mut BlockAcc, mut delta: Map<String, Value>, deltas: Opti
         Some(Value::String(s)) => s,
         _ => String::new(),
     };
-    let tell = |d: Delta<'_>| {
-        if let Some(sink) = deltas {
-            sink.delta(d);
-        }
-    };
+    let tell = |d: Delta<'_>| crate::llm::delta::tell(deltas, d);
     match delta.get("type").and_then(Value::as_str).unwrap_or("") {
         "text_delta" => {
             let t = text(&mut delta, "text");

@@ -136,11 +136,7 @@ impl Accumulator {
     }
 
     fn delta(&mut self, delta: Delta, deltas: Option<&dyn DeltaSink>) -> Result<(), ProviderError> {
-        let tell = |d: crate::llm::Delta<'_>| {
-            if let Some(sink) = deltas {
-                sink.delta(d);
-            }
-        };
+        let tell = |d: crate::llm::Delta<'_>| crate::llm::delta::tell(deltas, d);
         if let Some(text) = delta.reasoning_content.or(delta.reasoning).filter(|t| !t.is_empty()) {
             tell(crate::llm::Delta::Thinking(&text));
             self.reply.reasoning.push_str(&text);
