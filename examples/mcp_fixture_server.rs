@@ -40,7 +40,8 @@ use std::time::Duration;
 pub struct Fixture {
     tools: Arc<Vec<Tool>>,
     page: usize,
-    /// `--legacy`: refuse the 2026-07-28 `server/discover`, as a server of the 2025-11-25 era does.
+    /// `--legacy`: refuse the 2026-07-28 `server/discover`, and an `initialize` offering a revision without a
+    /// handshake, as a server of the 2025-11-25 era does.
     legacy: bool,
     /// `--endless`: every page of the listing names a next one.
     endless: bool,
@@ -195,6 +196,21 @@ impl ServerHandler for Fixture {
         let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("fixture", "1.0"));
         if self.hostile { info.with_instructions(hostile::DIRTY_INSTRUCTIONS) } else { info }
+    }
+
+    /// `--legacy` is strict, as servers of that era are: a revision without a handshake is refused, not
+    /// negotiated down.
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        if self.legacy && !request.protocol_version.has_initialize() {
+            let asked = request.protocol_version.as_str();
+            return Err(ErrorData::invalid_params(format!("unsupported protocol version {asked}"), None));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<rmcp::model::DiscoverResult, ErrorData> {

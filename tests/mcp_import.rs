@@ -256,8 +256,8 @@ async fn mcpi_11_unreachable_servers_fail_the_load_naming_them() {
         missing.to_string().contains("mcp server ghost") && missing.to_string().contains("/nonexistent"),
         "{missing}"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let refused = common::net::RefusedPort::new();
+    let url = format!("http://127.0.0.1:{}/mcp", refused.port());
     let closed = McpImport::http("nowhere", url).unwrap().with_timeout(Duration::from_secs(5)).load().await;
     assert!(closed.unwrap_err().to_string().contains("mcp server nowhere"));
     // A command that is not an MCP server at all: it exits at once.

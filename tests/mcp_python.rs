@@ -1,6 +1,7 @@
 //! Interop with the official Python MCP SDK client (`pip install mcp`): list the tools and call a gated tool,
 //! answering its elicitation, in the client's default mode (the 2026-07-28 lifecycle, approval through
-//! `InputRequiredResult`) and in its legacy mode (`initialize`, `elicitation/create`).
+//! `InputRequiredResult`) and in its legacy mode (`initialize`, `elicitation/create`); over HTTP, and over stdio with
+//! the client starting `cli mcp --stdio` itself.
 //!
 //! The interpreter comes from `FISK_AI_PYTHON` (a venv with `mcp` installed; `.ci/run` creates it). The test is
 //! `#[ignore]`d, so a plain `cargo test` reports it as ignored; run with `--ignored`, a missing or unusable
@@ -79,4 +80,42 @@ async fn python_sdk_client_lists_tools_and_approves_a_gated_call_in_default_and_
     }
     assert_eq!(served.ran(), ["purge py-default", "purge py-legacy"]);
     served.stop().await.unwrap();
+}
+
+/// STDIO-1, STDIO-2: the Python SDK client starts `cli mcp --stdio` itself, as an assistant does, in both protocol
+/// eras: it lists the tools and calls one, and a gated call runs only when its approval request is accepted (not on
+/// decline or cancel, and not for a client that cannot be asked).
+#[tokio::test]
+#[ignore = "needs the Python MCP client (FISK_AI_PYTHON); .ci/run provides it"]
+async fn python_sdk_client_over_stdio_lists_calls_and_answers_approvals_in_both_eras() {
+    let python = python();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(&config, config_yaml(dir.path(), &[], "")).unwrap();
+    let script = common::root().join("tests/fixtures/python/mcp_stdio_client.py");
+    let cli = common::example("cli");
+    for (mode, protocol) in [("default", "2026-07-28"), ("legacy", "2025-11-25")] {
+        for answer in ["accept", "decline", "cancel", "none"] {
+            let out = tokio::process::Command::new(&python)
+                .arg(&script)
+                .args([cli.as_os_str(), config.as_os_str()])
+                .args([mode, answer])
+                .output()
+                .await
+                .unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success(), "{mode}/{answer}: {stdout}\n{stderr}");
+            let out: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            assert_eq!(out["protocol"], protocol, "{mode}/{answer}: {out}");
+            assert!(out["tools"].as_array().unwrap().contains(&"purge".into()), "{out}");
+            let echo: Value = serde_json::from_str(out["echo"]["content"][0]["text"].as_str().unwrap()).unwrap();
+            assert_eq!(echo["output"], "echo: from python\n", "{mode}/{answer}");
+            assert_eq!(out["echo"]["structuredContent"]["exit_code"], 0, "{mode}/{answer}: typed result");
+            let asked = out["asked"].as_array().unwrap().len();
+            assert_eq!(asked, usize::from(answer != "none"), "{mode}/{answer}: {out}");
+            assert_eq!(out["purge"]["isError"] != true, answer == "accept", "{mode}/{answer}: {}", out["purge"]);
+        }
+    }
+    let ran = std::fs::read_to_string(dir.path().join("ran")).unwrap_or_default();
+    assert_eq!(ran.lines().collect::<Vec<_>>(), ["purge py-default-accept", "purge py-legacy-accept"]);
 }

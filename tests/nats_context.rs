@@ -593,8 +593,8 @@ async fn a2a_13_a_server_restart_reports_disconnected_then_connected() {
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_13_the_url_list_is_tried_in_turn() {
     let server = NatsServer::start();
-    let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let urls = format!("nats://127.0.0.1:{down}, {}", server.url());
+    let down = common::net::RefusedPort::new();
+    let urls = format!("nats://127.0.0.1:{}, {}", down.port(), server.url());
     let dir = server.context_dir("list", json!({"url": urls}), false);
     assert_eq!(load(dir.path(), Some("list")).unwrap().servers().len(), 2);
     connect(dir.path(), "list").await.unwrap();

@@ -11,6 +11,7 @@ mod chat;
 mod chat_input;
 mod info;
 mod mcp;
+mod mcp_install;
 mod remote;
 mod run;
 mod session;
@@ -60,7 +61,7 @@ enum Command {
     Chat(chat::ChatArgs),
     /// List, show and remove checkpointed sessions.
     Session(session::SessionArgs),
-    /// Serve the tool set over MCP (streamable HTTP) until SIGINT or SIGTERM.
+    /// Serve the tool set over MCP (streamable HTTP, or stdio with --stdio), or register it with an assistant.
     Mcp(mcp::McpArgs),
     /// Serve the command tools to other agents over NATS until SIGINT or SIGTERM.
     A2a(a2a::A2aArgs),

@@ -1,5 +1,6 @@
-//! `fisk mcp` (SPEC CLI-17, MCP-1..23): serve the tool set over MCP (streamable HTTP) until SIGINT or SIGTERM.
-//! Everything it says goes to stderr.
+//! `fisk mcp` (SPEC CLI-17, MCP-1..23, STDIO-1..6): serve the tool set over MCP, on streamable HTTP until SIGINT
+//! or SIGTERM, or with `--stdio` to the one client that started this process until its stdin closes. Everything it
+//! says goes to stderr: over stdio, stdout carries only the protocol.
 
 use clap::Args;
 use fisk_ai::Config;
@@ -7,11 +8,20 @@ use fisk_ai::config::ConfirmOverMcp;
 use fisk_ai::serve::mcp::{GatedBehavior, McpEvent, McpServer, shutdown_signal};
 use std::path::PathBuf;
 
+use crate::mcp_install::McpAction;
+
 #[derive(Args)]
+#[command(after_long_help = TRANSPORTS, args_conflicts_with_subcommands = true)]
 pub(crate) struct McpArgs {
+    #[command(subcommand)]
+    action: Option<McpAction>,
     /// The agent configuration; it needs an expose.agent.mcp block (an empty {} suffices).
     #[arg(long, default_value = "agent.yaml")]
     config: PathBuf,
+    /// Serve the one client that started this process over stdin and stdout (how Claude Desktop, Claude Code,
+    /// VS Code and Cursor run local servers) instead of listening on HTTP.
+    #[arg(long, conflicts_with_all = ["port", "address"])]
+    stdio: bool,
     /// Listen port [else FISK_AI_MCP_PORT, else expose.agent.mcp.port, else 8080; 0 means unset].
     #[arg(long)]
     port: Option<u16>,
@@ -19,6 +29,22 @@ pub(crate) struct McpArgs {
     #[arg(long)]
     address: Option<String>,
 }
+
+const TRANSPORTS: &str = "\
+Transports:
+  streamable HTTP (default)  Listens on 127.0.0.1:8080 (expose.agent.mcp.address/port, --address, --port) for any
+                             number of clients. Only Host and Origin headers naming the bound address are accepted
+                             (DNS-rebinding protection); put TLS and authentication in front of a non-loopback bind.
+  stdio (--stdio)            Serves the one client that started this process, over its stdin and stdout. No
+                             listener, no port, no Host or Origin checks: there is no network peer, whoever holds
+                             the pipes started the server. Stdout carries only the protocol; logs go to stderr.
+                             The server ends, stopping every running call, when stdin closes or on SIGINT/SIGTERM.
+
+Both serve the same tools with the same approval rules, max_concurrent_tools and tool_timeout.
+
+Register the stdio server with an assistant (it runs this executable with mcp --stdio --config <absolute path>):
+  mcp install claude-desktop|claude-code|vscode|cursor [--scope user|project] [--name NAME] --config FILE
+  mcp uninstall CLIENT [--scope ...] [--name NAME]     mcp list CLIENT [--scope ...]";
 
 /// MCP-2: the flag, else the environment; 0 at any level means unset (the configuration and 8080 come after).
 fn port(flag: Option<u16>) -> Result<u16, String> {
@@ -69,6 +95,12 @@ fn name_list(names: &[&str]) -> String {
 }
 
 pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(action) = args.action {
+        return crate::mcp_install::run(action);
+    }
+    if args.stdio {
+        return stdio(args).await;
+    }
     let config = Config::load(&args.config)?;
     config.check_application()?;
     let no_application = config.application_path.is_none();
@@ -80,17 +112,48 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>>
         .events(log)
         .build()
         .await?;
+    let listener = server.bind().await?;
+    let local = listener.local_addr()?;
+    // MCP-22: installed before the startup lines, so a signal right after them is not lost.
+    let stop = shutdown_signal();
+    describe(&server, no_application);
+    let host = match local.ip() {
+        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    let url = format!("http://{host}:{}/", local.port());
+    eprintln!("listening on {url} (streamable HTTP); stop with Ctrl-C");
+    eprintln!(
+        "register it with an MCP client, for example: claude mcp add --transport http {} {url}",
+        server.identity()
+    );
+    server.serve(listener, stop).await?;
+    eprintln!("stopped");
+    Ok(())
+}
+
+/// `--stdio`: the same server for the client on the other end of stdin and stdout.
+async fn stdio(args: McpArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::load(&args.config)?;
+    config.check_application()?;
+    let no_application = config.application_path.is_none();
+    let server =
+        McpServer::builder().config(config).server_version(env!("CARGO_PKG_VERSION")).events(log).build().await?;
+    describe(&server, no_application);
+    eprintln!("serving over stdio; the server ends when stdin closes");
+    server.serve_stdio().await?;
+    Ok(())
+}
+
+/// The startup lines both transports print (MCP-19), on stderr.
+fn describe(server: &McpServer, no_application: bool) {
     for w in server.warnings() {
         eprintln!("warning: {w}");
     }
     if no_application {
         eprintln!("note: no application_path is set: only the harness.tools built-ins are served");
     }
-    let listener = server.bind().await?;
-    let local = listener.local_addr()?;
-    // MCP-22: installed before the startup lines, so a signal right after them is not lost.
-    let stop = shutdown_signal();
-
     let tools = server.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name()).collect();
     eprintln!("serving {} tool(s) over MCP as {}: {}", names.len(), server.identity(), name_list(&names));
@@ -117,18 +180,4 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>>
         server.max_concurrent_tools(),
         fisk_ai::config::format_duration(server.tool_timeout())
     );
-    let host = match local.ip() {
-        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
-        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        ip => ip.to_string(),
-    };
-    let url = format!("http://{host}:{}/", local.port());
-    eprintln!("listening on {url} (streamable HTTP); stop with Ctrl-C");
-    eprintln!(
-        "register it with an MCP client, for example: claude mcp add --transport http {} {url}",
-        server.identity()
-    );
-    server.serve(listener, stop).await?;
-    eprintln!("stopped");
-    Ok(())
 }

@@ -26,6 +26,12 @@ impl BuiltinFactory for Base64Factory {
         });
         let spec = ToolSpec::new("base64_encode", ToolKind::Builtin, schema)
             .with_exposure(Exposure::Servable)
+            .with_output_schema(json!({
+                "type": "object",
+                "properties": {"encoded": {"type": "string", "description": "The base64 text"}},
+                "required": ["encoded"],
+                "additionalProperties": false
+            }))
             .with_description(
                 "Encode text as standard base64 (with = padding) over its UTF-8 bytes. Returns {\"encoded\": \"...\"}.",
             );

@@ -103,6 +103,16 @@ impl BuiltinFactory for ReadFileFactory {
         );
         let spec = ToolSpec::new(NAME, ToolKind::Builtin, schema)
             .with_exposure(Exposure::Servable)
+            .with_output_schema(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The path relative to the root"},
+                    "size": {"type": "integer", "minimum": 0, "description": "The file's size in bytes"},
+                    "content": {"type": "string", "description": "The file's text"}
+                },
+                "required": ["path", "size", "content"],
+                "additionalProperties": false
+            }))
             .with_description(description);
         Ok(Arc::new(ReadFile { spec, jail: Arc::new(Jail { root, max_bytes }) }))
     }

@@ -47,7 +47,8 @@ where
     }
 }
 
-/// Tell `sink`, when there is one.
+/// Tell `sink`, when there is one. Only the streaming providers speak deltas.
+#[cfg(any(feature = "anthropic", feature = "openai"))]
 pub(crate) fn tell(sink: Option<&dyn DeltaSink>, delta: Delta<'_>) {
     if let Some(sink) = sink {
         sink.delta(delta);

@@ -158,6 +158,8 @@ pub struct ToolSpec {
     no_defer: bool,
     confirm: bool,
     exposure: Exposure,
+    /// The JSON Schema of a normal result's JSON, where the tool declares one (TYPED-2).
+    output_schema: Option<Arc<Value>>,
     // Compiled on first use: a 10,000-command tree must load in milliseconds, and most tools are never called.
     validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
@@ -177,6 +179,7 @@ impl ToolSpec {
             no_defer: false,
             confirm: false,
             exposure: Exposure::default_for(kind),
+            output_schema: None,
             validator: OnceLock::new(),
         }
     }
@@ -255,6 +258,20 @@ impl ToolSpec {
     pub fn with_confirm(mut self, confirm: bool) -> Self {
         self.confirm = confirm;
         self
+    }
+
+    /// Declare the JSON Schema (2020-12) that every normal result's content, parsed as JSON, conforms to. MCP serves
+    /// it as the tool's `outputSchema` and each result's JSON as `structuredContent` (TYPED-2). Command tools need
+    /// none: their EXEC-13 envelope has one of its own.
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(Arc::new(schema));
+        self
+    }
+
+    /// The schema declared with [`with_output_schema`](Self::with_output_schema).
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_deref()
     }
 
     /// The same spec under another name (final naming of imported tools, IMPORT-5).
@@ -395,6 +412,7 @@ impl Clone for ToolSpec {
             no_defer: self.no_defer,
             confirm: self.confirm,
             exposure: self.exposure,
+            output_schema: self.output_schema.clone(),
             validator: OnceLock::new(),
         }
     }
@@ -411,6 +429,7 @@ impl fmt::Debug for ToolSpec {
             .field("no_defer", &self.no_defer)
             .field("confirm", &self.confirm)
             .field("exposure", &self.exposure)
+            .field("output_schema", &self.output_schema.is_some())
             .finish_non_exhaustive()
     }
 }

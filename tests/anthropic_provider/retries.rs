@@ -139,10 +139,8 @@ async fn prov_5_call_timeout_bounds_each_attempt_is_retryable_and_then_gives_up(
 
 #[tokio::test]
 async fn a_refused_connection_is_a_retryable_transport_error() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let refused = crate::common::net::RefusedPort::new();
+    let port = refused.port();
     let p = AnthropicProvider::new(KEY)
         .with_base_url(format!("http://127.0.0.1:{port}"))
         .unwrap()

@@ -14,6 +14,7 @@ pub mod kv;
 pub mod mcp;
 pub mod memory;
 pub mod nats;
+pub mod net;
 pub mod procs;
 pub mod tools;
 pub mod trace;

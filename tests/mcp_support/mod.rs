@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod stdio;
 
 use fisk_ai::Config;
 use fisk_ai::serve::mcp::{McpEvent, McpServer, McpServerBuilder};

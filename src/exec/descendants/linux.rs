@@ -7,7 +7,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
 
 /// A sweep stops after this many passes even if descendants keep appearing (a fork bomb racing the kills).
@@ -19,6 +19,8 @@ const REAP_WITHIN: Duration = Duration::from_secs(10);
 static SUBREAPER: Once = Once::new();
 static PROC_UNREADABLE: Once = Once::new();
 static SPAWNS: AtomicU64 = AtomicU64::new(0);
+/// How many reaping threads are running, for [`settle`].
+static REAPING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
 
 /// Become a subreaper (once), then mark `cmd` with a fresh spawn id, which is returned.
 pub(super) fn prepare(cmd: &mut std::process::Command) -> Arc<str> {
@@ -172,7 +174,9 @@ fn reap(me: i32, lineage: &Lineage, killed: Vec<Entry>) {
     if pending.is_empty() {
         return;
     }
+    *REAPING.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
     let spawned = std::thread::Builder::new().name("fisk-ai-reap".into()).spawn(move || {
+        let _done = Reaping;
         let until = Instant::now() + REAP_WITHIN;
         let mut pause = Duration::from_millis(5);
         while !pending.is_empty() && Instant::now() < until {
@@ -186,6 +190,8 @@ fn reap(me: i32, lineage: &Lineage, killed: Vec<Entry>) {
         }
     });
     if let Err(e) = spawned {
+        // The closure, and with it the guard that would have counted the thread out, never ran.
+        drop(Reaping);
         tracing::warn!(target: "fisk_ai::exec", error = %e, "cannot start the reaping thread; killed descendants may stay zombies");
     }
 }
@@ -202,4 +208,23 @@ fn reaped(me: i32, e: &Entry) -> bool {
         }
         Some(_) => false,
     }
+}
+
+/// Counts a reaping thread out when it ends, however it ends.
+struct Reaping;
+
+impl Drop for Reaping {
+    fn drop(&mut self) {
+        let mut running = REAPING.0.lock().unwrap_or_else(|p| p.into_inner());
+        *running = running.saturating_sub(1);
+        REAPING.1.notify_all();
+    }
+}
+
+/// Block until no reaping thread is running, or `within` passes. Whether they all finished.
+#[cfg(feature = "mcp")]
+pub(super) fn settle(within: Duration) -> bool {
+    let running = REAPING.0.lock().unwrap_or_else(|p| p.into_inner());
+    let (running, _) = REAPING.1.wait_timeout_while(running, within, |n| *n > 0).unwrap_or_else(|p| p.into_inner());
+    *running == 0
 }

@@ -98,6 +98,20 @@ impl Sweep {
     }
 }
 
+/// Wait, blocking and at most `within`, until every killed descendant this process was left parenting is reaped, so
+/// a server that stops its calls and then exits leaves no zombie to whoever adopts it next (a subreaper that never
+/// waits for it). Whether all were reaped; `true` at once elsewhere than Linux, where nothing is reaped here.
+#[cfg(feature = "mcp")]
+pub(crate) fn settle(within: std::time::Duration) -> bool {
+    #[cfg(target_os = "linux")]
+    return linux::settle(within);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = within;
+        true
+    }
+}
+
 /// Ends a child's whole lineage when told to or when dropped, so an abandoned call leaves nothing running.
 #[derive(Debug)]
 pub(crate) struct Descendants {

@@ -104,6 +104,37 @@ fn text_result(out: ToolOutput) -> CallToolResponse {
     if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }.into()
 }
 
+/// A result of a tool that declares an output schema (TYPED-1, TYPED-2): a normal result carries its JSON as
+/// `structuredContent` beside the same JSON as text, for clients that do not read typed results. A command's
+/// envelope is built from its facts, never re-parsed; a built-in's JSON text is parsed once. Error results carry
+/// text only, as the specification allows.
+fn typed_result(out: ToolOutput) -> CallToolResponse {
+    if out.is_error() {
+        return text_result(out);
+    }
+    let structured = match (out.exec_report(), out.exec_output()) {
+        (Some(report), Some(output)) => {
+            let mut map = serde_json::Map::with_capacity(4);
+            map.insert("command".to_owned(), report.command.clone().into());
+            map.insert("exit_code".to_owned(), report.exit_code.into());
+            map.insert("output".to_owned(), output.into());
+            if report.truncated {
+                map.insert("truncated".to_owned(), true.into());
+            }
+            Some(serde_json::Value::Object(map))
+        }
+        _ => serde_json::from_str::<serde_json::Value>(out.content()).ok().filter(serde_json::Value::is_object),
+    };
+    let Some(structured) = structured else {
+        // A tool that broke its own declaration: the text still reaches the client.
+        tracing::warn!(target: "fisk_ai::serve::mcp", "a result that is not a JSON object went out without structuredContent");
+        return text_result(out);
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(out.into_content())]);
+    result.structured_content = Some(structured);
+    result.into()
+}
+
 fn error_result(text: impl Into<String>) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(text.into())]).into()
 }
@@ -293,7 +324,9 @@ impl Shared {
             }
             Outcome::Ran(out) => {
                 telemetry::tool_ran(span, &out);
-                text_result(out)
+                let typed =
+                    self.by_name.get(request.name.as_ref()).is_some_and(|&i| self.listing[i].output_schema.is_some());
+                if typed { typed_result(out) } else { text_result(out) }
             }
         }
     }
@@ -440,6 +473,8 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let span = request_span("tools/call", Some(&request.name), &context);
+        // Counted here as well as per HTTP request: a stdio session has no HTTP layer, and its end waits for calls.
+        let _busy = self.0.in_flight.enter();
         Ok(self.0.call(request, context).instrument(span).await)
     }
 }

@@ -64,10 +64,49 @@ pub(crate) struct Wire<'a> {
     pub(crate) tools: &'a [McpTool],
 }
 
-/// The listing `tools/list` serves, in tool order, built once when the server is built.
+/// EXEC-13's envelope as a JSON Schema (2020-12): the `outputSchema` of every command tool (TYPED-1).
+pub(crate) fn exec_schema() -> JsonObject {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line that ran"},
+            "exit_code": {"type": "integer", "description": "Its exit status; -1 when a signal ended it"},
+            "output": {
+                "type": "string",
+                "description": "Stdout and stderr as one stream, in the order written; the first and last 32 KiB \
+                                when truncated"
+            },
+            "truncated": {"type": "boolean", "description": "Present and true when the output was cut"}
+        },
+        "required": ["command", "exit_code", "output"],
+        "additionalProperties": false
+    });
+    match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The listing `tools/list` serves, in tool order, built once when the server is built. Command tools share one
+/// output schema; a built-in's comes from its spec (TYPED-1, TYPED-2).
 pub(crate) fn build(tools: &Toolset) -> Vec<McpTool> {
     let mut interned = HashMap::new();
-    tools.iter().map(|t| to_mcp(t, schema(t.spec(), &mut interned))).collect()
+    let exec = Arc::new(exec_schema());
+    tools
+        .iter()
+        .map(|t| {
+            let output = match (t.spec().kind(), t.spec().output_schema()) {
+                (ToolKind::Command, _) => Some(exec.clone()),
+                (_, Some(Value::Object(schema))) => Some(Arc::new(schema.clone())),
+                _ => None,
+            };
+            let tool = to_mcp(t, schema(t.spec(), &mut interned));
+            match output {
+                Some(schema) => tool.with_raw_output_schema(schema),
+                None => tool,
+            }
+        })
+        .collect()
 }
 
 /// The tool as `tools/list` sends it: name, title (the space-separated command path; built-ins: the name),

@@ -37,6 +37,7 @@
 //! # }
 //! ```
 
+mod clients;
 mod confirm;
 mod events;
 mod guard;
@@ -44,8 +45,10 @@ mod handler;
 mod http;
 mod listing;
 mod sessions;
+mod stdio;
 
 pub use super::signal::shutdown_signal;
+pub use clients::{ClientEntry, ClientFile, ClientScope, Installed, ListedServer, McpClient};
 pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
 pub use events::{Denial, GatedBehavior, McpEvent, McpEventSink, NoMcpEvents};
 pub use http::SHUTDOWN_GRACE;
@@ -240,6 +243,36 @@ impl McpServer {
                 .filter(|_| bare.eq_ignore_ascii_case("localhost"))
                 .or_else(|| Some(vec![bare.to_ascii_lowercase()])),
         }
+    }
+
+    /// Serve one client over a byte stream pair: newline-delimited JSON-RPC, MCP's stdio transport (STDIO-1). The
+    /// same tools, approval rules, concurrency bound and timeout apply as over HTTP; the `Host` and `Origin` checks
+    /// do not, because there is no network peer to rebind: whoever holds the streams started this process.
+    ///
+    /// Input lines are bounded by [`McpServerBuilder::max_request_body`]: a longer one is answered with a JSON-RPC
+    /// error and skipped (STDIO-3). When the input ends, the client leaves or `shutdown` resolves, every call still
+    /// running is stopped at once (its process group killed) and this returns once they are gone (STDIO-4). Write
+    /// nothing else to `write`: logs belong on stderr.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) when the session fails on something other than its end.
+    pub async fn serve_io<R, W>(self, read: R, write: W, shutdown: impl Future<Output = ()> + Send) -> Result<()>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        stdio::serve(self.shared, read, write, self.max_body, shutdown).await
+    }
+
+    /// [`serve_io`](McpServer::serve_io) over this process's stdin and stdout until either closes or SIGINT or
+    /// SIGTERM arrives.
+    ///
+    /// # Errors
+    ///
+    /// As [`serve_io`](McpServer::serve_io).
+    pub async fn serve_stdio(self) -> Result<()> {
+        self.serve_io(stdio::stdin(), tokio::io::stdout(), shutdown_signal()).await
     }
 
     /// [`serve`](McpServer::serve) until SIGINT or SIGTERM (MCP-22). The signal handlers are installed when this is

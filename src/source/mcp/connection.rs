@@ -42,7 +42,11 @@ pub(crate) struct ImportClient;
 
 impl rmcp::ClientHandler for ImportClient {
     fn get_info(&self) -> ClientConfig {
+        // The version offered by the `initialize` handshake, which only legacy servers get (the 2026-07-28
+        // discovery names its versions itself): the newest revision that has a handshake. rmcp's default is the
+        // newest revision of all, which has no `initialize`, so a strict legacy server refused it (MCPI-16).
         ClientConfig::new(ClientCapabilities::default(), Implementation::new("fisk-ai", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 
@@ -294,8 +298,10 @@ where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let lifecycle =
-        ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::V_2026_07_28], legacy_version: None };
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    };
     ImportClient.serve_with_lifecycle(transport, lifecycle).await.map_err(|e| e.to_string())
 }
 

@@ -1,0 +1,115 @@
+//! `fisk mcp install|uninstall|list CLIENT` (REG-1..8): register this executable's stdio server with Claude
+//! Desktop, Claude Code, VS Code or Cursor, through the library's `ClientEntry` and `ClientFile`.
+
+use clap::{Args, Subcommand};
+use fisk_ai::Config;
+use fisk_ai::serve::mcp::{ClientEntry, ClientFile, ClientScope, McpClient};
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub(crate) enum McpAction {
+    /// Add this server to a client's configuration (or update the entry it added before).
+    Install(Target),
+    /// Remove the entry from a client's configuration.
+    Uninstall(Target),
+    /// List the servers in a client's configuration.
+    List(Target),
+}
+
+#[derive(Args)]
+pub(crate) struct Target {
+    /// The client: claude-desktop, claude-code, vscode or cursor.
+    client: McpClient,
+    /// user: the client's own file, for every project; project: the file in the current directory, shared with
+    /// the project (claude-code .mcp.json, vscode .vscode/mcp.json, cursor .cursor/mcp.json).
+    #[arg(long, default_value = "user")]
+    scope: ClientScope,
+    /// The entry's name [default: the configuration's identity].
+    #[arg(long)]
+    name: Option<String>,
+    /// The agent configuration the server runs with; it needs an expose.agent.mcp block.
+    #[arg(long, default_value = "agent.yaml")]
+    config: PathBuf,
+}
+
+pub(crate) fn run(action: McpAction) -> Result<(), Box<dyn std::error::Error>> {
+    match action {
+        McpAction::Install(t) => install(t),
+        McpAction::Uninstall(t) => uninstall(t),
+        McpAction::List(t) => list(t),
+    }
+}
+
+fn install(t: Target) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::load(&t.config)?;
+    config.check_application()?;
+    if config.expose.agent.mcp.is_none() {
+        return Err(format!(
+            "{}: expose.agent.mcp: MCP serving is not enabled; add an expose.agent.mcp block (an empty {{}} suffices)",
+            t.config.display()
+        )
+        .into());
+    }
+    let name = match t.name {
+        Some(name) => name,
+        None => config.identity()?,
+    };
+    let exe = std::env::current_exe()?;
+    let mut entry = ClientEntry::for_config(name, exe, &t.config)?;
+    for var in config.bearer_token_envs() {
+        entry = entry.env_ref(var);
+    }
+    let file = ClientFile::locate(t.client, t.scope)?;
+    let done = file.install(&entry)?;
+    let verb = if done.replaced { "updated" } else { "added" };
+    println!("{verb} {:?} in {}", entry.name(), done.path.display());
+    if let Some(backup) = &done.backup {
+        println!("the previous file is kept as {}", backup.display());
+    }
+    println!("it runs: {} {}", entry.command().display(), entry.args().join(" "));
+    for var in entry.unreferenced(t.client, t.scope) {
+        println!("the server needs {var}: set it where {} runs (its value is not written to the file)", t.client);
+    }
+    println!("restart {} (or reload its MCP servers) to use it", t.client);
+    Ok(())
+}
+
+fn uninstall(t: Target) -> Result<(), Box<dyn std::error::Error>> {
+    let name = entry_name(&t)?;
+    let file = ClientFile::locate(t.client, t.scope)?;
+    match file.uninstall(&name)? {
+        Some(done) => {
+            println!("removed {name:?} from {}", done.path.display());
+            if let Some(backup) = &done.backup {
+                println!("the previous file is kept as {}", backup.display());
+            }
+        }
+        None => println!("no entry named {name:?} in {}; nothing changed", file.path().display()),
+    }
+    Ok(())
+}
+
+fn list(t: Target) -> Result<(), Box<dyn std::error::Error>> {
+    let file = ClientFile::locate(t.client, t.scope)?;
+    let servers = file.list()?;
+    if servers.is_empty() {
+        eprintln!("no servers in {}", file.path().display());
+    }
+    for s in servers {
+        let what = match (s.command, s.url) {
+            (Some(command), _) => std::iter::once(command).chain(s.args).collect::<Vec<_>>().join(" "),
+            (None, Some(url)) => url,
+            (None, None) => "(no command or url)".to_owned(),
+        };
+        println!("{}\t{what}", s.name);
+    }
+    Ok(())
+}
+
+/// `--name`, else the configuration's identity (the configuration only needs to parse for that).
+fn entry_name(t: &Target) -> Result<String, Box<dyn std::error::Error>> {
+    match &t.name {
+        Some(name) => Ok(name.clone()),
+        None => Ok(Config::load(&t.config)?.identity()?),
+    }
+}

@@ -1,0 +1,176 @@
+//! MCP over stdio (STDIO-1..6) through the real `cli mcp --stdio` process and rmcp's client on both protocol
+//! eras: listing and calls, elicitation-gated calls, oversize and malformed lines, the end of stdin and SIGTERM in
+//! the middle of a call (the process group is killed), and a client's cancellation (CANCEL-1) over stdio and HTTP.
+#![cfg(feature = "mcp")]
+
+mod common;
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+
+use common::procs::wait_gone;
+use mcp_support::stdio::StdioServer;
+use mcp_support::*;
+use rmcp::model::{ClientRequest, Request};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+#[tokio::test]
+async fn stdio_1_lists_and_calls_on_both_eras() {
+    for era in ERAS {
+        let (mut server, client) = StdioServer::connect(&[], TestClient::new(false, Answer::Decline), era).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert!(names.contains(&"echo") && names.contains(&"purge"), "{era:?}: {names:?}");
+        let out = exec_json(&call(&client, "echo", json!({"words": ["over", "stdio"]})).await);
+        assert_eq!(out["output"], "echo: over stdio\n", "{era:?}");
+        let bad = call(&client, "echo", json!({"nope": 1})).await;
+        assert!(is_error(&bad), "a schema violation is an error result: {bad:?}");
+        client.cancel().await.unwrap();
+        assert!(server.exited().await.success(), "{}", server.stderr());
+        assert!(server.stderr().contains("serving over stdio"), "startup lines go to stderr: {}", server.stderr());
+    }
+}
+
+#[tokio::test]
+async fn stdio_2_gated_calls_ask_through_elicitation_on_both_eras() {
+    for era in ERAS {
+        for (answer, runs) in [(Answer::Approve, true), (Answer::Decline, false), (Answer::Cancel, false)] {
+            let user = TestClient::new(true, answer.clone());
+            let (mut server, client) = StdioServer::connect(&[], user.clone(), era).await;
+            let out = call(&client, "purge", json!({"target": "t"})).await;
+            assert_eq!(user.asked().len(), 1, "{era:?} {answer:?}: the user was asked once");
+            assert!(user.asked()[0].message.contains("purge -- t"), "{:?}", user.asked());
+            if runs {
+                assert_eq!(exec_json(&out)["output"], "purged t\n");
+                assert_eq!(server.ran(), ["purge t"]);
+            } else {
+                assert!(is_error(&out) && text(&out).contains("did not run"), "{era:?} {answer:?}: {out:?}");
+                assert!(server.ran().is_empty(), "{era:?} {answer:?}: {:?}", server.ran());
+            }
+            client.cancel().await.unwrap();
+            server.exited().await;
+        }
+        // A client that cannot be asked is refused under the default confirm_over_mcp: always.
+        let user = TestClient::new(false, Answer::Approve);
+        let (mut server, client) = StdioServer::connect(&[], user.clone(), era).await;
+        let out = call(&client, "purge", json!({"target": "t"})).await;
+        assert!(is_error(&out) && text(&out).contains("did not run"), "{era:?}: {out:?}");
+        assert!(user.asked().is_empty() && server.ran().is_empty());
+        client.cancel().await.unwrap();
+        server.exited().await;
+    }
+}
+
+/// Send raw lines and read the answers: stdout holds JSON-RPC and nothing else.
+#[tokio::test]
+async fn stdio_3_oversize_and_malformed_lines_are_answered_and_the_session_goes_on() {
+    let (mut server, stdout, mut stdin) = StdioServer::start(&[]);
+    let mut answers = BufReader::new(stdout).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap();
+        serde_json::from_str(&line.expect("an answer")).expect("stdout carries only JSON-RPC")
+    };
+    stdin.write_all(b"this is not json\n").await.unwrap();
+    assert_eq!(next().await["error"]["code"], -32700);
+    // Past the default 4 MiB bound: answered, never held, and the next line is read.
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n",
+        "x".repeat(5 << 20)
+    );
+    stdin.write_all(big.as_bytes()).await.unwrap();
+    let answer = next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("longer than"), "{answer}");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    stdin.write_all(format!("{init}\n").as_bytes()).await.unwrap();
+    let answer = next().await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"]["serverInfo"]["name"], "testsrv", "{answer}");
+    drop(stdin);
+    assert!(server.exited().await.success());
+}
+
+/// A `hang` call that is running: its two background sleepers' pids.
+async fn hanging(server: &StdioServer, client: &Client) -> (tokio::task::JoinHandle<()>, [i32; 2]) {
+    let pidfile = server.path("pids");
+    let peer = client.peer().clone();
+    let args = json!({"pidfile": pidfile.display().to_string()});
+    let task = tokio::spawn(async move {
+        let _ = peer.call_tool(params("hang", args)).await;
+    });
+    (task, pids(&pidfile).await)
+}
+
+async fn pids(pidfile: &std::path::Path) -> [i32; 2] {
+    for _ in 0..400 {
+        if let Ok(s) = std::fs::read_to_string(pidfile)
+            && let [a, b] = s.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<i32>>()[..]
+        {
+            return [a, b];
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{} never held two pids", pidfile.display());
+}
+
+#[tokio::test]
+async fn stdio_4_the_end_of_stdin_mid_call_kills_the_process_group_and_the_server_exits() {
+    for era in ERAS {
+        let (mut server, client) = StdioServer::connect(&[], TestClient::new(false, Answer::Decline), era).await;
+        let (_task, [a, b]) = hanging(&server, &client).await;
+        assert!(common::procs::alive(a) && common::procs::alive(b));
+        client.cancel().await.unwrap(); // closes the server's stdin
+        assert!(server.exited().await.success(), "{}", server.stderr());
+        wait_gone(a, "a sleeper of the call").await;
+        wait_gone(b, "a sleeper of the call").await;
+    }
+}
+
+#[tokio::test]
+async fn stdio_4_sigterm_mid_call_kills_the_process_group_and_the_server_exits() {
+    let (mut server, client) = StdioServer::connect(&[], TestClient::new(false, Answer::Decline), Era::Legacy).await;
+    let (_task, [a, b]) = hanging(&server, &client).await;
+    let pid = nix::unistd::Pid::from_raw(server.child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    server.exited().await;
+    wait_gone(a, "a sleeper of the call").await;
+    wait_gone(b, "a sleeper of the call").await;
+}
+
+/// CANCEL-1: `notifications/cancelled` kills the call's process group and frees its slot: with one slot, the next
+/// call runs (it would wait out the 60 s timeout otherwise).
+async fn cancel_then_call_again(client: &Client, pidfile: &std::path::Path) {
+    let args = json!({"pidfile": pidfile.display().to_string()});
+    let request = ClientRequest::CallToolRequest(Request::new(params("hang", args)));
+    let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let [a, b] = pids(pidfile).await;
+    handle.cancel(Some("the user gave up".to_owned())).await.unwrap();
+    wait_gone(a, "a sleeper of the cancelled call").await;
+    wait_gone(b, "a sleeper of the cancelled call").await;
+    let next = tokio::time::timeout(Duration::from_secs(20), call(client, "echo", json!({"words": ["next"]})))
+        .await
+        .expect("the cancelled call's slot was freed");
+    assert_eq!(exec_json(&next)["output"], "echo: next\n");
+}
+
+#[tokio::test]
+async fn cancel_1_a_cancelled_call_is_killed_and_its_slot_freed_over_stdio_and_http() {
+    let limits = ["max_concurrent_tools: 1", "tool_timeout: 60s"];
+    for era in ERAS {
+        let (mut server, client) = StdioServer::connect(&limits, TestClient::new(false, Answer::Decline), era).await;
+        cancel_then_call_again(&client, &server.path(&format!("pids-{era:?}"))).await;
+        client.cancel().await.unwrap();
+        server.exited().await;
+
+        let served = serve(&limits).await;
+        let client = connect(&served.url, TestClient::new(false, Answer::Decline), era).await;
+        cancel_then_call_again(&client, &served.path(&format!("pids-{era:?}"))).await;
+        client.cancel().await.unwrap();
+        let events = served.events();
+        served.stop().await.unwrap();
+        assert!(events.iter().any(|e| e.starts_with("call hang")), "{events:?}");
+    }
+}
