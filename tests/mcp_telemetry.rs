@@ -54,3 +54,19 @@ async fn each_request_is_an_mcp_request_span_and_a_tools_call_runs_in_an_execute
         assert!(!value.contains(WORD), "{where_} = {value}");
     }
 }
+
+/// CANCEL-1: a call the client cancelled is recorded as cancelled on its `execute_tool` span, not as ran.
+#[tokio::test]
+async fn cancel_1_a_cancelled_call_is_recorded_as_cancelled() {
+    let (capture, guard) = common::trace::capture();
+    let served = serve(&["max_concurrent_tools: 1", "tool_timeout: 60s"]).await;
+    let client = connect(&served.url, TestClient::new(false, Answer::Decline), Era::Legacy).await;
+    cancel_then_call_again(&client, &served.path("pids")).await;
+    client.cancel().await.unwrap();
+    served.stop().await.unwrap();
+    drop(guard);
+    let trace = capture.trace();
+    let outcomes: Vec<_> =
+        trace.named(TOOL_SPAN).iter().map(|s| (s.field(t::TOOL_NAME), s.field(t::TOOL_OUTCOME))).collect();
+    assert_eq!(outcomes, [(Some("hang"), Some("cancelled")), (Some("echo"), Some("ran"))]);
+}

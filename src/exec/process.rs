@@ -7,13 +7,13 @@
 
 use super::ChildEnv;
 use super::descendants::{Descendants, Marker};
+use crate::tool::CallContext;
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// Output cap: whole output up to this size, else head + marker + tail (EXEC-12).
 pub(crate) const OUTPUT_CAP: usize = 65536;
@@ -123,9 +123,9 @@ pub(crate) async fn run(
     env: &ChildEnv,
     use_working_dir: bool,
     capture: Capture,
-    cancel: &CancellationToken,
-    timeout: Option<Duration>,
+    ctx: &CallContext,
 ) -> Result<Finished, RunError> {
+    let (cancel, timeout, tail) = (ctx.cancel_token(), ctx.timeout(), ctx.output_tail());
     let (reader, writer) = io::pipe().map_err(RunError::Spawn)?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
@@ -180,6 +180,9 @@ pub(crate) async fn run(
             r = rx.read(&mut buf), if !eof => match r {
                 Ok(0) => eof = true,
                 Ok(n) => {
+                    if let Some(tail) = tail {
+                        tail.push(&buf[..n]);
+                    }
                     if let Err(e) = keep(capture, &mut head_tail, &mut all, &buf[..n]) {
                         guard.end();
                         reap(&mut child).await;

@@ -198,9 +198,9 @@ impl LoadContext {
     ) -> Result<ProcessOutput> {
         use crate::exec::{Capture, RunError};
         let program = program.as_ref();
-        let cancel = crate::tool::CancellationToken::new();
+        let ctx = crate::tool::CallContext::new().with_timeout(timeout);
         let shown = program.display();
-        match crate::exec::run(program, args, &self.env, false, Capture::HeadTail, &cancel, Some(timeout)).await {
+        match crate::exec::run(program, args, &self.env, false, Capture::HeadTail, &ctx).await {
             Ok(done) => Ok(ProcessOutput {
                 exit_code: done.exit_code,
                 output: crate::exec::into_text(done.output),

@@ -10,6 +10,7 @@ mod output;
 pub mod schema;
 mod spec;
 pub mod tags;
+mod tail;
 
 use async_trait::async_trait;
 use std::any::Any;
@@ -23,6 +24,7 @@ pub use schema::InputError;
 pub(crate) use spec::MakeSchema;
 pub use spec::{Exposure, Origin, ToolKind, ToolSpec};
 pub use tags::Tags;
+pub use tail::OutputTail;
 
 /// The name of the agent's client-side search meta-tool (SEARCH-4). Declared here, at the bottom of the module
 /// graph, because selection reserves it (an imported tool never takes it) and selection sits below the agent.
@@ -172,6 +174,7 @@ pub struct CallContext {
     cancel: CancellationToken,
     timeout: Option<Duration>,
     prepared: Option<Arc<dyn Any + Send + Sync>>,
+    tail: Option<OutputTail>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -180,6 +183,7 @@ impl std::fmt::Debug for CallContext {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("timeout", &self.timeout)
             .field("prepared", &self.prepared.is_some())
+            .field("tail", &self.tail.is_some())
             .finish()
     }
 }
@@ -211,6 +215,18 @@ impl CallContext {
     pub fn with_prepared(mut self, prepared: &Prepared) -> Self {
         self.prepared = prepared.state.clone();
         self
+    }
+
+    /// Feed the call's output, as it arrives, to `tail` (a command tool does; PROG-2).
+    #[must_use]
+    pub fn with_output_tail(mut self, tail: OutputTail) -> Self {
+        self.tail = Some(tail);
+        self
+    }
+
+    /// Where the call's output goes as it arrives, when someone reports on it.
+    pub fn output_tail(&self) -> Option<&OutputTail> {
+        self.tail.as_ref()
     }
 
     /// The state [`Tool::prepare`] attached, when the call came through the dispatch path and it is a `T`.

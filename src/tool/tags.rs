@@ -17,8 +17,12 @@ pub const ADDITIVE: &str = "ai:additive";
 /// `ai:idempotent`: a behavior tag (TAG-5).
 pub const IDEMPOTENT: &str = "ai:idempotent";
 
+/// `ai:progress`: a running call's progress reports may quote its last output line (PROG-2). Off without the tag,
+/// since a command's output may carry secrets.
+pub const PROGRESS: &str = "ai:progress";
+
 /// Every reserved `ai:` tag; any other `ai:` tag is unknown (TAG-6).
-pub const RESERVED: [&str; 7] = [DENY, NO_DEFER, CONFIRM, READ_ONLY, DESTRUCTIVE, ADDITIVE, IDEMPOTENT];
+pub const RESERVED: [&str; 8] = [DENY, NO_DEFER, CONFIRM, READ_ONLY, DESTRUCTIVE, ADDITIVE, IDEMPOTENT, PROGRESS];
 
 /// The tags of a tool, in the application's declared order.
 ///

@@ -9,9 +9,11 @@ use fisk_ai::Config;
 use fisk_ai::serve::mcp::{McpEvent, McpServer, McpServerBuilder};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ProtocolVersion,
+    ElicitationAction, Implementation, ProgressNotificationParam, ProtocolVersion,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RoleClient, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
@@ -64,11 +66,13 @@ pub struct TestClient {
     pub elicit: bool,
     pub answer: Answer,
     pub asked: Arc<Mutex<Vec<Asked>>>,
+    /// Every `notifications/progress` received, with when it arrived.
+    pub progress: Arc<Mutex<Vec<(std::time::Instant, ProgressNotificationParam)>>>,
 }
 
 impl TestClient {
     pub fn new(elicit: bool, answer: Answer) -> Self {
-        TestClient { elicit, answer, asked: Arc::default() }
+        TestClient { elicit, answer, asked: Arc::default(), progress: Arc::default() }
     }
 
     pub fn asked(&self) -> Vec<Asked> {
@@ -77,6 +81,10 @@ impl TestClient {
 }
 
 impl ClientHandler for TestClient {
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        self.progress.lock().unwrap().push((std::time::Instant::now(), params));
+    }
+
     fn get_info(&self) -> ClientConfig {
         let caps = if self.elicit {
             ClientCapabilities::builder().enable_elicitation().build()
@@ -239,6 +247,7 @@ pub fn render(e: &McpEvent<'_>) -> String {
         }
         McpEvent::ToolCall { name, display } => format!("call {name} {display}"),
         McpEvent::Denied { name, display, why } => format!("denied {name} {display} {why:?}"),
+        McpEvent::Cancelled { name, display } => format!("cancelled {name} {display}"),
         _ => format!("{e:?}"),
     }
 }
@@ -270,4 +279,34 @@ pub async fn serve_with(mcp: &[&str], tweak: impl FnOnce(McpServerBuilder) -> Mc
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), mcp);
     serve_config(dir, config, tweak).await
+}
+
+/// The two pids the fake application's `hang` command writes to `pidfile` (its two sleepers), once both are there.
+pub async fn pids(pidfile: &Path) -> [i32; 2] {
+    for _ in 0..400 {
+        if let Ok(s) = std::fs::read_to_string(pidfile)
+            && let [a, b] = s.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<i32>>()[..]
+        {
+            return [a, b];
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{} never held two pids", pidfile.display());
+}
+
+/// CANCEL-1: start `hang`, cancel it once its sleepers run, check both are gone, then check the next call gets the
+/// slot (run this with `max_concurrent_tools: 1`).
+pub async fn cancel_then_call_again(client: &Client, pidfile: &Path) {
+    use rmcp::model::{ClientRequest, Request};
+    use rmcp::service::PeerRequestOptions;
+    let args = json!({"pidfile": pidfile.display().to_string()});
+    let request = ClientRequest::CallToolRequest(Request::new(params("hang", args)));
+    let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let [a, b] = pids(pidfile).await;
+    handle.cancel(Some("the user gave up".to_owned())).await.unwrap();
+    crate::common::procs::wait_gone(a, "a sleeper of the cancelled call").await;
+    crate::common::procs::wait_gone(b, "a sleeper of the cancelled call").await;
+    let next = call(client, "echo", json!({"words": ["next"]}));
+    let next = tokio::time::timeout(Duration::from_secs(20), next).await;
+    assert_eq!(exec_json(&next.expect("the cancelled call's slot was freed"))["output"], "echo: next\n");
 }

@@ -82,6 +82,14 @@ pub enum McpEvent<'a> {
         /// The resolved command line (EXEC-6) or built-in summary, sanitized (GATE-8).
         display: &'a str,
     },
+    /// The client cancelled a call (`notifications/cancelled`, CANCEL-1): its process group was killed if it had
+    /// started, and its slot is free.
+    Cancelled {
+        /// The tool.
+        name: &'a str,
+        /// The resolved command line or summary, sanitized.
+        display: &'a str,
+    },
     /// A gated call was not run (MCP-11, MCP-12).
     Denied {
         /// The tool.

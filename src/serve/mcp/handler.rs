@@ -240,7 +240,8 @@ impl Shared {
     }
 
     /// Run an approved call: the slot is taken only now (MCP-13), the deadline covers only the run (MCP-17).
-    async fn run(&self, call: Ready<'_>, display: &str, request_ct: &CancellationToken) -> ToolOutput {
+    async fn run(&self, call: Ready<'_>, display: &str, context: &RequestContext<RoleServer>) -> ToolOutput {
+        let request_ct = &context.ct;
         let name = call.name().to_owned();
         // Biased: once shutdown or the client cancelled, a free slot never wins the race.
         let permit = tokio::select! {
@@ -250,15 +251,27 @@ impl Shared {
             p = self.slots.clone().acquire_owned() => p.ok(),
         };
         let Some(_permit) = permit else {
+            if request_ct.is_cancelled() {
+                self.events.emit(&McpEvent::Cancelled { name: &name, display });
+            }
             return ToolOutput::error(format!("the call of \"{name}\" was cancelled before it ran"));
         };
         self.events.emit(&McpEvent::ToolCall { name: &name, display });
         let token = self.calls_cancel.child_token();
-        let ctx = CallContext::new().with_timeout(self.tool_timeout).with_cancel(token.clone());
+        let mut ctx = CallContext::new().with_timeout(self.tool_timeout).with_cancel(token.clone());
+        let reporter = super::progress::Reporter::new(context, call.tool().spec());
+        if let Some(tail) = reporter.as_ref().and_then(super::progress::Reporter::tail) {
+            ctx = ctx.with_output_tail(tail);
+        }
+        // PROG-1: reports stop when this is dropped, before the result goes out.
+        let _reporting = reporter.map(super::progress::Reporter::start);
         // Dropping a command's call kills its process group, so every early exit below leaves nothing running.
         tokio::select! {
             out = call.run(ctx) => out,
-            _ = request_ct.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was cancelled by the client")),
+            _ = request_ct.cancelled() => {
+                self.events.emit(&McpEvent::Cancelled { name: &name, display });
+                ToolOutput::error(format!("the call of \"{name}\" was cancelled by the client"))
+            }
             _ = token.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was stopped: the server is shutting down")),
             _ = tokio::time::sleep(self.tool_timeout.saturating_add(BACKSTOP_GRACE)) => {
                 let why = "the tool did not finish within tool_timeout and was stopped";
@@ -321,6 +334,11 @@ impl Shared {
             Outcome::Cancelled => {
                 telemetry::tool_ended(span, "cancelled");
                 error_result(format!("the call of \"{}\" was cancelled before it ran", request.name))
+            }
+            // CANCEL-1: the client gave up on it; whatever came back is not what it asked for.
+            Outcome::Ran(out) if context.ct.is_cancelled() => {
+                telemetry::tool_ended(span, "cancelled");
+                text_result(out)
             }
             Outcome::Ran(out) => {
                 telemetry::tool_ran(span, &out);
@@ -423,7 +441,7 @@ impl Surface for McpSurface<'_> {
 
     async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
         let display = self.display(call.display());
-        self.shared.run(call, &display, &self.context.ct).await
+        self.shared.run(call, &display, self.context).await
     }
 }
 

@@ -44,6 +44,7 @@ mod guard;
 mod handler;
 mod http;
 mod listing;
+mod progress;
 mod sessions;
 mod stdio;
 

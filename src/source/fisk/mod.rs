@@ -36,7 +36,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// Largest introspection document accepted (TOOL-3).
 pub const INTROSPECTION_LIMIT: usize = 16 * 1024 * 1024;
@@ -158,10 +157,9 @@ impl FiskApp {
     async fn introspect_bytes(&self) -> Result<Vec<u8>> {
         let bin = self.binary.display();
         let args = ["--fisk-introspect".to_owned()];
-        let cancel = CancellationToken::new();
         let cap = Capture::Reject(INTROSPECTION_LIMIT);
-        let done =
-            process::run(&self.binary, &args, &self.env, false, cap, &cancel, Some(self.introspect_timeout)).await;
+        let ctx = CallContext::new().with_timeout(self.introspect_timeout);
+        let done = process::run(&self.binary, &args, &self.env, false, cap, &ctx).await;
         let done = done.map_err(|e| match e {
             RunError::Spawn(e) => {
                 Error::introspection(format!("cannot run {bin} --fisk-introspect: {e}{}", self.path_hint(&e)))
@@ -432,16 +430,9 @@ impl Tool for CommandTool {
             },
         };
         let command = argv.join(" ");
-        let ran = process::run(
-            &self.command.app.binary,
-            &argv[..],
-            &self.command.app.env,
-            true,
-            Capture::HeadTail,
-            ctx.cancel_token(),
-            ctx.timeout(),
-        )
-        .await;
+        let ran =
+            process::run(&self.command.app.binary, &argv[..], &self.command.app.env, true, Capture::HeadTail, ctx)
+                .await;
         match ran {
             Ok(done) => {
                 let output = process::into_text(done.output);

@@ -9,7 +9,7 @@
 //! ```no_run
 //! use fisk_ai::serve::mcp::{ClientEntry, ClientFile, ClientScope, McpClient};
 //!
-//! # fn main() -> fisk_ai::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let entry = ClientEntry::for_config("ops", std::env::current_exe()?, "agent.yaml".as_ref())?
 //!     .env_ref("OPS_API_TOKEN");
 //! let file = ClientFile::locate(McpClient::Cursor, ClientScope::User)?;
