@@ -206,6 +206,21 @@ pub(crate) fn max_sessions<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Er
     })
 }
 
+/// `expose.agent.mcp.tasks.max`: 0 (unset) up to [`MAX_MCP_TASKS`](super::expose::MAX_MCP_TASKS).
+pub(crate) fn task_max<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    int_opt(d, |v| {
+        let v = v.unwrap_or(0);
+        let max = super::expose::MAX_MCP_TASKS as i64;
+        if v < 0 {
+            Err(format!("must not be negative, got {v}"))
+        } else if v > max {
+            Err(format!("must be at most {max}, got {v}"))
+        } else {
+            Ok(v as u32)
+        }
+    })
+}
+
 /// A duration that must not be negative (MCP-17, A2A-11).
 pub(crate) fn non_negative_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<GoDuration>, D::Error> {
     d.deserialize_option(DurationWith(validate::check_non_negative_duration))

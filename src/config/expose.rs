@@ -20,6 +20,13 @@ pub const MAX_MCP_SESSIONS: usize = 65536;
 /// Default `expose.agent.mcp.session_idle_timeout`: an MCP session with no request for this long is closed.
 pub const DEFAULT_MCP_SESSION_IDLE: Duration = Duration::from_secs(300);
 
+/// Default `expose.agent.mcp.tasks.ttl` (TASK-3): how long a task and its result are kept, from its creation.
+pub const DEFAULT_MCP_TASK_TTL: Duration = Duration::from_secs(900);
+/// Default `expose.agent.mcp.tasks.max` (TASK-3): tasks kept at once, running or finished.
+pub const DEFAULT_MCP_TASK_MAX: usize = 64;
+/// Largest `expose.agent.mcp.tasks.max`: each finished task holds its result (up to 64 KiB of output).
+pub const MAX_MCP_TASKS: usize = 1024;
+
 /// Default `tool_timeout` for MCP and a2a serving (MCP-17, A2A-11).
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -139,6 +146,40 @@ pub struct McpExpose {
     /// [`McpExpose::session_idle_timeout()`].
     #[serde(deserialize_with = "de::positive_duration")]
     pub session_idle_timeout: Option<GoDuration>,
+    /// `tasks`: tool calls run as MCP tasks for clients that declare the tasks extension (TASK-1..6).
+    #[serde(deserialize_with = "de::nullable")]
+    pub tasks: McpTasks,
+}
+
+/// `expose.agent.mcp.tasks`: how many MCP tasks are kept, and for how long (TASK-3).
+///
+/// Zero values mean "unset"; the accessors apply the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
+#[non_exhaustive]
+pub struct McpTasks {
+    /// `ttl` as written (above zero when set, and at least `tool_timeout`; checked at load). Use
+    /// [`McpTasks::ttl()`].
+    #[serde(deserialize_with = "de::positive_duration")]
+    pub ttl: Option<GoDuration>,
+    /// `max` as written (0..=1024, checked at parse); 0 means unset. Use [`McpTasks::max()`].
+    #[serde(deserialize_with = "de::task_max")]
+    pub max: u32,
+}
+
+impl McpTasks {
+    /// How long a task is kept from its creation, [`DEFAULT_MCP_TASK_TTL`] when unset. A task still running then is
+    /// stopped (its process group killed) and reported `failed`; a finished one is dropped with its result once it
+    /// has been finished for this long.
+    pub fn ttl(&self) -> Duration {
+        self.ttl.and_then(GoDuration::to_std).filter(|d| !d.is_zero()).unwrap_or(DEFAULT_MCP_TASK_TTL)
+    }
+
+    /// How many tasks are kept at once, running or finished, [`DEFAULT_MCP_TASK_MAX`] when 0/unset. Past it a new
+    /// task is refused, never queued.
+    pub fn max(&self) -> usize {
+        if self.max == 0 { DEFAULT_MCP_TASK_MAX } else { self.max as usize }
+    }
 }
 
 impl McpExpose {

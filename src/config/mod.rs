@@ -54,8 +54,8 @@ use serde::Deserialize;
 pub use duration::{GoDuration, ParseDurationError, format_duration};
 pub use expose::{
     A2aExpose, ConfirmOverMcp, DEFAULT_A2A_QUEUE, DEFAULT_MAX_CONCURRENT_TOOLS, DEFAULT_MCP_ADDRESS,
-    DEFAULT_MCP_MAX_SESSIONS, DEFAULT_MCP_PORT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_TOOL_TIMEOUT, Expose, ExposeAgent,
-    MAX_A2A_QUEUE, MAX_MCP_SESSIONS, McpExpose,
+    DEFAULT_MCP_MAX_SESSIONS, DEFAULT_MCP_PORT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_TASK_MAX, DEFAULT_MCP_TASK_TTL,
+    DEFAULT_TOOL_TIMEOUT, Expose, ExposeAgent, MAX_A2A_QUEUE, MAX_MCP_SESSIONS, MAX_MCP_TASKS, McpExpose, McpTasks,
 };
 pub use harness::{Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, SessionOptions, Sessions};
 pub use llm::{

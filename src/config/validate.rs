@@ -296,6 +296,16 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
         if let Some(t) = mcp.tool_timeout {
             check_non_negative_duration(t).map_err(|e| key_err("expose.agent.mcp.tool_timeout", e))?;
         }
+        // TASK-3: a task is stopped at its TTL, so one shorter than a call's own bound would cut calls short.
+        if mcp.tasks.ttl.is_some() && mcp.tasks.ttl() < mcp.tool_timeout() {
+            return Err(key_err(
+                "expose.agent.mcp.tasks.ttl",
+                format!(
+                    "must be at least tool_timeout ({}), or tasks are stopped before their calls end",
+                    super::format_duration(mcp.tool_timeout())
+                ),
+            ));
+        }
     }
     let a2a = &cfg.expose.agent.a2a;
     check_concurrency(i64::from(a2a.max_concurrent_tools))

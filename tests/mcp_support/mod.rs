@@ -9,7 +9,7 @@ use fisk_ai::Config;
 use fisk_ai::serve::mcp::{McpEvent, McpServer, McpServerBuilder};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ProgressNotificationParam, ProtocolVersion,
+    ElicitationAction, Implementation, ProgressNotificationParam, ProtocolVersion, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RoleClient, RunningService,
@@ -68,11 +68,19 @@ pub struct TestClient {
     pub asked: Arc<Mutex<Vec<Asked>>>,
     /// Every `notifications/progress` received, with when it arrived.
     pub progress: Arc<Mutex<Vec<(std::time::Instant, ProgressNotificationParam)>>>,
+    /// Declares the tasks extension (TASK-1).
+    pub tasks: bool,
 }
 
 impl TestClient {
     pub fn new(elicit: bool, answer: Answer) -> Self {
-        TestClient { elicit, answer, asked: Arc::default(), progress: Arc::default() }
+        TestClient { elicit, answer, asked: Arc::default(), progress: Arc::default(), tasks: false }
+    }
+
+    /// The same client, declaring the tasks extension.
+    pub fn with_tasks(mut self) -> Self {
+        self.tasks = true;
+        self
     }
 
     pub fn asked(&self) -> Vec<Asked> {
@@ -86,11 +94,16 @@ impl ClientHandler for TestClient {
     }
 
     fn get_info(&self) -> ClientConfig {
-        let caps = if self.elicit {
+        let mut caps = if self.elicit {
             ClientCapabilities::builder().enable_elicitation().build()
         } else {
             ClientCapabilities::default()
         };
+        if self.tasks {
+            caps.extensions
+                .get_or_insert_with(Default::default)
+                .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
+        }
         ClientConfig::new(caps, Implementation::new("fisk-test-client", "1.0"))
     }
 

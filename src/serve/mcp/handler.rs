@@ -3,6 +3,7 @@
 
 use super::confirm::{self, INPUT_KEY, PendingApprovals};
 use super::events::{Denial, GatedBehavior, McpEvent, McpEventSink};
+use super::tasks::Owner;
 use crate::config::{ConfirmOverMcp, format_duration};
 use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
 use crate::gate::{PROMPT_LIMIT, sanitize};
@@ -12,12 +13,13 @@ use crate::tool::{CallContext, ToolInput, ToolOutput};
 use crate::warning::Warning;
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, DiscoverResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, InitializeRequestParams, InitializeResult,
-    InputRequest, InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
-    Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ContentBlock,
+    DiscoverResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, GetTaskParams, GetTaskResult,
+    InitializeRequestParams, InitializeResult, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
+    PaginatedRequestParams, ServerConfig, Tool as McpTool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer, ServiceError};
+use rmcp::task_manager::TaskContext;
 use rmcp::{ErrorData as McpError, ServerHandler};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -51,6 +53,8 @@ pub(crate) struct Shared {
     pub(crate) in_flight: InFlight,
     /// Cancelled when shutdown stops waiting for in-flight calls: their process groups are killed.
     pub(crate) calls_cancel: CancellationToken,
+    /// Calls run as tasks (TASK-1..6).
+    pub(crate) tasks: super::tasks::Tasks,
 }
 
 /// Requests in progress, so shutdown can wait for them (MCP-22). Cheap to clone; a guard counts one request until
@@ -239,8 +243,34 @@ impl Shared {
         }
     }
 
+    /// A task's approval (TASK-5): the same form, asked in the task's own `input_required` round and answered with
+    /// `tasks/update`, bounded by the confirmation timeout.
+    async fn ask_task(&self, task: &TaskContext, display: &str, trigger: &str) -> Result<(), (Denial, Option<String>)> {
+        let request = InputRequest::Elicitation(ElicitRequest::new(self.request(display, trigger)));
+        let answer = tokio::select! {
+            r = tokio::time::timeout(self.confirm_timeout, task.request_input(INPUT_KEY, request)) => r,
+            () = self.calls_cancel.cancelled() => {
+                return Err((Denial::Failed, Some("the server is shutting down".to_owned())));
+            }
+        };
+        match answer {
+            Ok(Ok(value)) => match serde_json::from_value::<ElicitResult>(value) {
+                Ok(result) => confirm::judge(&result).map_err(|d| (d, None)),
+                Err(e) => Err((Denial::Failed, Some(format!("the answer is not an elicitation result: {e}")))),
+            },
+            Ok(Err(_)) => Err((Denial::Failed, Some("the task was cancelled".to_owned()))),
+            Err(_) => Err((Denial::TimedOut, None)),
+        }
+    }
+
     /// Run an approved call: the slot is taken only now (MCP-13), the deadline covers only the run (MCP-17).
-    async fn run(&self, call: Ready<'_>, display: &str, context: &RequestContext<RoleServer>) -> ToolOutput {
+    async fn run(
+        &self,
+        call: Ready<'_>,
+        display: &str,
+        context: &RequestContext<RoleServer>,
+        task: Option<&TaskContext>,
+    ) -> ToolOutput {
         let request_ct = &context.ct;
         let name = call.name().to_owned();
         // Biased: once shutdown or the client cancelled, a free slot never wins the race.
@@ -259,7 +289,7 @@ impl Shared {
         self.events.emit(&McpEvent::ToolCall { name: &name, display });
         let token = self.calls_cancel.child_token();
         let mut ctx = CallContext::new().with_timeout(self.tool_timeout).with_cancel(token.clone());
-        let reporter = super::progress::Reporter::new(context, call.tool().spec());
+        let reporter = super::progress::Reporter::new(context, call.tool().spec(), task);
         if let Some(tail) = reporter.as_ref().and_then(super::progress::Reporter::tail) {
             ctx = ctx.with_output_tail(tail);
         }
@@ -284,12 +314,17 @@ impl Shared {
         }
     }
 
-    /// MCP-5..19 through the one dispatch path, in the call's `execute_tool` span.
-    async fn call(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> CallToolResponse {
+    /// MCP-5..19 through the one dispatch path, in the call's `execute_tool` span; `task` when it runs as one.
+    pub(crate) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        task: Option<&TaskContext>,
+    ) -> CallToolResponse {
         let tool = self.tools.get(&request.name);
         let kind = tool.map(|t| t.spec().kind());
         let span = telemetry::tool_span(&request.name, None, kind, tool.is_some_and(SelectedTool::is_gated));
-        self.call_in(&span, request, context).instrument(span.clone()).await
+        self.call_in(&span, request, context, task).instrument(span.clone()).await
     }
 
     /// Checks, then the MCP approver, then the bounded run.
@@ -298,6 +333,7 @@ impl Shared {
         span: &Span,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        task: Option<&TaskContext>,
     ) -> CallToolResponse {
         // Rendered once from the client's arguments; every check and the tool read the same text.
         let input = match &request.arguments {
@@ -314,7 +350,7 @@ impl Shared {
             telemetry::tool_refused(span, &refusal);
             return error_result(refusal.to_string());
         }
-        let mut surface = McpSurface { shared: self, request: &request, context: &context, display: None };
+        let mut surface = McpSurface { shared: self, request: &request, context: &context, task, display: None };
         let outcome = dispatch(&mut surface, &self.tools, &request.name, &input).await;
         match outcome {
             Outcome::Refused(refusal) => {
@@ -354,6 +390,7 @@ impl Shared {
         &self,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
+        task: Option<&TaskContext>,
         tool: &SelectedTool,
         display: &str,
         trigger: &str,
@@ -370,6 +407,9 @@ impl Shared {
             Approval::Declined(ToolOutput::error(self.denial(why, tool, display, detail.as_deref())))
         };
         match self.gated_behavior(capabilities.as_ref()) {
+            GatedBehavior::Asked if let Some(task) = task => {
+                self.ask_task(task, display, trigger).await.map_or_else(denied, |()| Approval::Approved)
+            }
             GatedBehavior::Asked if is_modern(context) => match request.request_state.as_deref() {
                 None => Approval::Halt(self.ask_modern(request, tool, display, trigger)),
                 Some(state) => self.judge_modern(request, state).map_or_else(denied, |()| Approval::Approved),
@@ -420,6 +460,8 @@ struct McpSurface<'a> {
     shared: &'a Shared,
     request: &'a CallToolRequestParams,
     context: &'a RequestContext<RoleServer>,
+    /// The task the call runs as, if any.
+    task: Option<&'a TaskContext>,
     /// The display line, sanitized once (GATE-8): it reaches the client and the server log.
     display: Option<String>,
 }
@@ -436,12 +478,12 @@ impl Surface for McpSurface<'_> {
 
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<CallToolResponse> {
         let display = self.display(call.display);
-        self.shared.approve(self.request, self.context, call.tool, &display, call.trigger).await
+        self.shared.approve(self.request, self.context, self.task, call.tool, &display, call.trigger).await
     }
 
     async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
         let display = self.display(call.display());
-        self.shared.run(call, &display, self.context).await
+        self.shared.run(call, &display, self.context, self.task).await
     }
 }
 
@@ -493,6 +535,36 @@ impl ServerHandler for Handler {
         let span = request_span("tools/call", Some(&request.name), &context);
         // Counted here as well as per HTTP request: a stdio session has no HTTP layer, and its end waits for calls.
         let _busy = self.0.in_flight.enter();
-        Ok(self.0.call(request, context).instrument(span).await)
+        if let Some(response) = super::tasks::start(&self.0, &request, &context) {
+            return Ok(response);
+        }
+        Ok(self.0.call(request, context, None).instrument(span).await)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let _span = request_span("tasks/get", None, &context).entered();
+        self.0.tasks.get(&request.task_id, &Owner::of(&context)).map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let _span = request_span("tasks/update", None, &context).entered();
+        self.0.tasks.update(&request.task_id, &Owner::of(&context), request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let _span = request_span("tasks/cancel", None, &context).entered();
+        self.0.tasks.cancel(&request.task_id, &Owner::of(&context))
     }
 }

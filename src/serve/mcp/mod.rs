@@ -14,6 +14,9 @@
 //!   waits hold no slot and are outside the timeout (MCP-13, MCP-16, MCP-17).
 //! - It binds 127.0.0.1 unless told otherwise and accepts only `Host` headers that fit the bind address
 //!   (DNS-rebinding protection); oversize bodies are refused (MCP-3).
+//! - A client that declares the tasks extension gets each command call as a task it polls, cancels (killing the
+//!   process group) and approves in the task's own round; `expose.agent.mcp.tasks` bounds their count and lifetime,
+//!   and a task is visible only to the session that made it (TASK-1..6).
 //! - At most `max_sessions` sessions are open; at the cap a new one replaces the least recently used session with
 //!   no request in progress, and is refused (`503`) only when every session is busy (MCP-24).
 //!
@@ -47,6 +50,7 @@ mod listing;
 mod progress;
 mod sessions;
 mod stdio;
+mod tasks;
 
 pub use super::signal::shutdown_signal;
 pub use clients::{ClientEntry, ClientFile, ClientScope, Installed, ListedServer, McpClient};
@@ -493,7 +497,7 @@ impl McpServerBuilder {
         let mcp = config.expose.agent.mcp.clone().unwrap_or_default();
         let identity = config.identity()?;
         let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new(identity.clone(), version));
         if !mcp.instructions.trim().is_empty() {
             info = info.with_instructions(mcp.instructions.clone());
@@ -525,6 +529,7 @@ impl McpServerBuilder {
             events: self.events.unwrap_or_else(|| Arc::new(NoMcpEvents)),
             in_flight: InFlight::default(),
             calls_cancel: CancellationToken::new(),
+            tasks: tasks::Tasks::new(mcp.tasks.ttl(), mcp.tasks.max()),
         };
         let sessions = Arc::new(sessions::BoundedSessions::new(mcp.max_sessions(), mcp.session_idle_timeout()));
         Ok(McpServer {
