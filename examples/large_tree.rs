@@ -2,8 +2,11 @@
 //! (first and later requests) and the process's peak and current resident memory from `/proc/<pid>/status`.
 //!
 //! ```text
-//! cargo run --release --example large_tree --features mcp [GROUPS LEAVES]
+//! cargo run --release --example large_tree --features mcp [GROUPS LEAVES [distinct]]
 //! ```
+//!
+//! `distinct` gives every command three flags and a positional argument of its own, so no two schemas are equal;
+//! by default all commands share one schema.
 //!
 //! The application is a shell script printing the generated document, so loading goes through real introspection;
 //! the server runs as a child process whose `/proc/<pid>/status` is read, so the client's memory is not counted.
@@ -37,7 +40,11 @@ async fn serve(app: &str) -> Result<(), Box<dyn std::error::Error>> {
     let loaded = started.elapsed();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     println!("http://{}/ {} {loaded:?}", listener.local_addr()?, server.tools().len());
-    server.serve(listener, std::future::pending()).await?;
+    // Until the client closes stdin, so the server exits normally (and a heap profiler wrapping it can report).
+    let stdin_closed = async {
+        let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut tokio::io::sink()).await;
+    };
+    server.serve(listener, stdin_closed).await?;
     Ok(())
 }
 
@@ -47,20 +54,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.next().as_deref() == Some("serve") {
         return serve(&args.next().ok_or("serve needs the application path")?).await;
     }
-    let mut sizes = std::env::args().skip(1).map(|a| a.parse::<usize>());
+    let mut sizes = std::env::args().skip(1).take(2).map(|a| a.parse::<usize>());
     let groups = sizes.next().transpose()?.unwrap_or(100);
     let leaves = sizes.next().transpose()?.unwrap_or(100);
+    let distinct = std::env::args().nth(3).as_deref() == Some("distinct");
     let dir = tempfile::tempdir()?;
     let doc = dir.path().join("doc.json");
-    std::fs::write(&doc, synthetic::synthetic(groups, leaves))?;
+    let text = if distinct { synthetic::distinct(groups, leaves) } else { synthetic::synthetic(groups, leaves) };
+    std::fs::write(&doc, text)?;
     let app = dir.path().join("app");
-    std::fs::write(&app, format!("#!/bin/sh\nexec cat '{}'\n", doc.display()))?;
+    // The document for introspection; a trivial command (one short line) for calls.
+    let script =
+        format!("#!/bin/sh\ncase \"$*\" in *--fisk-introspect*) exec cat '{}' ;; *) echo ok ;; esac\n", doc.display());
+    std::fs::write(&app, script)?;
     std::fs::set_permissions(&app, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
 
     // The server runs in its own process so that its memory figures count nothing of this client's.
     let mut child = std::process::Command::new(std::env::current_exe()?)
         .arg("serve")
         .arg(&app)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()?;
     let mut line = String::new();
@@ -89,7 +102,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         status(child.id(), "VmHWM"),
         status(child.id(), "VmRSS")
     );
-    child.kill()?;
+    // Calls of 100 different commands: each compiles its tool's validator and runs the (fake) application.
+    for i in 0..100 {
+        let (g, l) = (i % groups, (i * 7) % leaves);
+        let args = if distinct {
+            format!(r#"{{"target{g}x{l}":"t","force{g}x{l}":true}}"#)
+        } else {
+            r#"{"name":"t","force":true}"#.to_owned()
+        };
+        client.call_tool(&format!("group{g}_leaf{l}"), &args).await;
+    }
+    println!(
+        "server after 100 calls: VmHWM {} (peak), VmRSS {}",
+        status(child.id(), "VmHWM"),
+        status(child.id(), "VmRSS")
+    );
+    drop(child.stdin.take());
     child.wait()?;
     Ok(())
 }

@@ -42,6 +42,17 @@ impl RawMcp {
         req.send().await.unwrap()
     }
 
+    /// `tools/call` of `name` with `arguments` (a JSON object's text), returning the response body.
+    #[allow(dead_code)]
+    pub async fn call_tool(&self, name: &str, arguments: &str) -> String {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
+        );
+        let resp = self.post(body).await;
+        assert!(resp.status().is_success(), "tools/call: {}", resp.status());
+        resp.text().await.unwrap()
+    }
+
     /// `tools/list`, returning the response body's size and how long the whole exchange took.
     pub async fn list_tools(&self) -> (usize, Duration) {
         let started = Instant::now();

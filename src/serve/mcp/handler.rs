@@ -37,10 +37,9 @@ pub(crate) struct Shared {
     pub(crate) identity: String,
     pub(crate) info: ServerConfig,
     pub(crate) tools: Toolset,
-    pub(crate) listing: Vec<McpTool>,
     /// The `tools/list` result, serialized once: the HTTP layer answers a legacy session's plain listing request
-    /// with these bytes instead of re-serializing every tool per request.
-    pub(crate) listing_json: bytes::Bytes,
+    /// with its bytes instead of re-serializing every tool per request.
+    pub(crate) listing: super::listing::Listing,
     pub(crate) by_name: HashMap<String, usize>,
     pub(crate) confirm: ConfirmOverMcp,
     pub(crate) confirm_timeout: Duration,
@@ -378,8 +377,7 @@ impl Shared {
             }
             Outcome::Ran(out) => {
                 telemetry::tool_ran(span, &out);
-                let typed =
-                    self.by_name.get(request.name.as_ref()).is_some_and(|&i| self.listing[i].output_schema.is_some());
+                let typed = self.by_name.get(request.name.as_ref()).is_some_and(|&i| self.listing.typed(i));
                 if typed { typed_result(out) } else { text_result(out) }
             }
         }
@@ -516,15 +514,15 @@ impl ServerHandler for Handler {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let _span = request_span("tools/list", None, &context).entered();
-        Ok(ListToolsResult::with_all_items(self.0.listing.clone()))
+        self.0.listing.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
-        self.0.by_name.get(name).map(|&i| self.0.listing[i].clone())
+        self.0.by_name.get(name).and_then(|&i| self.0.listing.tool(i))
     }
 
     async fn call_tool(

@@ -113,7 +113,7 @@ pub(crate) fn router(shared: Arc<Shared>, parts: RouterParts) -> axum::Router {
         sessions: parts.sessions,
         max_body: parts.max_body,
         in_flight: shared.in_flight.clone(),
-        listing: shared.listing_json.clone(),
+        listing: shared.listing.json().clone(),
     });
     let layer = axum::middleware::from_fn(move |req: Request, next: Next| {
         let gate = gate.clone();

@@ -2,10 +2,10 @@
 
 use crate::select::{SelectedTool, Toolset};
 use crate::tool::{ToolKind, ToolSpec, tags};
-use rmcp::model::{JsonObject, Tool as McpTool, ToolAnnotations};
+use rmcp::model::{JsonObject, ListToolsResult, Tool as McpTool, ToolAnnotations};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Built-ins that only read (MCP-14).
 const READ_ONLY_BUILTINS: [&str; 2] = ["read_file", "base64_encode"];
@@ -40,10 +40,10 @@ pub(crate) fn hints(spec: &ToolSpec) -> Hints {
     }
 }
 
-/// MCP-15: the input schema verbatim; an absent (non-object) schema becomes `{"type": "object"}`. Identical schemas
-/// share one object: many commands of a large tree take the same flags, and 10,000 copies of one schema would be
-/// most of what a listing weighs.
-fn schema(spec: &ToolSpec, interned: &mut HashMap<String, Arc<JsonObject>>) -> Arc<JsonObject> {
+/// MCP-15: the input schema verbatim; an absent (non-object) schema becomes `{"type": "object"}`. In a listing
+/// that is kept parsed, identical schemas share one object (`interned`); a longer one keeps no parsed schema, so
+/// nothing is interned (`None`) and each schema is dropped once serialized.
+fn schema(spec: &ToolSpec, interned: Option<&mut HashMap<String, Arc<JsonObject>>>) -> Arc<JsonObject> {
     let map = match spec.input_schema_owned() {
         Value::Object(map) => map,
         _ => {
@@ -52,16 +52,90 @@ fn schema(spec: &ToolSpec, interned: &mut HashMap<String, Arc<JsonObject>>) -> A
             map
         }
     };
+    let Some(interned) = interned else { return Arc::new(map) };
     // Keyed by the serialized form: maps are sorted, so equal schemas serialize equally.
     let key = serde_json::to_string(&map).unwrap_or_default();
     interned.entry(key).or_insert_with(|| Arc::new(map)).clone()
 }
 
-/// A `tools/list` result as a legacy (2025-11-25 and earlier) peer receives it: rmcp clears the 2026-07-28 fields
-/// for those peers, so the result is the tools alone.
-#[derive(serde::Serialize)]
-pub(crate) struct Wire<'a> {
-    pub(crate) tools: &'a [McpTool],
+/// The most tools one `tools/list` page built by rmcp holds (MCP-25): a listing at most this long is kept parsed
+/// and sent whole, as before; a longer one is kept only as its serialized text and parsed back a page at a time, so
+/// a 10,000-command tree does not hold 10,000 parsed schemas (about 4.5 KiB each) for the server's life.
+pub(crate) const PAGE: usize = 1000;
+
+/// The served listing, built once: the serialized `tools/list` result (what a legacy session over HTTP receives
+/// verbatim, see the HTTP layer), and each tool's place in it.
+pub(crate) struct Listing {
+    /// `{"tools":[...]}`.
+    json: bytes::Bytes,
+    /// Each tool's object within `json`, in tool order.
+    spans: Vec<(u32, u32)>,
+    /// The whole listing parsed, when it is at most [`PAGE`] long.
+    all: Option<Vec<McpTool>>,
+    /// Tools of a longer listing parsed back on first use by [`Listing::tool`] (rmcp asks for a called tool's
+    /// schema on every 2026-07-28 call).
+    parsed: Vec<OnceLock<Option<Box<McpTool>>>>,
+    /// Whether each tool declares an output schema (TYPED-1, TYPED-2).
+    typed: Vec<bool>,
+}
+
+impl Listing {
+    /// The serialized `tools/list` result.
+    pub(crate) fn json(&self) -> &bytes::Bytes {
+        &self.json
+    }
+
+    /// How many tools are listed.
+    pub(crate) fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether tool `i` declares an output schema.
+    pub(crate) fn typed(&self, i: usize) -> bool {
+        self.typed.get(i).copied().unwrap_or(false)
+    }
+
+    /// Tool `i` as listed.
+    pub(crate) fn tool(&self, i: usize) -> Option<McpTool> {
+        if let Some(all) = &self.all {
+            return all.get(i).cloned();
+        }
+        let parsed = self.parsed.get(i)?.get_or_init(|| self.parse(i).map(Box::new));
+        parsed.as_deref().cloned()
+    }
+
+    fn parse(&self, i: usize) -> Option<McpTool> {
+        let (start, end) = *self.spans.get(i)?;
+        let text = self.json.get(start as usize..end as usize)?;
+        serde_json::from_slice(text)
+            .map_err(|e| tracing::warn!(target: "fisk_ai::serve::mcp", error = %e, "a listed tool does not parse back"))
+            .ok()
+    }
+
+    /// One `tools/list` page (MCP-25): everything when the listing is at most [`PAGE`] long; otherwise [`PAGE`]
+    /// tools from the cursor (a decimal index this server handed out), with the next cursor while more remain.
+    ///
+    /// # Errors
+    ///
+    /// `-32602` for a cursor this server did not hand out.
+    pub(crate) fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, rmcp::ErrorData> {
+        let start = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0 && n < self.len() && n % PAGE == 0)
+                .ok_or_else(|| rmcp::ErrorData::invalid_params(format!("unknown cursor {c:?}"), None))?,
+        };
+        if let Some(all) = &self.all {
+            return Ok(ListToolsResult::with_all_items(all.clone()));
+        }
+        let end = (start + PAGE).min(self.len());
+        let tools = (start..end).filter_map(|i| self.parse(i)).collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = (end < self.len()).then(|| end.to_string());
+        Ok(result)
+    }
 }
 
 /// EXEC-13's envelope as a JSON Schema (2020-12): the `outputSchema` of every command tool (TYPED-1).
@@ -88,25 +162,46 @@ pub(crate) fn exec_schema() -> JsonObject {
 }
 
 /// The listing `tools/list` serves, in tool order, built once when the server is built. Command tools share one
-/// output schema; a built-in's comes from its spec (TYPED-1, TYPED-2).
-pub(crate) fn build(tools: &Toolset) -> Vec<McpTool> {
+/// output schema; a built-in's comes from its spec (TYPED-1, TYPED-2). Each tool is serialized as soon as it is
+/// built and, in a listing longer than [`PAGE`], dropped: only the text stays.
+///
+/// # Errors
+///
+/// When a tool cannot be serialized, or the listing passes 4 GiB.
+pub(crate) fn build(tools: &Toolset) -> Result<Listing, String> {
     let mut interned = HashMap::new();
     let exec = Arc::new(exec_schema());
-    tools
-        .iter()
-        .map(|t| {
-            let output = match (t.spec().kind(), t.spec().output_schema()) {
-                (ToolKind::Command, _) => Some(exec.clone()),
-                (_, Some(Value::Object(schema))) => Some(Arc::new(schema.clone())),
-                _ => None,
-            };
-            let tool = to_mcp(t, schema(t.spec(), &mut interned));
-            match output {
-                Some(schema) => tool.with_raw_output_schema(schema),
-                None => tool,
-            }
-        })
-        .collect()
+    let keep = tools.len() <= PAGE;
+    let mut json = b"{\"tools\":[".to_vec();
+    let (mut spans, mut typed) = (Vec::with_capacity(tools.len()), Vec::with_capacity(tools.len()));
+    let mut all = Vec::with_capacity(if keep { tools.len() } else { 0 });
+    for (i, t) in tools.iter().enumerate() {
+        let output = match (t.spec().kind(), t.spec().output_schema()) {
+            (ToolKind::Command, _) => Some(exec.clone()),
+            (_, Some(Value::Object(schema))) => Some(Arc::new(schema.clone())),
+            _ => None,
+        };
+        typed.push(output.is_some());
+        let mut tool = to_mcp(t, schema(t.spec(), keep.then_some(&mut interned)));
+        if let Some(schema) = output {
+            tool = tool.with_raw_output_schema(schema);
+        }
+        if i > 0 {
+            json.push(b',');
+        }
+        let start = json.len();
+        serde_json::to_writer(&mut json, &tool).map_err(|e| format!("tool {:?}: {e}", t.spec().name()))?;
+        let span = (u32::try_from(start), u32::try_from(json.len()));
+        let (Ok(start), Ok(end)) = span else { return Err("the tool listing is over 4 GiB".to_owned()) };
+        spans.push((start, end));
+        if keep {
+            all.push(tool);
+        }
+    }
+    json.extend_from_slice(b"]}");
+    json.shrink_to_fit();
+    let parsed = if keep { Vec::new() } else { (0..spans.len()).map(|_| OnceLock::new()).collect() };
+    Ok(Listing { json: json.into(), spans, all: keep.then_some(all), parsed, typed })
 }
 
 /// The tool as `tools/list` sends it: name, title (the space-separated command path; built-ins: the name),

@@ -502,12 +502,10 @@ impl McpServerBuilder {
         if !mcp.instructions.trim().is_empty() {
             info = info.with_instructions(mcp.instructions.clone());
         }
-        let listing = listing::build(&tools);
-        let listing_json = serde_json::to_vec(&listing::Wire { tools: &listing })
-            .map(bytes::Bytes::from)
-            .map_err(|e| Error::config(format!("the tool listing cannot be serialized: {e}")))?;
+        let listing =
+            listing::build(&tools).map_err(|e| Error::config(format!("the tool listing cannot be serialized: {e}")))?;
         let by_name: HashMap<String, usize> =
-            listing.iter().enumerate().map(|(i, t)| (t.name.to_string(), i)).collect();
+            tools.iter().enumerate().map(|(i, t)| (t.spec().name().to_owned(), i)).collect();
         let form = confirm::form_schema().map_err(|e| Error::config(format!("the approval form is invalid: {e}")))?;
         let max_concurrent = mcp.max_concurrent_tools();
         let address = self.address.unwrap_or_else(|| mcp.address().to_owned());
@@ -517,7 +515,6 @@ impl McpServerBuilder {
             info,
             tools,
             listing,
-            listing_json,
             by_name,
             confirm: mcp.confirm_over_mcp,
             confirm_timeout: self.confirm_timeout,
