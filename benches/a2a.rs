@@ -8,6 +8,8 @@
 
 #[path = "common/echo_app.rs"]
 mod echo_app;
+#[path = "common/stats.rs"]
+mod stats;
 #[path = "../tests/common/nats.rs"]
 mod nats;
 
@@ -76,7 +78,7 @@ fn discovery_report(rt: &tokio::runtime::Runtime, client: &async_nats::Client) {
         }
     });
     lat.sort();
-    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    let pct = |p: f64| stats::percentile(&lat, p);
     eprintln!("a2a discovery ({N} sequential requests): p50 {:?} p99 {:?}", pct(0.5), pct(0.99));
 }
 

@@ -102,6 +102,9 @@ async fn futures_sum(agent: &Agent, depth: usize, iters: u64) -> Duration {
 criterion_group!(benches, turns);
 
 #[cfg(feature = "anthropic")]
+#[path = "common/stats.rs"]
+mod stats;
+
 mod latency {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
@@ -193,10 +196,7 @@ mod latency {
         sent.iter().zip(recv.iter()).map(|(s, r)| r.expect("every chunk arrives").duration_since(*s)).collect()
     }
 
-    fn percentile(sorted: &[Duration], p: f64) -> Duration {
-        let at = ((sorted.len() - 1) as f64 * p).round() as usize;
-        sorted[at]
-    }
+    use super::stats::percentile;
 
     pub(crate) fn report() {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();

@@ -9,6 +9,8 @@
 
 #[path = "common/echo_app.rs"]
 mod echo_app;
+#[path = "common/stats.rs"]
+mod stats;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fisk_ai::Config;
@@ -114,7 +116,7 @@ fn sequential_report(rt: &tokio::runtime::Runtime, url: &str, app: &Path) {
     });
     let pct = |v: &mut Vec<Duration>, p: f64| {
         v.sort();
-        v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
+        stats::percentile(v, p)
     };
     let tick_ms = 1000.0 / 100.0; // USER_HZ is 100 on Linux
     eprintln!(

@@ -9,6 +9,8 @@
 
 #[path = "common/echo_app.rs"]
 mod echo_app;
+#[path = "common/stats.rs"]
+mod stats;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fisk_ai::Config;
@@ -101,7 +103,7 @@ fn cancel_report(rt: &tokio::runtime::Runtime, client: &Client, dir: &Path) {
         });
     }
     took.sort();
-    let pct = |p: f64| took[((took.len() as f64 * p) as usize).min(took.len() - 1)];
+    let pct = |p: f64| stats::percentile(&took, p);
     eprintln!("mcp stdio cancel -> process gone ({CANCELS} cancels): p50 {:?} p99 {:?}", pct(0.50), pct(0.99));
 }
 

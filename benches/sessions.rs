@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 mod scripted;
 use scripted::{FakeTool, script};
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
+#[path = "common/stats.rs"]
+mod stats;
+use stats::percentile;
 
 /// p50 and p99 of `n` appends of a ~300-byte record to one new session of `store`.
 async fn append_latency(store: &dyn SessionStore, n: u64) -> (Duration, Duration) {
