@@ -277,7 +277,7 @@ impl McpServer {
     ///
     /// As [`serve_io`](McpServer::serve_io).
     pub async fn serve_stdio(self) -> Result<()> {
-        self.serve_io(stdio::stdin(), tokio::io::stdout(), shutdown_signal()).await
+        self.serve_io(stdio::stdin(), stdio::stdout(), shutdown_signal()).await
     }
 
     /// [`serve`](McpServer::serve) until SIGINT or SIGTERM (MCP-22). The signal handlers are installed when this is

@@ -106,6 +106,34 @@ pub(crate) fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
     }
 }
 
+/// This process's stdout for async writes, through the reactor when it is a pipe or socket, as [`stdin`] reads:
+/// tokio's own `stdout()` hands every write to a blocking thread, two thread hops per message.
+pub(crate) fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let reactor = || -> std::io::Result<Option<Box<dyn AsyncWrite + Send + Unpin>>> {
+        let file = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+        let kind = file.metadata()?.file_type();
+        if kind.is_fifo() {
+            return Ok(Some(Box::new(tokio::net::unix::pipe::Sender::from_file(file)?)));
+        }
+        if kind.is_socket() {
+            let socket = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+            socket.set_nonblocking(true)?;
+            return Ok(Some(Box::new(tokio::net::UnixStream::from_std(socket)?)));
+        }
+        Ok(None)
+    };
+    match reactor() {
+        Ok(Some(write)) => write,
+        Ok(None) => Box::new(tokio::io::stdout()),
+        Err(e) => {
+            tracing::debug!(target: "fisk_ai::serve::mcp", error = %e, "stdout is written on a blocking thread");
+            Box::new(tokio::io::stdout())
+        }
+    }
+}
+
 /// A line buffer grown past this is freed once its line is parsed, so one big request is not held for the session.
 const KEEP_CAPACITY: usize = 1 << 20;
 /// UTF-8's byte-order mark, which some clients write before a message.
