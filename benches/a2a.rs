@@ -8,10 +8,10 @@
 
 #[path = "common/echo_app.rs"]
 mod echo_app;
-#[path = "common/stats.rs"]
-mod stats;
 #[path = "../tests/common/nats.rs"]
 mod nats;
+#[path = "common/stats.rs"]
+mod stats;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fisk_ai::Config;
