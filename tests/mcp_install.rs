@@ -170,6 +170,28 @@ fn reg_3_5_existing_entries_are_kept_and_the_mode_preserved() {
     }
 }
 
+/// REG-5, hostile: a symlink planted at the backup's name in a shared project directory is replaced, never written
+/// through, and the backup of a private file is as private as the file.
+#[test]
+fn reg_5_a_planted_backup_symlink_is_replaced_and_the_backup_keeps_the_files_mode() {
+    let env = Env::new();
+    let path = env.file("claude-code", "project");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, r#"{"mcpServers": {}, "token_note": "private"}"#).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let victim = env.home.path().join("victim.txt");
+    std::fs::write(&victim, "untouched").unwrap();
+    let backup = PathBuf::from(format!("{}.bak", path.display()));
+    std::os::unix::fs::symlink(&victim, &backup).unwrap();
+
+    assert!(env.ok(&["install", "claude-code", "--scope", "project"]).starts_with("added"));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched", "the planted link was not followed");
+    let meta = std::fs::symlink_metadata(&backup).unwrap();
+    assert!(meta.file_type().is_file(), "the backup is a file of its own now");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "as private as the file it copies");
+    assert!(std::fs::read_to_string(&backup).unwrap().contains("private"));
+}
+
 /// REG-3: an entry of the same name that starts something else is never overwritten.
 #[test]
 fn reg_3_a_foreign_entry_of_the_same_name_is_refused() {

@@ -25,7 +25,7 @@ use rmcp::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// Serve one client over `read` and `write` until the input ends, the client goes away or `shutdown` resolves;
@@ -156,7 +156,13 @@ pub(crate) struct LineTransport<R, W> {
     write: Arc<Mutex<Option<W>>>,
     /// Cancelled when the input ends, so the server can stop its calls at once.
     ended: CancellationToken,
+    /// Error answers being written. A client that floods bad lines and never reads its stdout would otherwise grow
+    /// one blocked task per line; with every permit taken, reading stops until an answer has gone out.
+    answering: Arc<Semaphore>,
 }
+
+/// The most error answers written at once (see `LineTransport::answering`).
+const ANSWERING: usize = 16;
 
 impl<R, W> LineTransport<R, W>
 where
@@ -171,6 +177,7 @@ where
             discarding: false,
             write: Arc::new(Mutex::new(Some(write))),
             ended,
+            answering: Arc::new(Semaphore::new(ANSWERING)),
         }
     }
 
@@ -214,10 +221,11 @@ where
 
     /// Answer a line that could not become a message; the write runs on its own so a cancelled `receive` never
     /// leaves half an error on the stream.
-    fn answer(&self, error: ErrorData, id: Option<RequestId>) {
+    fn answer(&self, permit: OwnedSemaphorePermit, error: ErrorData, id: Option<RequestId>) {
         let message = ServerJsonRpcMessage::error(error, id);
         let write = self.write.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             if let Err(e) = send_line(&write, &message).await {
                 tracing::debug!(target: "fisk_ai::serve::mcp", error = %e, "cannot answer an unreadable line");
             }
@@ -225,7 +233,7 @@ where
     }
 
     /// The message in `self.line`, or `None` after answering why there is none.
-    fn decode(&mut self) -> Option<ClientJsonRpcMessage> {
+    fn decode(&mut self, permit: OwnedSemaphorePermit) -> Option<ClientJsonRpcMessage> {
         let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
         let line = line.strip_prefix(BOM).unwrap_or(line);
         // A blank line is no message and no error.
@@ -242,7 +250,7 @@ where
         match decoded {
             Ok(message) => Some(message),
             Err(Some((error, id))) => {
-                self.answer(error, id);
+                self.answer(permit, error, id);
                 None
             }
             Err(None) => None,
@@ -296,15 +304,17 @@ where
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            // Taken before a line is consumed, so a `receive` cancelled while waiting for it loses nothing.
+            let Ok(permit) = self.answering.clone().acquire_owned().await else { break };
             match self.read_line().await {
                 Ok(Read::Line) => {
-                    if let Some(message) = self.decode() {
+                    if let Some(message) = self.decode(permit) {
                         return Some(message);
                     }
                 }
                 Ok(Read::Oversize) => {
                     let text = format!("the message is longer than {} bytes", self.limit);
-                    self.answer(ErrorData::invalid_request(text, None), None);
+                    self.answer(permit, ErrorData::invalid_request(text, None), None);
                 }
                 Ok(Read::Eof) => break,
                 Err(e) => {
@@ -349,6 +359,35 @@ mod tests {
     }
 
     const PING: &str = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+
+    /// Hostile: a client that floods bad lines and never reads its stdout holds at most [`ANSWERING`] answers in
+    /// flight; reading stops there, and once the client reads, every answer arrives and the next message is read.
+    #[tokio::test]
+    async fn stdio_3_a_flood_of_bad_lines_from_a_client_that_never_reads_is_bounded_and_loses_nothing() {
+        let lines = 1000;
+        let input = format!("{}{PING}\n", "not json\n".repeat(lines));
+        let (out_tx, mut out_rx) = tokio::io::duplex(64);
+        let mut t =
+            LineTransport::new(std::io::Cursor::new(input.into_bytes()), out_tx, 1024, CancellationToken::new());
+        let stalled = tokio::time::timeout(std::time::Duration::from_millis(300), t.receive()).await;
+        assert!(stalled.is_err(), "reading stops while the answers cannot be written");
+        assert_eq!(t.answering.available_permits(), 0, "at most {ANSWERING} answers in flight");
+        let reader = tokio::spawn(async move {
+            let mut all = Vec::new();
+            let mut buf = [0u8; 4096];
+            while all.iter().filter(|&&b| b == b'\n').count() < lines {
+                let n = tokio::io::AsyncReadExt::read(&mut out_rx, &mut buf).await.unwrap();
+                assert!(n > 0, "the output ended early");
+                all.extend_from_slice(&buf[..n]);
+            }
+            all
+        });
+        let ping =
+            tokio::time::timeout(std::time::Duration::from_secs(20), t.receive()).await.expect("reading resumes");
+        assert!(ping.is_some(), "the message after the flood is read");
+        let answers = tokio::time::timeout(std::time::Duration::from_secs(20), reader).await.unwrap().unwrap();
+        assert_eq!(String::from_utf8(answers).unwrap().matches("-32700").count(), lines, "every line was answered");
+    }
 
     #[tokio::test]
     async fn stdio_3_an_oversize_line_is_answered_and_the_next_line_is_read() {

@@ -199,8 +199,11 @@ impl ClientFile {
                 let mut name = target.file_name().unwrap_or_default().to_os_string();
                 name.push(".bak");
                 let backup = target.with_file_name(name);
-                std::fs::copy(&target, &backup)
-                    .map_err(|e| io(format!("cannot back {} up to {}: {e}", target.display(), backup.display()), e))?;
+                // Written like the file itself (a new file, then a rename), never through whatever is at the
+                // backup's name: `std::fs::copy` would follow a symlink planted there in a shared directory.
+                let old =
+                    std::fs::read(&target).map_err(|e| io(format!("cannot back {} up: {e}", target.display()), e))?;
+                replace(&backup, &old, previous.as_ref(), self.scope)?;
                 Some(backup)
             }
             None => None,
@@ -218,7 +221,8 @@ fn replace(target: &Path, bytes: &[u8], previous: Option<&std::fs::Metadata>, sc
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(target.file_name().unwrap_or_default());
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    // Unpredictable, so nobody sharing the directory can take the name first and make the write fail.
+    tmp_name.push(format!(".{}.{:016x}.tmp", std::process::id(), unpredictable()));
     let tmp = dir.join(tmp_name);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -251,6 +255,14 @@ fn replace(target: &Path, bytes: &[u8], previous: Option<&std::fs::Metadata>, sc
         let _ = std::fs::remove_file(&tmp);
         io(format!("cannot write {}: {e}", target.display()), e)
     })
+}
+
+/// 64 bits no one else can guess: the standard library's per-process random hash keys, over the time.
+fn unpredictable() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.finish()
 }
 
 /// Rendering JSON this module built itself cannot fail; if it ever did, it is reported, never a panic.
