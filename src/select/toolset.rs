@@ -124,6 +124,12 @@ impl Toolset {
         self.inner.index.get(name).map(|slot| &self.inner.tools[slot.at])
     }
 
+    /// Where `name` is in request order.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
+        self.inner.index.get(name).map(|slot| slot.at)
+    }
+
     /// How many tools.
     pub fn len(&self) -> usize {
         self.inner.tools.len()

@@ -21,7 +21,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::task_manager::TaskContext;
 use rmcp::{ErrorData as McpError, ServerHandler};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -39,8 +38,7 @@ pub(crate) struct Shared {
     pub(crate) tools: Toolset,
     /// The `tools/list` result, serialized once: the HTTP layer answers a legacy session's plain listing request
     /// with its bytes instead of re-serializing every tool per request.
-    pub(crate) listing: super::listing::Listing,
-    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) listing: Arc<super::listing::Listing>,
     pub(crate) confirm: ConfirmOverMcp,
     pub(crate) confirm_timeout: Duration,
     pub(crate) tool_timeout: Duration,
@@ -377,7 +375,7 @@ impl Shared {
             }
             Outcome::Ran(out) => {
                 telemetry::tool_ran(span, &out);
-                let typed = self.by_name.get(request.name.as_ref()).is_some_and(|&i| self.listing.typed(i));
+                let typed = self.tools.position(&request.name).is_some_and(|i| self.listing.typed(i));
                 if typed { typed_result(out) } else { text_result(out) }
             }
         }
@@ -522,7 +520,7 @@ impl ServerHandler for Handler {
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
-        self.0.by_name.get(name).and_then(|&i| self.0.listing.tool(i))
+        self.0.tools.position(name).and_then(|i| self.0.listing.tool(i))
     }
 
     async fn call_tool(

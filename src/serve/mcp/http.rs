@@ -113,7 +113,7 @@ pub(crate) fn router(shared: Arc<Shared>, parts: RouterParts) -> axum::Router {
         sessions: parts.sessions,
         max_body: parts.max_body,
         in_flight: shared.in_flight.clone(),
-        listing: shared.listing.json().clone(),
+        listing: shared.listing.clone(),
     });
     let layer = axum::middleware::from_fn(move |req: Request, next: Next| {
         let gate = gate.clone();
@@ -130,7 +130,7 @@ struct Gate {
     max_body: usize,
     in_flight: InFlight,
     /// The serialized `tools/list` result (see [`Gate::cached_listing`]).
-    listing: bytes::Bytes,
+    listing: Arc<super::listing::Listing>,
 }
 
 impl Gate {
@@ -282,7 +282,9 @@ impl Gate {
             Some(id) => {
                 let _span = crate::telemetry::mcp_span("tools/list", None, Some(&session), &id, None).entered();
                 let head = bytes::Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#));
-                let chunks = [head, self.listing.clone(), bytes::Bytes::from_static(b"}")];
+                let chunks = std::iter::once(head)
+                    .chain(self.listing.chunks())
+                    .chain(std::iter::once(bytes::Bytes::from_static(b"}")));
                 let body = Body::from_stream(futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>)));
                 let mut response = Response::new(body);
                 response.headers_mut().insert(CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));

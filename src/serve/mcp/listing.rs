@@ -63,13 +63,19 @@ fn schema(spec: &ToolSpec, interned: Option<&mut HashMap<String, Arc<JsonObject>
 /// a 10,000-command tree does not hold 10,000 parsed schemas (about 4.5 KiB each) for the server's life.
 pub(crate) const PAGE: usize = 1000;
 
-/// The served listing, built once: the serialized `tools/list` result (what a legacy session over HTTP receives
-/// verbatim, see the HTTP layer), and each tool's place in it.
+/// The served listing, built once: each tool's serialized object, and how to put the `tools/list` result together
+/// from them (what a legacy session over HTTP receives, see the HTTP layer).
+///
+/// A command tool's text leaves out its `outputSchema`, which is the same for every command (EXEC-13's envelope,
+/// about 500 bytes): it is spliced back from one shared copy whenever the tool is sent or parsed, so a
+/// 10,000-command listing does not hold 10,000 copies of it.
 pub(crate) struct Listing {
-    /// `{"tools":[...]}`.
-    json: bytes::Bytes,
-    /// Each tool's object within `json`, in tool order.
-    spans: Vec<(u32, u32)>,
+    /// The tools' objects, one after another, without separators.
+    text: bytes::Bytes,
+    /// Each tool's object within `text`, in tool order, and whether the shared output schema goes into it.
+    spans: Vec<(u32, u32, bool)>,
+    /// `EXEC_SCHEMA`'s text, spliced into command tools.
+    exec: bytes::Bytes,
     /// The whole listing parsed, when it is at most [`PAGE`] long.
     all: Option<Vec<McpTool>>,
     /// Tools of a longer listing parsed back on first use by [`Listing::tool`] (rmcp asks for a called tool's
@@ -79,12 +85,11 @@ pub(crate) struct Listing {
     typed: Vec<bool>,
 }
 
-impl Listing {
-    /// The serialized `tools/list` result.
-    pub(crate) fn json(&self) -> &bytes::Bytes {
-        &self.json
-    }
+/// Tools put into one chunk of a streamed listing: large enough that a 10,000-tool listing is a few hundred writes,
+/// small enough that a chunk is some 100 KiB.
+const CHUNK_TOOLS: usize = 64;
 
+impl Listing {
     /// How many tools are listed.
     pub(crate) fn len(&self) -> usize {
         self.spans.len()
@@ -93,6 +98,44 @@ impl Listing {
     /// Whether tool `i` declares an output schema.
     pub(crate) fn typed(&self, i: usize) -> bool {
         self.typed.get(i).copied().unwrap_or(false)
+    }
+
+    /// Append tool `i`'s object, with the shared output schema spliced in when it takes it.
+    fn write_tool(&self, i: usize, out: &mut Vec<u8>) {
+        let Some(&(start, end, exec)) = self.spans.get(i) else { return };
+        let text = &self.text[start as usize..end as usize];
+        match text.split_last() {
+            Some((b'}', body)) if exec => {
+                out.extend_from_slice(body);
+                out.extend_from_slice(b",\"outputSchema\":");
+                out.extend_from_slice(&self.exec);
+                out.push(b'}');
+            }
+            _ => out.extend_from_slice(text),
+        }
+    }
+
+    /// The `tools/list` result (`{"tools":[...]}`) in chunks of [`CHUNK_TOOLS`] tools, built as they are sent.
+    pub(crate) fn chunks(self: &Arc<Self>) -> impl Iterator<Item = bytes::Bytes> + Send + 'static {
+        let listing = self.clone();
+        let n = listing.len();
+        let groups = n.div_ceil(CHUNK_TOOLS).max(1);
+        (0..groups).map(move |g| {
+            let mut out = Vec::with_capacity(CHUNK_TOOLS * 1200);
+            if g == 0 {
+                out.extend_from_slice(b"{\"tools\":[");
+            }
+            for i in g * CHUNK_TOOLS..((g + 1) * CHUNK_TOOLS).min(n) {
+                if i > 0 {
+                    out.push(b',');
+                }
+                listing.write_tool(i, &mut out);
+            }
+            if g + 1 == groups {
+                out.extend_from_slice(b"]}");
+            }
+            bytes::Bytes::from(out)
+        })
     }
 
     /// Tool `i` as listed.
@@ -105,9 +148,9 @@ impl Listing {
     }
 
     fn parse(&self, i: usize) -> Option<McpTool> {
-        let (start, end) = *self.spans.get(i)?;
-        let text = self.json.get(start as usize..end as usize)?;
-        serde_json::from_slice(text)
+        let mut text = Vec::new();
+        self.write_tool(i, &mut text);
+        serde_json::from_slice(&text)
             .map_err(|e| tracing::warn!(target: "fisk_ai::serve::mcp", error = %e, "a listed tool does not parse back"))
             .ok()
     }
@@ -171,37 +214,38 @@ pub(crate) fn exec_schema() -> JsonObject {
 pub(crate) fn build(tools: &Toolset) -> Result<Listing, String> {
     let mut interned = HashMap::new();
     let exec = Arc::new(exec_schema());
+    let exec_text = serde_json::to_vec(&*exec).map_err(|e| format!("the output schema: {e}"))?;
     let keep = tools.len() <= PAGE;
-    let mut json = b"{\"tools\":[".to_vec();
+    let mut text = Vec::new();
     let (mut spans, mut typed) = (Vec::with_capacity(tools.len()), Vec::with_capacity(tools.len()));
     let mut all = Vec::with_capacity(if keep { tools.len() } else { 0 });
-    for (i, t) in tools.iter().enumerate() {
-        let output = match (t.spec().kind(), t.spec().output_schema()) {
-            (ToolKind::Command, _) => Some(exec.clone()),
-            (_, Some(Value::Object(schema))) => Some(Arc::new(schema.clone())),
+    for t in tools.iter() {
+        let command = t.spec().kind() == ToolKind::Command;
+        let own = match t.spec().output_schema() {
+            Some(Value::Object(schema)) if !command => Some(Arc::new(schema.clone())),
             _ => None,
         };
-        typed.push(output.is_some());
+        typed.push(command || own.is_some());
         let mut tool = to_mcp(t, schema(t.spec(), keep.then_some(&mut interned)));
-        if let Some(schema) = output {
+        if let Some(schema) = own {
             tool = tool.with_raw_output_schema(schema);
         }
-        if i > 0 {
-            json.push(b',');
-        }
-        let start = json.len();
-        serde_json::to_writer(&mut json, &tool).map_err(|e| format!("tool {:?}: {e}", t.spec().name()))?;
-        let span = (u32::try_from(start), u32::try_from(json.len()));
+        let start = text.len();
+        // A command's text leaves its output schema out; `Listing::write_tool` splices the shared one back.
+        serde_json::to_writer(&mut text, &tool).map_err(|e| format!("tool {:?}: {e}", t.spec().name()))?;
+        let span = (u32::try_from(start), u32::try_from(text.len()));
         let (Ok(start), Ok(end)) = span else { return Err("the tool listing is over 4 GiB".to_owned()) };
-        spans.push((start, end));
+        spans.push((start, end, command));
         if keep {
+            if command {
+                tool = tool.with_raw_output_schema(exec.clone());
+            }
             all.push(tool);
         }
     }
-    json.extend_from_slice(b"]}");
-    json.shrink_to_fit();
+    text.shrink_to_fit();
     let parsed = if keep { Vec::new() } else { (0..spans.len()).map(|_| OnceLock::new()).collect() };
-    Ok(Listing { json: json.into(), spans, all: keep.then_some(all), parsed, typed })
+    Ok(Listing { text: text.into(), spans, exec: exec_text.into(), all: keep.then_some(all), parsed, typed })
 }
 
 /// The tool as `tools/list` sends it: name, title (the space-separated command path; built-ins: the name),

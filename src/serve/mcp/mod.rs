@@ -67,7 +67,6 @@ use crate::source::ToolSource;
 use crate::warning::Warning;
 use handler::{InFlight, Shared};
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -504,8 +503,6 @@ impl McpServerBuilder {
         }
         let listing =
             listing::build(&tools).map_err(|e| Error::config(format!("the tool listing cannot be serialized: {e}")))?;
-        let by_name: HashMap<String, usize> =
-            tools.iter().enumerate().map(|(i, t)| (t.spec().name().to_owned(), i)).collect();
         let form = confirm::form_schema().map_err(|e| Error::config(format!("the approval form is invalid: {e}")))?;
         let max_concurrent = mcp.max_concurrent_tools();
         let address = self.address.unwrap_or_else(|| mcp.address().to_owned());
@@ -514,8 +511,7 @@ impl McpServerBuilder {
             identity,
             info,
             tools,
-            listing,
-            by_name,
+            listing: Arc::new(listing),
             confirm: mcp.confirm_over_mcp,
             confirm_timeout: self.confirm_timeout,
             tool_timeout: mcp.tool_timeout(),
