@@ -105,6 +105,7 @@ criterion_group!(benches, turns);
 #[path = "common/stats.rs"]
 mod stats;
 
+#[cfg(feature = "anthropic")]
 mod latency {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
