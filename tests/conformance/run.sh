@@ -9,7 +9,10 @@
 set -euo pipefail
 conformance=$1
 here=$(cd "$(dirname "$0")" && pwd)
-examples="$here/../../target/debug/examples"
+# Where cargo put the examples: CARGO_TARGET_DIR when set, as cargo itself reads it.
+target_dir=${CARGO_TARGET_DIR:-$here/../../target}
+case "$target_dir" in /*) ;; *) target_dir="$here/../../$target_dir" ;; esac
+examples="$target_dir/debug/examples"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)
