@@ -9,66 +9,22 @@
 
 #[path = "common/echo_app.rs"]
 mod echo_app;
+#[path = "common/sdk_client.rs"]
+mod sdk_client;
 #[path = "common/stats.rs"]
 mod stats;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fisk_ai::Config;
 use fisk_ai::serve::mcp::McpServer;
+use sdk_client::SdkClient;
 use std::hint::black_box;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const SERVER_THREAD: &str = "fisk-mcp-bench-server";
 const CONCURRENCY: [usize; 3] = [1, 8, 32];
-
-/// A client as the SDKs build one: its own connection pool of one kept-alive connection, one session.
-struct SdkClient {
-    http: reqwest::Client,
-    url: String,
-    session: String,
-    next_id: AtomicU64,
-}
-
-impl SdkClient {
-    async fn open(url: &str) -> SdkClient {
-        let http = reqwest::Client::builder().http1_only().pool_max_idle_per_host(1).build().unwrap();
-        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
-        let resp = Self::post(&http, url, None).body(init).send().await.unwrap();
-        let session = resp.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        resp.text().await.unwrap();
-        let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        let resp = Self::post(&http, url, Some(&session)).body(note).send().await.unwrap();
-        assert!(resp.status().is_success(), "{}", resp.status());
-        SdkClient { http, url: url.to_owned(), session, next_id: AtomicU64::new(1) }
-    }
-
-    fn post(http: &reqwest::Client, url: &str, session: Option<&str>) -> reqwest::RequestBuilder {
-        let req = http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25");
-        match session {
-            Some(s) => req.header("mcp-session-id", s),
-            None => req,
-        }
-    }
-
-    /// One `tools/call` of `echo hello`; the SSE body, read to its end so the connection is reused.
-    async fn call(&self) -> String {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"words":["hello"]}}}}}}"#
-        );
-        let resp = Self::post(&self.http, &self.url, Some(&self.session)).body(body).send().await.unwrap();
-        let text = resp.text().await.unwrap();
-        assert!(text.contains(r#"\"exit_code\":0"#) && !text.contains(r#""isError":true"#), "{text}");
-        text
-    }
-}
 
 /// User+system CPU of the server's runtime threads, in clock ticks.
 fn server_cpu_ticks() -> u64 {

@@ -333,6 +333,35 @@ async fn exec_17_a_setsid_grandchild_does_not_outlive_a_call_that_ended_normally
 }
 
 #[tokio::test]
+async fn exec_17_calls_ending_together_are_swept_together_and_spare_a_running_call() {
+    // After-exit sweeps are gathered and checked against one read of /proc: every lineage of the batch is still
+    // found, and a call still running (its leader and its setsid grandchild) is nobody else's.
+    let running_dir = tempfile::tempdir().unwrap();
+    let running_pidfile = running_dir.path().join("pid");
+    let running_tool = tool(running_dir.path(), "setsid-hang");
+    let input = serde_json::json!({"msg": running_pidfile.to_str().unwrap()}).to_string();
+    let running = tokio::spawn(async move { running_tool.call(&raw(&input), &CallContext::new()).await });
+    while !running_pidfile.exists() || std::fs::read_to_string(&running_pidfile).unwrap().trim().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let running_grandchild = procs::pid_in(&running_pidfile);
+
+    let ctx = CallContext::new();
+    let ended = futures::future::join_all((0..4).map(|_| run_with_pidfile("setsid-grandchild", &ctx)));
+    for (out, pid) in ended.await {
+        assert_eq!(exec_output(out.content()).0, "leader done\n");
+        procs::wait_gone(pid, "a setsid grandchild of a call that ended with others").await;
+    }
+    // Past the gathering window, twice over: the running call's processes are untouched.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(procs::alive(running_grandchild), "the running call's grandchild was killed by another call's sweep");
+    assert!(!running.is_finished(), "the running call was ended by another call's sweep");
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    procs::wait_gone(running_grandchild, "the aborted call's setsid grandchild").await;
+}
+
+#[tokio::test]
 async fn exec_17_a_setsid_grandchild_does_not_outlive_a_call_killed_at_its_deadline() {
     // The leader hangs, so the grandchild is still its child when the deadline kills the group it has left.
     let ctx = CallContext::new().with_timeout(Duration::from_secs(3));

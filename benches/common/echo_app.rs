@@ -19,6 +19,7 @@ pub fn write(dir: &Path) -> PathBuf {
 }
 
 /// The baseline both serving benches compare against: `n` concurrent bare spawns of the argv a served call runs.
+#[allow(dead_code)] // not every bench that writes the application compares against it
 pub async fn spawn_directly(app: &Path, n: usize) -> Vec<std::io::Result<std::process::Output>> {
     let calls = (0..n).map(|_| {
         tokio::process::Command::new(app).args(["echo", "--", "hello"]).stdin(std::process::Stdio::null()).output()

@@ -23,6 +23,11 @@
 //! to go to init). The crate ends and reaps only what it can attribute to a call; a host that starts processes of
 //! its own which orphan theirs should reap them (by pid), or zombies accumulate.
 //!
+//! After a call whose child exited normally, what may remain (a daemon that left the group and closed its output)
+//! is looked for by one thread of this process, `fisk-ai-sweep`, started with the first call and ended after a
+//! minute without calls. It gathers the calls that end within 10 ms and checks them against one read of `/proc`,
+//! so such a daemon is killed within about 10 ms of its call's end, not as part of the call's result.
+//!
 //! # Descendants: what cannot be caught without a cgroup per call
 //!
 //! Without a cgroup per call (the sandbox's job) a descendant is attributed to its call by ancestry and by the

@@ -65,18 +65,24 @@ impl Lineage {
     /// that carry the marker or belong to the child's group (orphans reparented to us), and everything below
     /// those.
     fn attribute(&self, me: i32, procs: &Procs) -> Vec<Entry> {
+        self.attribute_among(&procs.children(me), procs, &mut |pid| table::carries(pid, &self.marker))
+    }
+
+    /// [`attribute`](Self::attribute) given this process's children, `mine`, and how to tell whether a child
+    /// carries this spawn's marker (so a batch reads each child's environment once).
+    fn attribute_among(&self, mine: &[Entry], procs: &Procs, carries: &mut dyn FnMut(i32) -> bool) -> Vec<Entry> {
         // Nothing started before the child can descend from it: the host's older children are passed over
         // without reading their environment.
         let born = self.child.map_or(0, |c| c.start);
         let mut roots = Vec::new();
-        for e in procs.children(me).into_iter().filter(|e| e.start >= born) {
+        for e in mine.iter().filter(|e| e.start >= born) {
             let is_child = self.child.is_some_and(|c| e.same(&c));
             // A member of the child's group other than its leader: the group id cannot be reused while it has
             // members, so this is the child's group (a process that reused the child's pid leads its own).
             let in_group = self.child.is_some_and(|c| e.pgrp == c.pid && e.pid != c.pid);
             // A zombie's environment is gone: it can only match by group.
-            if is_child || in_group || (!e.zombie && table::carries(e.pid, &self.marker)) {
-                roots.push(e);
+            if is_child || in_group || (!e.zombie && carries(e.pid)) {
+                roots.push(*e);
             }
         }
         below(roots, procs)
@@ -106,6 +112,29 @@ fn below(roots: Vec<Entry>, procs: &Procs) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// The sweeps of calls whose child exited normally (`sweeper`): each lineage is checked against one read of this
+/// process's children, each child's marker read at most once, and only a lineage that still has someone (or whose
+/// child's start could not be read at spawn) gets the full [`sweep`]. Without a readable `/proc`: each group kill.
+pub(super) fn sweep_after_exit(batch: &[super::Sweep]) {
+    let Ok(me) = i32::try_from(std::process::id()) else { return };
+    let procs = match Procs::read() {
+        Ok(procs) => procs,
+        Err(_) => return batch.iter().for_each(super::Sweep::run),
+    };
+    let mine = procs.children(me);
+    let mut markers: HashMap<i32, Option<Vec<u8>>> = HashMap::new();
+    for s in batch {
+        let lineage = &s.lineage;
+        let mut carries = |pid: i32| {
+            let marker = markers.entry(pid).or_insert_with(|| table::marker_of(pid));
+            marker.as_deref().is_some_and(|m| table::holds(m, &lineage.marker))
+        };
+        if lineage.child.is_none() || !lineage.attribute_among(&mine, &procs, &mut carries).is_empty() {
+            sweep(s.pgid, lineage);
+        }
+    }
 }
 
 /// Kill the group (when it still has members) and every attributable process, pass after pass until a pass

@@ -27,6 +27,8 @@
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod sweeper;
+#[cfg(target_os = "linux")]
 mod table;
 
 #[cfg(not(target_os = "linux"))]
@@ -103,8 +105,12 @@ impl Sweep {
 /// waits for it). Whether all were reaped; `true` at once elsewhere than Linux, where nothing is reaped here.
 #[cfg(feature = "mcp")]
 pub(crate) fn settle(within: std::time::Duration) -> bool {
+    // The gathered sweeps first: one of them may leave killed descendants to reap.
     #[cfg(target_os = "linux")]
-    return linux::settle(within);
+    return {
+        let until = std::time::Instant::now() + within;
+        sweeper::settle(until) && linux::settle(until.saturating_duration_since(std::time::Instant::now()))
+    };
     #[cfg(not(target_os = "linux"))]
     {
         let _ = within;
@@ -144,19 +150,18 @@ impl Descendants {
 
 impl Descendants {
     /// [`end`](Self::end), off the caller's path: after a normal exit the child is gone and its output closed, so
-    /// what is left to end is only a descendant that left the group and closed its output. The sweep (reading
-    /// `/proc`) then runs on the blocking pool, so a call's result is not held back by it; without a runtime it
-    /// runs here.
+    /// what is left to end is only a descendant that left the group and closed its output. On Linux the sweep
+    /// (reading `/proc`) is posted to the one sweeping thread, which checks the sweeps of many calls against one
+    /// read of `/proc` within milliseconds (`sweeper`); elsewhere the group kill runs here.
     pub(crate) fn end_soon(&mut self) {
         if self.ended {
             return;
         }
         self.ended = true;
-        let sweep = self.sweep.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => drop(handle.spawn_blocking(move || sweep.run())),
-            Err(_) => sweep.run(),
-        }
+        #[cfg(target_os = "linux")]
+        sweeper::post(self.sweep.clone());
+        #[cfg(not(target_os = "linux"))]
+        self.sweep.run();
     }
 }
 

@@ -110,21 +110,40 @@ fn scan() -> io::Result<HashMap<i32, Vec<Entry>>> {
 /// Whether process `pid` inherited the spawn id `id` in [`CALL_MARKER`]. False when its environment cannot be read
 /// (gone, a zombie, another uid).
 pub(super) fn carries(pid: i32, id: &str) -> bool {
-    let Ok(file) = std::fs::File::open(format!("/proc/{pid}/environ")) else { return false };
+    marker_of(pid).is_some_and(|value| holds(&value, id))
+}
+
+/// The value of [`CALL_MARKER`] in process `pid`'s environment; `None` when it has none or the environment cannot
+/// be read (gone, a zombie, another uid).
+pub(super) fn marker_of(pid: i32) -> Option<Vec<u8>> {
+    let file = std::fs::File::open(format!("/proc/{pid}/environ")).ok()?;
     let mut environ = Vec::new();
-    if file.take(ENVIRON_LIMIT).read_to_end(&mut environ).is_err() {
-        return false;
+    file.take(ENVIRON_LIMIT).read_to_end(&mut environ).ok()?;
+    marker_value(&environ)
+}
+
+/// The value of [`CALL_MARKER`] in the NUL-separated `environ`. Set more than once (a raw `execve` can), the values
+/// are joined with `:`, so an id in any of them counts.
+fn marker_value(environ: &[u8]) -> Option<Vec<u8>> {
+    let prefix = format!("{CALL_MARKER}=");
+    let mut values = environ.split(|&b| b == 0).filter_map(|var| var.strip_prefix(prefix.as_bytes()));
+    let mut joined = values.next()?.to_vec();
+    for more in values {
+        joined.push(b':');
+        joined.extend_from_slice(more);
     }
-    marked(&environ, id)
+    Some(joined)
+}
+
+/// Whether the `:`-separated marker `value` holds the spawn id `id` as a whole token.
+pub(super) fn holds(value: &[u8], id: &str) -> bool {
+    value.split(|&b| b == b':').any(|token| token == id.as_bytes())
 }
 
 /// Whether the NUL-separated `environ` sets [`CALL_MARKER`] to a `:`-separated list holding `id`.
-pub(super) fn marked(environ: &[u8], id: &str) -> bool {
-    let prefix = format!("{CALL_MARKER}=");
-    environ
-        .split(|&b| b == 0)
-        .filter_map(|var| var.strip_prefix(prefix.as_bytes()))
-        .any(|value| value.split(|&b| b == b':').any(|token| token == id.as_bytes()))
+#[cfg(test)]
+fn marked(environ: &[u8], id: &str) -> bool {
+    marker_value(environ).is_some_and(|value| holds(&value, id))
 }
 
 #[cfg(test)]
@@ -152,6 +171,8 @@ mod tests {
         assert!(!marked(b"XFISK_AI_CALL=99-3\0", "99-3"), "another variable ending in the name");
         assert!(!marked(b"OTHER=FISK_AI_CALL=99-3\0", "99-3"), "the name inside another value");
         assert!(!marked(b"", "99-3"));
+        assert!(marked(b"FISK_AI_CALL=1-1\0FISK_AI_CALL=99-3\0", "1-1"), "set twice: either value counts");
+        assert!(marked(b"FISK_AI_CALL=1-1\0FISK_AI_CALL=99-3\0", "99-3"));
     }
 
     #[test]
