@@ -24,9 +24,9 @@
 //! its own which orphan theirs should reap them (by pid), or zombies accumulate.
 //!
 //! After a call whose child exited normally, what may remain (a daemon that left the group and closed its output)
-//! is looked for by one thread of this process, `fisk-ai-sweep`, started with the first call and ended after a
-//! minute without calls. It gathers the calls that end within 10 ms and checks them against one read of `/proc`,
-//! so such a daemon is killed within about 10 ms of its call's end, not as part of the call's result.
+//! is looked for off the call's path: the calls that end within 10 ms of each other are checked against one read
+//! of `/proc` by a blocking task of the caller's runtime (dropping the runtime waits for it), so such a daemon is
+//! killed about 10 ms after its call's end, later if a batch is already being checked.
 //!
 //! # Descendants: what cannot be caught without a cgroup per call
 //!

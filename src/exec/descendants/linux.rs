@@ -114,9 +114,12 @@ fn below(roots: Vec<Entry>, procs: &Procs) -> Vec<Entry> {
     out
 }
 
-/// The sweeps of calls whose child exited normally (`sweeper`): each lineage is checked against one read of this
-/// process's children, each child's marker read at most once, and only a lineage that still has someone (or whose
-/// child's start could not be read at spawn) gets the full [`sweep`]. Without a readable `/proc`: each group kill.
+/// The sweeps of calls whose child exited normally (`sweeper`), checked against one read of this process's
+/// children. Every live child's marker is read once, right after that read and before any full sweep runs, and
+/// kept only as which of the batch's spawn ids it holds. A lineage gets the full [`sweep`] (which reads `/proc`
+/// afresh) when something is attributed to it, when its child's start could not be read at spawn, or when one of
+/// this process's children young enough to be its descendant could not have its marker read (it exited meanwhile,
+/// and what it parented is now ours, not in the read). Without a readable `/proc`: each group kill.
 pub(super) fn sweep_after_exit(batch: &[super::Sweep]) {
     let Ok(me) = i32::try_from(std::process::id()) else { return };
     let procs = match Procs::read() {
@@ -124,14 +127,24 @@ pub(super) fn sweep_after_exit(batch: &[super::Sweep]) {
         Err(_) => return batch.iter().for_each(super::Sweep::run),
     };
     let mine = procs.children(me);
-    let mut markers: HashMap<i32, Option<Vec<u8>>> = HashMap::new();
-    for s in batch {
+    // pid -> which lineages of the batch its marker names; `None`: unreadable now.
+    let holds: HashMap<i32, Option<Vec<bool>>> = mine
+        .iter()
+        .filter(|e| !e.zombie)
+        .map(|e| {
+            let named = table::marker_of(e.pid).ok().map(|value| {
+                let value = value.unwrap_or_default();
+                batch.iter().map(|s| table::holds(&value, &s.lineage.marker)).collect()
+            });
+            (e.pid, named)
+        })
+        .collect();
+    for (i, s) in batch.iter().enumerate() {
         let lineage = &s.lineage;
-        let mut carries = |pid: i32| {
-            let marker = markers.entry(pid).or_insert_with(|| table::marker_of(pid));
-            marker.as_deref().is_some_and(|m| table::holds(m, &lineage.marker))
-        };
-        if lineage.child.is_none() || !lineage.attribute_among(&mine, &procs, &mut carries).is_empty() {
+        let born = lineage.child.map_or(0, |c| c.start);
+        let unreadable = mine.iter().any(|e| e.start >= born && holds.get(&e.pid).is_some_and(Option::is_none));
+        let mut carries = |pid: i32| holds.get(&pid).and_then(Option::as_ref).is_some_and(|named| named[i]);
+        if lineage.child.is_none() || unreadable || !lineage.attribute_among(&mine, &procs, &mut carries).is_empty() {
             sweep(s.pgid, lineage);
         }
     }

@@ -100,9 +100,10 @@ impl Sweep {
     }
 }
 
-/// Wait, blocking and at most `within`, until every killed descendant this process was left parenting is reaped, so
-/// a server that stops its calls and then exits leaves no zombie to whoever adopts it next (a subreaper that never
-/// waits for it). Whether all were reaped; `true` at once elsewhere than Linux, where nothing is reaped here.
+/// Wait, blocking and at most `within`, until every queued after-exit sweep has run (those not yet taken run here)
+/// and every killed descendant this process was left parenting is reaped, so a server that stops its calls and
+/// then exits leaves neither a daemon nor a zombie to whoever adopts it next (a subreaper that never waits for
+/// it). Whether all were; `true` at once elsewhere than Linux, where nothing is reaped here.
 #[cfg(feature = "mcp")]
 pub(crate) fn settle(within: std::time::Duration) -> bool {
     // The gathered sweeps first: one of them may leave killed descendants to reap.
@@ -151,8 +152,8 @@ impl Descendants {
 impl Descendants {
     /// [`end`](Self::end), off the caller's path: after a normal exit the child is gone and its output closed, so
     /// what is left to end is only a descendant that left the group and closed its output. On Linux the sweep
-    /// (reading `/proc`) is posted to the one sweeping thread, which checks the sweeps of many calls against one
-    /// read of `/proc` within milliseconds (`sweeper`); elsewhere the group kill runs here.
+    /// (reading `/proc`) is queued, and a blocking task of the runtime checks the sweeps of the calls that end
+    /// within milliseconds against one read of `/proc` (`sweeper`); elsewhere the group kill runs here.
     pub(crate) fn end_soon(&mut self) {
         if self.ended {
             return;

@@ -110,16 +110,20 @@ fn scan() -> io::Result<HashMap<i32, Vec<Entry>>> {
 /// Whether process `pid` inherited the spawn id `id` in [`CALL_MARKER`]. False when its environment cannot be read
 /// (gone, a zombie, another uid).
 pub(super) fn carries(pid: i32, id: &str) -> bool {
-    marker_of(pid).is_some_and(|value| holds(&value, id))
+    marker_of(pid).ok().flatten().is_some_and(|value| holds(&value, id))
 }
 
-/// The value of [`CALL_MARKER`] in process `pid`'s environment; `None` when it has none or the environment cannot
-/// be read (gone, a zombie, another uid).
-pub(super) fn marker_of(pid: i32) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(format!("/proc/{pid}/environ")).ok()?;
+/// The value of [`CALL_MARKER`] in process `pid`'s environment (`None`: it has none); an error when the environment
+/// cannot be read (gone, a zombie, another uid).
+pub(super) fn marker_of(pid: i32) -> io::Result<Option<Vec<u8>>> {
+    let file = std::fs::File::open(format!("/proc/{pid}/environ"))?;
     let mut environ = Vec::new();
-    file.take(ENVIRON_LIMIT).read_to_end(&mut environ).ok()?;
-    marker_value(&environ)
+    file.take(ENVIRON_LIMIT).read_to_end(&mut environ)?;
+    // A zombie's (or a kernel thread's) environment reads as empty, not as an error.
+    if environ.is_empty() {
+        return Err(io::ErrorKind::NotFound.into());
+    }
+    Ok(marker_value(&environ))
 }
 
 /// The value of [`CALL_MARKER`] in the NUL-separated `environ`. Set more than once (a raw `execve` can), the values
