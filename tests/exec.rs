@@ -361,46 +361,6 @@ async fn exec_17_calls_ending_together_are_swept_together_and_spare_a_running_ca
     procs::wait_gone(running_grandchild, "the aborted call's setsid grandchild").await;
 }
 
-/// The host the next test starts: this test binary, running only [`exec_17_host_process`].
-const HOST_DIR: &str = "FISK_AI_TEST_HOST_DIR";
-
-#[test]
-#[ignore = "run by exec_17_a_hosts_main_returning_right_after_a_call_still_sweeps_it, as its own process"]
-fn exec_17_host_process() {
-    // A host whose `main` returns as soon as its one call does: the runtime is dropped, then the process exits
-    // (without the test harness's own teardown).
-    let Some(dir) = std::env::var_os(HOST_DIR) else { return };
-    let dir = std::path::PathBuf::from(dir);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let t = tool(&dir, "setsid-grandchild");
-    let input = serde_json::json!({"msg": dir.join("pid").to_str().unwrap()}).to_string();
-    let out = rt.block_on(t.call(&raw(&input), &CallContext::new()));
-    assert!(!out.is_error(), "{}", out.content());
-    // Long enough for the blocking pool to have started the queued sweep (tokio cancels a blocking task that has
-    // not started when the runtime is dropped, as it always did), far shorter than the sweep's 10 ms gathering.
-    std::thread::sleep(Duration::from_millis(2));
-    drop(rt);
-    std::process::exit(0);
-}
-
-#[tokio::test]
-async fn exec_17_a_hosts_main_returning_right_after_a_call_still_sweeps_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "exec_17_host_process", "--nocapture"])
-        .env(HOST_DIR, dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success(), "the host process failed: {status}");
-    let pid = procs::pid_in(&dir.path().join("pid"));
-    // Killed by the host before it exited. Its status may be left to whoever adopted it: this test process, when an
-    // earlier call made it a subreaper (the host's reaping thread ended with it), reaps it here.
-    wait_dead(&[pid.to_string()]).await;
-    if procs::zombie(pid) && procs::parent(pid) == Some(std::process::id() as i32) {
-        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
-    }
-}
-
 #[tokio::test]
 async fn exec_17_a_setsid_grandchild_does_not_outlive_a_call_killed_at_its_deadline() {
     // The leader hangs, so the grandchild is still its child when the deadline kills the group it has left.
