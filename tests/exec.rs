@@ -269,19 +269,7 @@ fn exec_9_child_env_reports_the_working_dir_it_was_given() {
 async fn exec_10_an_abandoned_call_kills_the_whole_process_group() {
     // A caller that drops the call's future (no cancel token, no timeout) must not leave the command's
     // descendants running: the process group is killed when the call is dropped, not only the leader.
-    let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("pids");
-    let t = tool(dir.path(), "grandchild");
-    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
-    let call = tokio::spawn(async move { t.call(&raw(&input), &CallContext::new()).await });
-    let mut pids: Vec<String> = Vec::new();
-    for _ in 0..200 {
-        pids = std::fs::read_to_string(&pidfile).unwrap_or_default().lines().map(str::to_owned).collect();
-        if pids.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let (call, pids) = spawn_with_pidfile("grandchild", 2).await;
     assert_eq!(pids.len(), 2, "both sleepers started");
     call.abort();
     assert!(call.await.unwrap_err().is_cancelled());
@@ -312,6 +300,29 @@ async fn exec_2_false_for_a_plain_boolean_flag_renders_nothing_unless_it_default
     }
 }
 
+/// Start `behaviour` with a pid file as its last argument in a task of its own, and wait (bounded) until the file
+/// names `n` processes: the call's task and the pids found (fewer than `n` if they never all appeared).
+async fn spawn_with_pidfile(behaviour: &str, n: usize) -> (tokio::task::JoinHandle<fisk_ai::ToolOutput>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    let t = tool(dir.path(), behaviour);
+    let input = serde_json::json!({"msg": pidfile.to_str().unwrap()}).to_string();
+    // The directory lives as long as the call: the fake application's link is in it.
+    let call = tokio::spawn(async move {
+        let _dir = dir;
+        t.call(&raw(&input), &CallContext::new()).await
+    });
+    let mut pids: Vec<String> = Vec::new();
+    for _ in 0..200 {
+        pids = std::fs::read_to_string(&pidfile).unwrap_or_default().lines().map(str::to_owned).collect();
+        if pids.len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    (call, pids)
+}
+
 /// Run `behaviour` with a pid file as its last argument under `ctx`: the result and the pid the grandchild wrote.
 async fn run_with_pidfile(behaviour: &str, ctx: &CallContext) -> (fisk_ai::ToolOutput, i32) {
     let dir = tempfile::tempdir().unwrap();
@@ -336,15 +347,8 @@ async fn exec_17_a_setsid_grandchild_does_not_outlive_a_call_that_ended_normally
 async fn exec_17_calls_ending_together_are_swept_together_and_spare_a_running_call() {
     // After-exit sweeps are gathered and checked against one read of /proc: every lineage of the batch is still
     // found, and a call still running (its leader and its setsid grandchild) is nobody else's.
-    let running_dir = tempfile::tempdir().unwrap();
-    let running_pidfile = running_dir.path().join("pid");
-    let running_tool = tool(running_dir.path(), "setsid-hang");
-    let input = serde_json::json!({"msg": running_pidfile.to_str().unwrap()}).to_string();
-    let running = tokio::spawn(async move { running_tool.call(&raw(&input), &CallContext::new()).await });
-    while !running_pidfile.exists() || std::fs::read_to_string(&running_pidfile).unwrap().trim().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let running_grandchild = procs::pid_in(&running_pidfile);
+    let (running, pids) = spawn_with_pidfile("setsid-hang", 1).await;
+    let running_grandchild: i32 = pids[0].parse().expect("a pid");
 
     let ctx = CallContext::new();
     let ended = futures::future::join_all((0..4).map(|_| run_with_pidfile("setsid-grandchild", &ctx)));
