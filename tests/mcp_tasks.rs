@@ -143,7 +143,10 @@ async fn task_3_a_task_still_running_at_its_ttl_is_stopped_and_fails() {
     assert_eq!(poll(&client, &id, &["input_required"]).await["status"], "input_required");
     let failed = poll(&client, &id, &["completed", "failed", "cancelled"]).await;
     assert_eq!(failed["status"], "failed", "{failed}");
-    assert!(failed["error"]["message"].as_str().unwrap().contains("ttl"), "{failed}");
+    // Two clocks stop it at the same instant: this server's deadline on the call, and rmcp's TTL sweep on the
+    // next poll (which aborts the call, killing its group the same way). Either may report it.
+    let why = failed["error"]["message"].as_str().unwrap().to_lowercase();
+    assert!(why.contains("ttl") && !why.contains("cancel"), "{failed}");
     assert!(served.ran().is_empty(), "nothing ran: {:?}", served.ran());
     client.cancel().await.unwrap();
     served.stop().await.unwrap();

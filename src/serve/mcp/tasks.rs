@@ -14,7 +14,9 @@
 //! - Cancellation that stops the command (TASK-2): rmcp's `tasks/cancel` only records the wish; here it cancels the
 //!   call, which kills its process group, and the task settles `cancelled`.
 //! - The TTL (TASK-3): `expose.agent.mcp.tasks.ttl` from creation. A task still running then is stopped (its
-//!   process group killed) and settles `failed`; a finished one is dropped one TTL after it finished.
+//!   process group killed) and settles `failed`; a finished one is dropped one TTL after it finished. Two clocks
+//!   meet there: this module's deadline on the call and rmcp's TTL sweep, which aborts the call on the next task
+//!   request; either way the call is dropped, which kills its process group, and the task reads `failed`.
 //!
 //! Approval (TASK-5) goes through the same gate rules as a direct call, asked in the task's own `input_required`
 //! round (see the handler), and progress becomes the task's status message (PROG-1's rate and PROG-2's tag).
