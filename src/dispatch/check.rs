@@ -52,13 +52,15 @@ pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<Value, Refusal
         |error| Refusal::Invalid { tool: spec.name().to_owned(), error, command: spec.kind() == ToolKind::Command };
     let value =
         if input.is_null() { Value::Object(Map::new()) } else { parse_unique(input.as_str()).map_err(invalid)? };
+    // One lookup for both checks: a lazy schema is not kept by its spec (see `ToolSpec::checker`).
+    let checker = spec.checker();
     if let Value::Object(map) = &value
-        && let Some(missing) = crate::tool::schema::missing_required_in(spec.name(), spec.input_schema(), map)
+        && let Some(missing) = crate::tool::schema::missing_required_in(spec.name(), checker.schema(), map)
     {
         return Err(Refusal::Missing(missing));
     }
-    if spec.input_schema().is_object() {
-        spec.validate_input(&value).map_err(invalid)?;
+    if checker.schema().is_object() {
+        checker.validate(&value).map_err(invalid)?;
     }
     Ok(value)
 }

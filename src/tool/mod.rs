@@ -4,6 +4,7 @@
 //! input. Calls never fail with an [`Error`](crate::Error): every outcome, including a bad argument, a non-zero
 //! exit or a timeout, is a [`ToolOutput`] the model can read.
 
+mod compiled;
 mod decorate;
 mod input;
 mod output;

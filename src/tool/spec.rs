@@ -1,4 +1,5 @@
 use super::Tags;
+use super::compiled::{self, Compiled};
 use super::schema::{self, InputError};
 use serde_json::Value;
 use std::fmt;
@@ -160,8 +161,8 @@ pub struct ToolSpec {
     exposure: Exposure,
     /// The JSON Schema of a normal result's JSON, where the tool declares one (TYPED-2).
     output_schema: Option<Arc<Value>>,
-    // Compiled on first use: a 10,000-command tree must load in milliseconds, and most tools are never called.
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    // Compiled on first use, for a schema given up front; lazy schemas are compiled through `compiled`'s cache.
+    validator: OnceLock<compiled::Validator>,
 }
 
 impl ToolSpec {
@@ -357,7 +358,7 @@ impl ToolSpec {
 
     /// Required parameters absent from `input` (TOOL-18, TOOL-19), in schema order. `None` when nothing is missing.
     pub fn missing_required(&self, input: &str) -> Option<schema::MissingRequired> {
-        schema::missing_required(&self.name, self.input_schema(), input)
+        schema::missing_required(&self.name, self.checker().schema(), input)
     }
 
     /// Validate `input` against the input schema. An unknown property, a wrong type, or a value outside an enum
@@ -367,12 +368,44 @@ impl ToolSpec {
     ///
     /// An [`InputError`] naming the property, for the first violation the schema finds.
     pub fn validate_input(&self, input: &Value) -> Result<(), InputError> {
-        let validator = self.validator.get_or_init(|| {
-            jsonschema::options().should_validate_formats(false).build(self.input_schema()).map_err(|e| e.to_string())
-        });
-        match validator {
-            Ok(v) => schema::check(self.input_schema(), v, input),
-            Err(e) => Err(InputError::new(None, format!("tool \"{}\" has an invalid input schema: {e}", self.name))),
+        self.checker().validate(input)
+    }
+
+    /// The input schema and its validator for one check. A lazy schema comes from the cache of recently checked
+    /// tools ([`compiled`](super::compiled)) and is not kept here; a schema given up front keeps its validator.
+    pub(crate) fn checker(&self) -> Checker<'_> {
+        match &self.input_schema {
+            Schema::Ready(_) => Checker::Kept(self),
+            Schema::Lazy { make, .. } => Checker::Recent(&self.name, compiled::lookup(make)),
+        }
+    }
+}
+
+/// What checks one input: see [`ToolSpec::checker`].
+pub(crate) enum Checker<'a> {
+    /// A schema given up front, with the spec's own validator.
+    Kept(&'a ToolSpec),
+    /// A lazily built schema from the recently-used cache, with its tool's name.
+    Recent(&'a str, Arc<Compiled>),
+}
+
+impl Checker<'_> {
+    /// The input schema.
+    pub(crate) fn schema(&self) -> &Value {
+        match self {
+            Checker::Kept(spec) => spec.input_schema(),
+            Checker::Recent(_, c) => c.schema(),
+        }
+    }
+
+    /// Check `input` against the schema.
+    pub(crate) fn validate(&self, input: &Value) -> Result<(), InputError> {
+        match self {
+            Checker::Kept(spec) => {
+                let schema = spec.input_schema();
+                compiled::check(&spec.name, schema, spec.validator.get_or_init(|| compiled::compile(schema)), input)
+            }
+            Checker::Recent(name, c) => c.validate(name, input),
         }
     }
 }

@@ -75,11 +75,15 @@ impl Lineage {
         // without reading their environment.
         let born = self.child.map_or(0, |c| c.start);
         let mut roots = Vec::new();
+        // Read after `mine`, and only when a group member needs it (see `group_is_ours`).
+        let mut ours: Option<bool> = None;
         for e in mine.iter().filter(|e| e.start >= born) {
             let is_child = self.child.is_some_and(|c| e.same(&c));
             // A member of the child's group other than its leader: the group id cannot be reused while it has
-            // members, so this is the child's group (a process that reused the child's pid leads its own).
-            let in_group = self.child.is_some_and(|c| e.pgrp == c.pid && e.pid != c.pid);
+            // members, so this is the child's group, unless the child's pid now names another process, which then
+            // leads a group of the same id that is not ours.
+            let in_group = self.child.is_some_and(|c| e.pgrp == c.pid && e.pid != c.pid)
+                && *ours.get_or_insert_with(|| self.group_is_ours());
             // A zombie's environment is gone: it can only match by group.
             if is_child || in_group || (!e.zombie && carries(e.pid)) {
                 roots.push(*e);
@@ -94,6 +98,15 @@ impl Lineage {
     fn group_alive(&self, pgid: Pid, found: &[Entry]) -> bool {
         let pgid = pgid.as_raw();
         found.iter().any(|e| !e.zombie && e.pgrp == pgid && (e.pid != pgid || self.child.is_some_and(|c| e.same(&c))))
+            && self.group_is_ours()
+    }
+
+    /// Whether the group named by the child's pid can still be the child's: no other process holds that pid now.
+    /// The kernel keeps a pid from reuse while a group of that id has members, so once the pid names a process
+    /// that is not the child (another start time), the child's group is gone and the id is another group's.
+    /// Read after the processes it judges, so a reuse that happened before them is seen.
+    fn group_is_ours(&self) -> bool {
+        self.child.is_some_and(|c| table::stat(c.pid).is_none_or(|now| now.same(&c)))
     }
 }
 
@@ -269,4 +282,40 @@ pub(super) fn settle(within: Duration) -> bool {
     let running = REAPING.0.lock().unwrap_or_else(|p| p.into_inner());
     let (running, _) = REAPING.1.wait_timeout_while(running, within, |n| *n > 0).unwrap_or_else(|p| p.into_inner());
     *running == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    fn pid_of(child: &std::process::Child) -> i32 {
+        i32::try_from(child.id()).unwrap()
+    }
+
+    #[test]
+    fn exec_17_a_group_whose_leader_pid_was_reused_is_not_the_calls() {
+        // The process that now holds the call's child's pid leads its own group, and a member of that group is
+        // this process's child, as an orphan of it reparented here would be.
+        let mut leader = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let mut member = Command::new("sleep").arg("30").process_group(pid_of(&leader)).spawn().unwrap();
+        let (now, m) = (table::stat(pid_of(&leader)).unwrap(), table::stat(pid_of(&member)).unwrap());
+        assert_eq!(m.pgrp, now.pid);
+        let procs = Procs::read().unwrap();
+        let nobody_marked = &mut |_: i32| false;
+        // The call's child as it was: the same pid, started earlier, since exited and its pid reused.
+        let reused = Lineage { marker: "0-0".into(), child: Some(Entry { start: now.start - 1, ..now }) };
+        assert!(reused.attribute_among(&[m], &procs, nobody_marked).is_empty(), "another group's member");
+        assert!(!reused.group_alive(Pid::from_raw(now.pid), &[m]), "the group kill would reach another group");
+        // The control: the same processes when the leader is the call's child are the call's.
+        let own = Lineage { marker: "0-0".into(), child: Some(now) };
+        let found = own.attribute_among(&[m], &procs, nobody_marked);
+        assert!(found.iter().any(|e| e.same(&m)), "{found:?}");
+        assert!(own.group_alive(Pid::from_raw(now.pid), &found));
+        for child in [&mut leader, &mut member] {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
 }

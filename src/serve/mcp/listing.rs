@@ -5,7 +5,7 @@ use crate::tool::{ToolKind, ToolSpec, tags};
 use rmcp::model::{JsonObject, ListToolsResult, Tool as McpTool, ToolAnnotations};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Built-ins that only read (MCP-14).
 const READ_ONLY_BUILTINS: [&str; 2] = ["read_file", "base64_encode"];
@@ -78,9 +78,6 @@ pub(crate) struct Listing {
     exec: bytes::Bytes,
     /// The whole listing parsed, when it is at most [`PAGE`] long.
     all: Option<Vec<McpTool>>,
-    /// Tools of a longer listing parsed back on first use by [`Listing::tool`] (rmcp asks for a called tool's
-    /// schema on every 2026-07-28 call).
-    parsed: Vec<OnceLock<Option<Box<McpTool>>>>,
     /// Whether each tool declares an output schema (TYPED-1, TYPED-2).
     typed: Vec<bool>,
 }
@@ -143,8 +140,10 @@ impl Listing {
         if let Some(all) = &self.all {
             return all.get(i).cloned();
         }
-        let parsed = self.parsed.get(i)?.get_or_init(|| self.parse(i).map(Box::new));
-        parsed.as_deref().cloned()
+        // Parsed back each time (rmcp asks for a called tool's schema on every 2026-07-28 call): a few
+        // microseconds against the spawn, where keeping each called tool parsed would hold some 4.5 KiB per tool
+        // for the server's life, growing with every distinct tool a client calls.
+        self.parse(i)
     }
 
     fn parse(&self, i: usize) -> Option<McpTool> {
@@ -244,8 +243,7 @@ pub(crate) fn build(tools: &Toolset) -> Result<Listing, String> {
         }
     }
     text.shrink_to_fit();
-    let parsed = if keep { Vec::new() } else { (0..spans.len()).map(|_| OnceLock::new()).collect() };
-    Ok(Listing { text: text.into(), spans, exec: exec_text.into(), all: keep.then_some(all), parsed, typed })
+    Ok(Listing { text: text.into(), spans, exec: exec_text.into(), all: keep.then_some(all), typed })
 }
 
 /// The tool as `tools/list` sends it: name, title (the space-separated command path; built-ins: the name),

@@ -1,5 +1,5 @@
 //! The fast load path: the introspection document is kept whole and parsed once with borrowed strings, and each
-//! leaf keeps only byte ranges of its restricted schema, flags and args, decoded when first needed.
+//! leaf keeps only byte ranges of its restricted schema, flags and args, decoded when needed and not kept.
 //!
 //! A 10,000-command tree then loads without allocating its flags, args and schemas: most of those tools are never
 //! called, and a schema is built only for a listing or a call. Everything the classic [`AppModel`](super::AppModel)
@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The top-level object, borrowing from the document. Fields only checked are zero-sized.
 #[derive(Deserialize)]
@@ -112,14 +112,16 @@ pub(crate) struct Shape {
     pub(crate) args: Vec<ArgModel>,
 }
 
-/// What a leaf keeps of the document: byte ranges into the shared text, decoded on first use.
+/// What a leaf keeps of the document: byte ranges into the shared text, decoded for each use.
 #[derive(Debug)]
 pub(crate) struct LeafParts {
     text: Arc<String>,
     schema: Option<Range<usize>>,
     flags: Option<Range<usize>>,
     args: Option<Range<usize>>,
-    shape: OnceLock<Result<Shape, String>>,
+    /// The flags and args of a command the classic decode already owns; otherwise they are decoded from the
+    /// document for each use and not kept, so memory does not grow with each distinct command called.
+    kept: Option<Shape>,
 }
 
 impl LeafParts {
@@ -130,7 +132,7 @@ impl LeafParts {
             schema: schema.map(|s| range_in(&text, s)),
             flags: range(cmd.flags),
             args: range(cmd.args),
-            shape: OnceLock::new(),
+            kept: None,
             text,
         }
     }
@@ -142,7 +144,7 @@ impl LeafParts {
             schema: schema.map(|_| 0..text.len()),
             flags: None,
             args: None,
-            shape: OnceLock::from(Ok(Shape { flags, args })),
+            kept: Some(Shape { flags, args }),
             text,
         }
     }
@@ -152,24 +154,24 @@ impl LeafParts {
         self.schema.clone().map(|r| &self.text[r])
     }
 
-    /// The decoded flags and args, kept for the tool's calls.
-    pub(crate) fn shape(&self) -> Result<&Shape, &str> {
-        self.shape.get_or_init(|| self.decode()).as_ref().map_err(String::as_str)
+    /// The flags and args: the kept ones, else decoded from the document for this use (a few microseconds for a
+    /// command's handful; keeping each called command's would grow with every distinct command a client calls).
+    pub(crate) fn shape(&self) -> Result<Cow<'_, Shape>, String> {
+        match &self.kept {
+            Some(s) => Ok(Cow::Borrowed(s)),
+            None => self.decode().map(Cow::Owned),
+        }
     }
 
-    /// The flags and args for building a schema: the kept ones, else decoded just for this (a listing builds every
-    /// schema once, and keeping 10,000 decoded shapes for tools never called would only cost memory).
+    /// The flags and args for building a schema, empty when they do not decode (checked at load, so they do).
     pub(crate) fn shape_for_schema(&self) -> Cow<'_, Shape> {
-        match self.shape.get() {
-            Some(Ok(s)) => Cow::Borrowed(s),
-            _ => Cow::Owned(self.decode().unwrap_or_default()),
-        }
+        self.shape().unwrap_or_default()
     }
 
     /// The names of the flags and args, all a precomputed schema's global merge needs: borrowed from the document
     /// rather than decoding every flag in full for a listing.
     pub(crate) fn names(&self) -> Vec<Cow<'_, str>> {
-        if let Some(Ok(s)) = self.shape.get() {
+        if let Some(s) = &self.kept {
             return s.flags.iter().map(|f| &f.name).chain(s.args.iter().map(|a| &a.name)).map(|n| n.into()).collect();
         }
         let mut out = Vec::new();

@@ -352,14 +352,15 @@ struct CommandTool {
 }
 
 impl CommandTool {
-    fn shape(&self) -> std::result::Result<CommandShape<'_>, String> {
+    /// `f` of the command's shape; an error naming the tool when its flags and args do not decode.
+    fn with_shape<R>(&self, f: impl FnOnce(&CommandShape<'_>) -> R) -> std::result::Result<R, String> {
         let shape = self.command.parts.shape().map_err(|e| format!("tool \"{}\": {e}", self.spec.name()))?;
-        Ok(CommandShape {
+        Ok(f(&CommandShape {
             path: self.spec.command_path(),
             globals: &self.command.app.globals,
             flags: &shape.flags,
             args: &shape.args,
-        })
+        }))
     }
 }
 
@@ -385,8 +386,10 @@ impl CommandTool {
         self.spec
             .validate_input(&value)
             .map_err(|e| ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")))?;
-        let shape = self.shape().map_err(|e| ToolOutput::error(format!("{e}; the command did not run")))?;
-        shape.argv(text).map_err(|e| ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")))
+        let argv = self
+            .with_shape(|shape| shape.argv(text))
+            .map_err(|e| ToolOutput::error(format!("{e}; the command did not run")))?;
+        argv.map_err(|e| ToolOutput::error(format!("tool \"{name}\": {e}; the command did not run")))
     }
 }
 
@@ -404,7 +407,7 @@ impl Tool for CommandTool {
     /// plain shell-quoted so an operator can tell where one ends ([`display_argv`](crate::gate::display_argv)).
     /// The EXEC-13 `command` of the result is the plain join.
     fn display(&self, input: &ToolInput) -> String {
-        match self.shape().map(|s| s.argv(normalized(input))) {
+        match self.with_shape(|s| s.argv(normalized(input))) {
             Ok(Ok(argv)) => crate::gate::display_argv(&argv),
             _ => format!("{} {}", self.spec.display_path(), input.as_str()),
         }
@@ -414,8 +417,8 @@ impl Tool for CommandTool {
     /// mapped is refused before any operator is asked. The mapping reads the model's own text, not `arguments`:
     /// a number reaches argv exactly as written, which a parsed JSON value cannot promise.
     fn prepare(&self, input: &ToolInput, _arguments: &serde_json::Value) -> Result<Prepared, InputError> {
-        let shape = self.shape().map_err(|e| InputError::invalid(None, e.to_string()))?;
-        let argv = shape.argv(normalized(input)).map_err(|e| InputError::invalid(None, e.to_string()))?;
+        let argv = self.with_shape(|shape| shape.argv(normalized(input))).map_err(|e| InputError::invalid(None, e))?;
+        let argv = argv.map_err(|e| InputError::invalid(None, e.to_string()))?;
         Ok(Prepared::new(crate::gate::display_argv(&argv)).with_state(Argv(argv)))
     }
 
