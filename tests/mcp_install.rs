@@ -289,3 +289,27 @@ async fn reg_1_the_written_entry_starts_a_working_stdio_server() {
     client.cancel().await.unwrap();
     assert!(child.wait().await.unwrap().success(), "the server ends when its stdin closes");
 }
+
+/// A client starts the server in a working directory of its own (Claude Desktop: `/`): a relative
+/// `application_path` that works from here is reported with its location, an absolute one is not.
+#[test]
+fn reg_1_a_relative_application_path_is_reported_with_its_location() {
+    let env = Env::new();
+    let absolute = env.cli(&["install", "claude-code", "--scope", "project"]);
+    assert!(absolute.status.success());
+    assert!(!String::from_utf8_lossy(&absolute.stderr).contains("warning"), "{absolute:?}");
+    let text = std::fs::read_to_string(&env.config).unwrap();
+    let app = mcp_support::config_yaml(env.project.path(), &[], "");
+    let app = app.lines().find_map(|l| l.strip_prefix("application_path: ")).unwrap().to_owned();
+    let name = Path::new(&app).file_name().unwrap().to_str().unwrap().to_owned();
+    std::fs::write(&env.config, text.replace(&app, &format!("./{name}"))).unwrap();
+    let relative = env.cli(&["install", "cursor", "--scope", "project"]);
+    assert!(relative.status.success(), "{relative:?}");
+    let stderr = String::from_utf8_lossy(&relative.stderr);
+    let line = text.lines().position(|l| l.starts_with("application_path:")).unwrap() + 1;
+    let located = format!("{}:{line}:", env.config.display());
+    assert!(
+        stderr.contains(&located) && stderr.contains(&format!("application_path: ./{name} is relative")),
+        "{stderr}"
+    );
+}

@@ -148,3 +148,121 @@ async fn cancel_1_a_cancelled_call_is_killed_and_its_slot_freed_over_stdio_and_h
         assert!(events.iter().any(|e| e.starts_with("cancelled hang")), "{events:?}");
     }
 }
+
+/// The server's resident memory in KiB, from `/proc`.
+fn rss_kib(server: &StdioServer) -> u64 {
+    let pid = server.child.id().expect("running");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Write `initialize` and `notifications/initialized` as raw lines, and read the first answer.
+async fn raw_hello(
+    stdin: &mut tokio::process::ChildStdin,
+    answers: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+) {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let hello = format!("{init}\n{}\n", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    stdin.write_all(hello.as_bytes()).await.unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
+    assert!(line.contains("serverInfo"), "{line}");
+}
+
+/// Hostile: a client that pipelines requests and never reads its stdout. The server stops reading once a bounded
+/// number of replies wait to be written (the client's writes then block), its memory stays flat instead of
+/// holding every reply, and once the client reads, every request is answered.
+#[tokio::test]
+async fn stdio_3_a_client_that_never_reads_is_no_longer_read_and_loses_nothing() {
+    let (mut server, stdout, mut stdin) = StdioServer::start(&[]);
+    let mut answers = BufReader::new(stdout).lines();
+    raw_hello(&mut stdin, &mut answers).await;
+    let list = |id: usize| format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+    // One listing first, so what a listing pages in is counted before the flood.
+    stdin.write_all(list(1).as_bytes()).await.unwrap();
+    let first: Value = serde_json::from_str(&answers.next_line().await.unwrap().unwrap()).unwrap();
+    let before = rss_kib(&server);
+    // Each reply is the whole listing: 20,000 of them held would be tens of MB.
+    let n = 20_000;
+    let flood: String = (2..n + 2).map(list).collect();
+    let writer = tokio::spawn(async move {
+        stdin.write_all(flood.as_bytes()).await.unwrap();
+        stdin
+    });
+    // The writes cannot all go through while nobody reads: the server stopped reading.
+    let blocked = tokio::time::timeout(Duration::from_secs(2), async {
+        while !writer.is_finished() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(blocked.is_err(), "the server read the whole flood without its replies being read");
+    let grown = rss_kib(&server).saturating_sub(before);
+    assert!(grown < 8 * 1024, "the server holds {grown} KiB more while its replies are unread");
+    let mut ids = std::collections::HashSet::new();
+    while ids.len() < n {
+        let line = tokio::time::timeout(Duration::from_secs(60), answers.next_line()).await.unwrap().unwrap().unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["result"]["tools"], first["result"]["tools"], "every request gets the listing");
+        assert!(ids.insert(answer["id"].as_u64().unwrap()), "answered twice: {}", answer["id"]);
+    }
+    assert_eq!(ids, (2..n as u64 + 2).collect(), "every request was answered");
+    drop(writer.await.unwrap());
+    assert!(server.exited().await.success());
+}
+
+/// A repeated argument key over stdio is refused as over HTTP: rmcp's decoding keeps only the last value, so the
+/// line is read as the client sent it.
+#[tokio::test]
+async fn stdio_1_a_repeated_argument_key_is_refused_as_over_http() {
+    let (mut server, stdout, mut stdin) = StdioServer::start(&[]);
+    let mut answers = BufReader::new(stdout).lines();
+    raw_hello(&mut stdin, &mut answers).await;
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"words":["a"],"words":["b"]}}}"#;
+    stdin.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("duplicate property \"words\""), "{text}");
+    assert!(server.ran().is_empty(), "nothing ran: {:?}", server.ran());
+    drop(stdin);
+    assert!(server.exited().await.success());
+}
+
+/// Hostile: a client that pipelines calls without end. Past 256 calls in progress (running, or waiting for one
+/// of the `max_concurrent_tools` slots) a call is answered with an error at once, not held; the session goes on.
+#[tokio::test]
+async fn stdio_6_calls_past_the_bound_in_progress_are_refused_at_once() {
+    let (mut server, stdout, mut stdin) = StdioServer::start(&["max_concurrent_tools: 1"]);
+    let mut answers = BufReader::new(stdout).lines();
+    raw_hello(&mut stdin, &mut answers).await;
+    let pidfile = server.path("pids").display().to_string();
+    // One runs and hangs; the rest wait for its slot.
+    let calls: String = (1..=300)
+        .map(|id| {
+            let params = json!({"name": "hang", "arguments": {"pidfile": pidfile}});
+            format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+        })
+        .collect();
+    stdin.write_all(calls.as_bytes()).await.unwrap();
+    let mut refused = Vec::new();
+    while refused.len() < 300 - 256 {
+        let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert!(answer["error"]["message"].as_str().unwrap().contains("256 calls are already in progress"), "{answer}");
+        refused.push(answer["id"].as_u64().unwrap());
+    }
+    assert!(refused.iter().all(|&id| id > 256), "only calls past the bound are refused: {refused:?}");
+    // The session goes on.
+    stdin.write_all(format!("{}\n", json!({"jsonrpc": "2.0", "id": 999, "method": "ping"})).as_bytes()).await.unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["id"], 999, "{line}");
+    let [a, b] = pids(&server.path("pids")).await;
+    drop(stdin);
+    assert!(server.exited().await.success());
+    wait_gone(a, "a sleeper of the call").await;
+    wait_gone(b, "a sleeper of the call").await;
+}

@@ -70,8 +70,30 @@ fn install(t: Target) -> Result<(), Box<dyn std::error::Error>> {
     for var in entry.unreferenced(t.client, t.scope) {
         println!("the server needs {var}: set it where {} runs (its value is not written to the file)", t.client);
     }
+    for warning in relative_paths(&config, t.client) {
+        eprintln!("warning: {warning}");
+    }
     println!("restart {} (or reload its MCP servers) to use it", t.client);
     Ok(())
+}
+
+/// The config's paths that the client, which starts the server in a working directory of its own choosing (Claude
+/// Desktop: `/`), resolves differently from this shell: each with its file, line and column.
+fn relative_paths(config: &Config, client: McpClient) -> Vec<String> {
+    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| "here".to_owned());
+    let mut out = Vec::new();
+    for (key, path) in [("application_path", &config.application_path), ("root_directory", &config.root_directory)] {
+        let Some(path) = path.as_deref().filter(|p| p.is_relative()) else { continue };
+        // A bare program name is looked up on PATH, which the client may set differently too.
+        let why = if path.components().count() == 1 && key == "application_path" {
+            format!("is looked up on {client}'s PATH, which may not be your shell's")
+        } else {
+            format!("is relative: {client} resolves it against the directory it starts the server in, not {cwd}")
+        };
+        let problem = format!("{key}: {} {why}; make it absolute so the server starts from anywhere", path.display());
+        out.push(config.locate(fisk_ai::Error::config_key(key, problem)).to_string());
+    }
+    out
 }
 
 fn uninstall(t: Target) -> Result<(), Box<dyn std::error::Error>> {

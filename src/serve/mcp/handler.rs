@@ -337,12 +337,10 @@ impl Shared {
             Some(args) => ToolInput::from_map(args),
             None => ToolInput::empty(),
         };
-        // A key the client repeated, found by the HTTP layer before JSON-RPC decoding kept only the last.
-        let duplicate = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<super::http::DuplicateArgument>());
-        if let (Some(super::http::DuplicateArgument(key)), Some(tool)) = (duplicate, self.tools.get(&request.name)) {
+        // A key the client repeated, found by the transport before JSON-RPC decoding kept only the last.
+        let duplicate = super::duplicate::of(&context);
+        if let (Some(super::duplicate::DuplicateArgument(key)), Some(tool)) = (duplicate, self.tools.get(&request.name))
+        {
             let refusal = Refusal::duplicate(tool.spec(), key);
             telemetry::tool_refused(span, &refusal);
             return error_result(refusal.to_string());

@@ -295,35 +295,14 @@ impl Gate {
     }
 }
 
-/// A `tools/call` whose arguments repeat a key, as the client sent it: rmcp's JSON-RPC layer keeps only the last
-/// one, so the key is found here and handed to the handler in the request's extensions, which refuses the call
-/// like every surface does.
-#[derive(Debug, Clone)]
-pub(crate) struct DuplicateArgument(pub(crate) String);
-
+/// Note a key the client repeated in a `tools/call`'s arguments (see `duplicate`) before rmcp decodes the body.
 async fn mark_duplicate_arguments(req: Request, max_body: usize) -> std::result::Result<Request, Response> {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-        #[serde(borrow)]
-        params: Option<Params<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow)]
-        arguments: Option<&'a serde_json::value::RawValue>,
-    }
     let (mut parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
         return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"));
     };
-    if let Ok(Probe { method: Some("tools/call"), params: Some(Params { arguments: Some(args) }) }) =
-        serde_json::from_slice::<Probe<'_>>(&bytes)
-        && let Err(e) = crate::dispatch::parse_unique(args.get())
-        && let Some(key) = e.property()
-    {
-        parts.extensions.insert(DuplicateArgument(key.to_owned()));
+    if let Some(key) = super::duplicate::in_call(&bytes) {
+        parts.extensions.insert(super::duplicate::DuplicateArgument(key));
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }

@@ -42,6 +42,7 @@
 
 mod clients;
 mod confirm;
+mod duplicate;
 mod events;
 mod guard;
 mod handler;

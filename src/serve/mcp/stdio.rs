@@ -19,7 +19,7 @@
 
 use super::handler::{Handler, Shared};
 use crate::error::{Error, ErrorKind, Result};
-use rmcp::model::{ClientJsonRpcMessage, ErrorData, NumberOrString, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, NumberOrString, RequestId, ServerJsonRpcMessage};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use std::sync::Arc;
@@ -159,10 +159,71 @@ pub(crate) struct LineTransport<R, W> {
     /// Error answers being written. A client that floods bad lines and never reads its stdout would otherwise grow
     /// one blocked task per line; with every permit taken, reading stops until an answer has gone out.
     answering: Arc<Semaphore>,
+    /// The server's messages being written (rmcp writes each from a task of its own). A client that sends
+    /// requests and never reads its stdout would otherwise have the server hold every reply, a 10,000-tool
+    /// listing being megabytes; at [`WRITING`] reading stops until one has gone out.
+    writing: Arc<Counter>,
+    /// The calls read and not yet ended: each `tools/call` carries a count in its extensions, which rmcp hands to
+    /// the handler's context, so it ends when the call's handler (or its task) is dropped. Past [`CALLS`] a
+    /// `tools/call` is refused.
+    calls: Arc<Counter>,
 }
 
 /// The most error answers written at once (see `LineTransport::answering`).
 const ANSWERING: usize = 16;
+/// The most server messages waiting to be written before reading stops (see `LineTransport::writing`).
+const WRITING: usize = 64;
+/// The most calls in progress (running, or waiting for a slot or an approval) for one stdio client. Past it a
+/// `tools/call` is answered with an error at once rather than read and held; reading goes on, so the running
+/// calls' cancellations and approvals still arrive.
+const CALLS: usize = 256;
+
+/// A count of things in progress, and a wake-up when one ends.
+#[derive(Default)]
+struct Counter {
+    count: std::sync::atomic::AtomicUsize,
+    done: tokio::sync::Notify,
+}
+
+impl Counter {
+    /// Count one until the guard drops (a message written, failed, or its task dropped unpolled; a call ended).
+    fn enter(self: &Arc<Self>) -> Counted {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Counted(self.clone())
+    }
+
+    fn count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolve once fewer than `limit` are counted.
+    async fn below(&self, limit: usize) {
+        loop {
+            let done = self.done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if self.count() < limit {
+                return;
+            }
+            done.await;
+        }
+    }
+}
+
+/// One counted, until dropped.
+struct Counted(Arc<Counter>);
+
+/// A call's count, carried in its request's extensions, which must be `Clone`: clones share the one count, which
+/// ends when the last of them drops. Only held, never read.
+#[derive(Clone)]
+struct CallCounted(#[allow(dead_code)] Arc<Counted>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.done.notify_waiters();
+    }
+}
 
 impl<R, W> LineTransport<R, W>
 where
@@ -178,6 +239,8 @@ where
             write: Arc::new(Mutex::new(Some(write))),
             ended,
             answering: Arc::new(Semaphore::new(ANSWERING)),
+            writing: Arc::default(),
+            calls: Arc::default(),
         }
     }
 
@@ -242,12 +305,30 @@ where
         } else {
             serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(|e| unreadable(line, &e))
         };
+        let decoded = decoded.map(|mut message| {
+            if let ClientJsonRpcMessage::Request(r) = &mut message {
+                super::duplicate::mark(&mut r.request, line);
+            }
+            message
+        });
+        let full = self.calls.count() >= CALLS;
         if self.line.capacity() > KEEP_CAPACITY {
             self.line = Vec::new();
         } else {
             self.line.clear();
         }
         match decoded {
+            Ok(ClientJsonRpcMessage::Request(mut r)) if matches!(r.request, ClientRequest::CallToolRequest(_)) => {
+                if full {
+                    let text = format!("{CALLS} calls are already in progress for this client; retry when one ends");
+                    self.answer(permit, ErrorData::internal_error(text, None), Some(r.id));
+                    return None;
+                }
+                if let ClientRequest::CallToolRequest(call) = &mut r.request {
+                    call.extensions.insert(CallCounted(Arc::new(self.calls.enter())));
+                }
+                Some(ClientJsonRpcMessage::Request(r))
+            }
             Ok(message) => Some(message),
             Err(Some((error, id))) => {
                 self.answer(permit, error, id);
@@ -299,11 +380,18 @@ where
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
-        async move { send_line(&write, &item).await }
+        // Counted now, not when rmcp's task first runs, so `receive` sees it at once.
+        let writing = self.writing.enter();
+        async move {
+            let _writing = writing;
+            send_line(&write, &item).await
+        }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            // Nothing is read while the client leaves the server's messages unread.
+            self.writing.below(WRITING).await;
             // Taken before a line is consumed, so a `receive` cancelled while waiting for it loses nothing.
             let Ok(permit) = self.answering.clone().acquire_owned().await else { break };
             match self.read_line().await {
