@@ -251,6 +251,10 @@ fn task_3_settings_are_checked_where_they_are_written() {
     let defaults = fisk_ai::Config::from_yaml_str(&config_yaml(dir.path(), &[], "")).unwrap();
     let tasks = &defaults.expose.agent.mcp.as_ref().unwrap().tasks;
     assert_eq!((tasks.ttl(), tasks.max()), (fisk_ai::config::DEFAULT_MCP_TASK_TTL, 64));
+    // Unwritten, the TTL is never shorter than tool_timeout: a call run as a task is not cut short.
+    let long = fisk_ai::Config::from_yaml_str(&config_yaml(dir.path(), &["tool_timeout: 1h"], "")).unwrap();
+    assert_eq!(long.expose.agent.mcp.as_ref().unwrap().task_ttl(), Duration::from_secs(3600));
+    assert_eq!(defaults.expose.agent.mcp.as_ref().unwrap().task_ttl(), fisk_ai::config::DEFAULT_MCP_TASK_TTL);
     for (line, needle) in [
         ("tasks: {ttl: 5s}", "tool_timeout"),
         ("tasks: {max: 1025}", "at most 1024"),
@@ -261,4 +265,56 @@ fn task_3_settings_are_checked_where_they_are_written() {
         let err = fisk_ai::Config::from_yaml_str(&config_yaml(dir.path(), &[line], "")).unwrap_err().to_string();
         assert!(err.contains("tasks") && err.contains(needle), "{line}: {err}");
     }
+}
+
+/// Hostile: one session cannot take every task place (it keeps at most a quarter of `max`), and its running tasks
+/// end with it: closing the session kills their process groups.
+#[tokio::test]
+async fn task_3_a_session_keeps_its_share_of_tasks_and_they_end_with_it() {
+    let served = serve(&["tasks: {max: 4}"]).await;
+    let pidfile = served.path("pids").display().to_string();
+    let owner = connect(&served.url, TestClient::new(false, Answer::Decline).with_tasks(), Era::Legacy).await;
+    let other = connect(&served.url, TestClient::new(false, Answer::Decline).with_tasks(), Era::Legacy).await;
+    let _hanging = create(&owner, "hang", json!({"pidfile": pidfile})).await.expect("a task");
+    let [a, b] = pids(&served.path("pids")).await;
+    let refused = create(&owner, "echo", json!({"words": ["two"]})).await.expect_err("past its share");
+    let why = text(&refused);
+    assert!(is_error(&refused) && why.contains("this session already keeps 1 tasks"), "{why}");
+    let theirs = create(&other, "echo", json!({"words": ["three"]})).await.expect("another session has room");
+    assert_eq!(poll(&other, &theirs, &["completed"]).await["status"], "completed");
+    // The client closes its session (DELETE): nobody can reach its task any more, so it is stopped.
+    owner.cancel().await.unwrap();
+    wait_gone(a, "a sleeper of the closed session's task").await;
+    wait_gone(b, "a sleeper of the closed session's task").await;
+    other.cancel().await.unwrap();
+    served.stop().await.unwrap();
+}
+
+/// A session with a running task is not evicted to make room for a new one: at `max_sessions` the newcomer is
+/// refused (503) rather than the task lost.
+#[tokio::test]
+async fn task_4_a_session_with_a_running_task_is_not_evicted() {
+    let served = serve(&["max_sessions: 1"]).await;
+    let pidfile = served.path("pids").display().to_string();
+    let owner = connect(&served.url, TestClient::new(false, Answer::Decline).with_tasks(), Era::Legacy).await;
+    let id = create(&owner, "hang", json!({"pidfile": pidfile})).await.expect("a task");
+    let [a, b] = pids(&served.path("pids")).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "late", "version": "1"}}});
+    let late = reqwest::Client::new()
+        .post(&served.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), 503, "the busy session was kept");
+    assert_eq!(get(&owner, &id).await.unwrap()["status"], "working");
+    assert!(common::procs::alive(a) && common::procs::alive(b), "the task still runs");
+    owner.peer().cancel_task(CancelTaskParams::new(&id)).await.expect("the owner cancels");
+    wait_gone(a, "a sleeper").await;
+    wait_gone(b, "a sleeper").await;
+    owner.cancel().await.unwrap();
+    served.stop().await.unwrap();
 }

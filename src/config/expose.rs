@@ -168,7 +168,8 @@ pub struct McpTasks {
 }
 
 impl McpTasks {
-    /// How long a task is kept from its creation, [`DEFAULT_MCP_TASK_TTL`] when unset. A task still running then is
+    /// How long a task is kept from its creation, [`DEFAULT_MCP_TASK_TTL`] when unset (serving uses
+    /// [`McpExpose::task_ttl`], which is never shorter than `tool_timeout`). A task still running then is
     /// stopped (its process group killed) and reported `failed`; a finished one is dropped with its result once it
     /// has been finished for this long.
     pub fn ttl(&self) -> Duration {
@@ -183,6 +184,16 @@ impl McpTasks {
 }
 
 impl McpExpose {
+    /// The TTL tasks get (TASK-3): `tasks.ttl` as written, else the larger of [`DEFAULT_MCP_TASK_TTL`] and
+    /// [`tool_timeout`](McpExpose::tool_timeout), so a call run as a task is never cut shorter than the same call
+    /// run directly.
+    pub fn task_ttl(&self) -> Duration {
+        match self.tasks.ttl {
+            Some(_) => self.tasks.ttl(),
+            None => self.tasks.ttl().max(self.tool_timeout()),
+        }
+    }
+
     /// The configured port, or 8080 when 0/unset (MCP-2; the CLI flag and environment come first).
     pub fn port(&self) -> u16 {
         if self.port == 0 { DEFAULT_MCP_PORT } else { self.port }

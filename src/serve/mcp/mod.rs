@@ -523,11 +523,13 @@ impl McpServerBuilder {
             events: self.events.unwrap_or_else(|| Arc::new(NoMcpEvents)),
             in_flight: InFlight::default(),
             calls_cancel: CancellationToken::new(),
-            tasks: tasks::Tasks::new(mcp.tasks.ttl(), mcp.tasks.max()),
+            tasks: tasks::Tasks::new(mcp.task_ttl(), mcp.tasks.max()),
         };
-        let sessions = Arc::new(sessions::BoundedSessions::new(mcp.max_sessions(), mcp.session_idle_timeout()));
+        let shared = Arc::new(shared);
+        let sessions = sessions::BoundedSessions::new(mcp.max_sessions(), mcp.session_idle_timeout());
+        let sessions = Arc::new(sessions.with_work(shared.clone()));
         Ok(McpServer {
-            shared: Arc::new(shared),
+            shared,
             warnings,
             address,
             port,

@@ -117,6 +117,16 @@ pub(crate) struct BoundedSessions {
     table: Table,
     /// Serializes creation so two concurrent `initialize`s cannot both take the last place.
     creating: tokio::sync::Mutex<()>,
+    /// What else a session holds (its tasks), when the server has any.
+    work: Option<Arc<dyn SessionWork>>,
+}
+
+/// Work a session holds beyond its requests: the server's tasks (TASK-4 makes each task its session's).
+pub(crate) trait SessionWork: Send + Sync {
+    /// Whether `session` has work still running, so evicting it would lose that work.
+    fn working(&self, session: &str) -> bool;
+    /// `session` is closed: its work can no longer be reached, so it is stopped.
+    fn ended(&self, session: &str);
 }
 
 impl std::fmt::Debug for BoundedSessions {
@@ -130,7 +140,18 @@ impl BoundedSessions {
         let mut inner = LocalSessionManager::default();
         // rmcp's worker also stops itself when idle; the entry it leaves behind is reaped here.
         inner.session_config.keep_alive = Some(idle);
-        BoundedSessions { inner, max, idle, table: Table::default(), creating: tokio::sync::Mutex::new(()) }
+        BoundedSessions { inner, max, idle, table: Table::default(), creating: tokio::sync::Mutex::new(()), work: None }
+    }
+
+    /// Keep sessions with running `work` from eviction, and stop a session's work when it closes.
+    pub(crate) fn with_work(mut self, work: Arc<dyn SessionWork>) -> Self {
+        self.work = Some(work);
+        self
+    }
+
+    /// Whether `id` is in use: a request in progress (`busy`), or running work.
+    fn in_use(&self, id: &SessionId, busy: usize) -> bool {
+        busy > 0 || self.work.as_ref().is_some_and(|w| w.working(id))
     }
 
     /// Sessions open now (idle ones not yet reaped included); never more than [`max`](Self::max).
@@ -142,7 +163,7 @@ impl BoundedSessions {
     /// cheap check for the HTTP layer, which refuses before rmcp allocates anything.
     pub(crate) fn is_full(&self) -> bool {
         let table = self.lock();
-        table.len() >= self.max && table.values().all(|e| e.busy > 0)
+        table.len() >= self.max && table.iter().all(|(id, e)| self.in_use(id, e.busy))
     }
 
     pub(crate) fn max(&self) -> usize {
@@ -209,7 +230,11 @@ impl BoundedSessions {
         if table.len() < self.max {
             return Ok(None);
         }
-        let victim = table.iter().filter(|(_, e)| e.busy == 0).min_by_key(|(_, e)| e.last).map(|(id, _)| id.clone());
+        let victim = table
+            .iter()
+            .filter(|(id, e)| !self.in_use(id, e.busy))
+            .min_by_key(|(_, e)| e.last)
+            .map(|(id, _)| id.clone());
         let victim = victim.ok_or(SessionsError::Full(self.max))?;
         table.remove(&victim);
         Ok(Some(victim))
@@ -218,8 +243,16 @@ impl BoundedSessions {
     /// Stop rmcp's worker for a session already out of the table.
     async fn close_inner(&self, id: &SessionId, why: &str) {
         tracing::debug!(session = %id, max_sessions = self.max, "closing MCP session: {why}");
+        self.end_work(id);
         if let Err(e) = self.inner.close_session(id).await {
             tracing::debug!(session = %id, error = %e, "closing an MCP session failed");
+        }
+    }
+
+    /// Stop the work of a session that is closing.
+    fn end_work(&self, id: &SessionId) {
+        if let Some(work) = &self.work {
+            work.ended(id);
         }
     }
 
@@ -283,6 +316,7 @@ impl SessionManager for BoundedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.lock().remove(id);
+        self.end_work(id);
         Ok(self.inner.close_session(id).await?)
     }
 

@@ -52,14 +52,10 @@ pub(crate) fn start(
     let (shared_in, request_in, context_in) = (shared.clone(), request.clone(), context.clone());
     let spawned = shared.tasks.spawn(owner, move |task| Box::pin(run(shared_in, request_in, context_in, task)));
     Some(match spawned {
-        Some(task) => CreateTaskResult::new(task).into(),
-        None => {
-            let text = format!(
-                "\"{}\" was not started: this server already keeps {} tasks (expose.agent.mcp.tasks.max); retry \
-                 once some have finished and expired",
-                request.name,
-                shared.tasks.max()
-            );
+        Ok(task) => CreateTaskResult::new(task).into(),
+        Err(kept) => {
+            let text =
+                format!("\"{}\" was not started: {kept}; retry once some have finished and expired", request.name);
             CallToolResult::error(vec![ContentBlock::text(text)]).into()
         }
     })
@@ -149,17 +145,41 @@ impl Tasks {
         self.ttl
     }
 
-    /// The most tasks kept at once.
-    pub(crate) fn max(&self) -> usize {
-        self.max
+    /// The most tasks one HTTP session keeps at once, a quarter of [`max`](Tasks::max) (at least one), so a
+    /// single client cannot take every task place. A client without a session (stdio, which serves one client;
+    /// or the stateless lifecycle) has no share of its own and is bound by `max` alone.
+    pub(crate) fn share(&self) -> usize {
+        self.max.div_ceil(4).max(1)
+    }
+
+    /// A session ended (its client closed it, it was idle past `session_idle_timeout`, or it was evicted): nobody
+    /// can reach its tasks any more, so each one still running is cancelled, which stops its call and kills its
+    /// process group. They stay counted until they expire, as rmcp keeps them until then.
+    pub(crate) fn end_session(&self, session: &str) {
+        let owner = Owner(Some(session.to_owned()));
+        let running: Vec<String> = self
+            .lock()
+            .iter()
+            .filter(|(_, k)| k.owner == owner && k.finished.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in running {
+            // An error: it finished meanwhile.
+            let _ = self.manager.cancel_task(&id);
+        }
+    }
+
+    /// Whether `session` has a task still running: such a session is not evicted to make room for another.
+    pub(crate) fn running_in(&self, session: &str) -> bool {
+        self.lock().values().any(|k| k.finished.is_none() && k.owner.0.as_deref() == Some(session))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
         self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Start a task for `owner`, or `None` when [`max`](Tasks::max) are kept (TASK-3).
-    pub(crate) fn spawn(&self, owner: Owner, make: impl FnOnce(TaskContext) -> TaskFuture) -> Option<Task> {
+    /// Start a task for `owner`, or say why not: [`max`](Tasks::max) are kept, or a session its [`share`](Tasks::share) (TASK-3).
+    pub(crate) fn spawn(&self, owner: Owner, make: impl FnOnce(TaskContext) -> TaskFuture) -> Result<Task, String> {
         // Held across the spawn: a task that finishes at once waits here until it is counted, so its finish is
         // never lost.
         let mut kept = self.lock();
@@ -174,13 +194,19 @@ impl Tasks {
             end.is_none_or(|end| now < end)
         });
         if kept.len() >= self.max {
-            return None;
+            return Err(format!("this server already keeps {} tasks (expose.agent.mcp.tasks.max)", self.max));
+        }
+        if owner.0.is_some() && kept.values().filter(|k| k.owner == owner).count() >= self.share() {
+            return Err(format!(
+                "this session already keeps {} tasks, its share (a quarter) of expose.agent.mcp.tasks.max",
+                self.share()
+            ));
         }
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let options = TaskOptions::new().with_ttl_ms(ttl_ms).with_poll_interval_ms(POLL_INTERVAL_MS);
         let task = self.manager.spawn(options, make);
         kept.insert(task.task_id.clone(), Kept { owner, created: now, finished: None });
-        Some(task)
+        Ok(task)
     }
 
     /// Note that a task's call returned, which starts its retention.
@@ -216,5 +242,16 @@ impl Tasks {
     /// `tasks/cancel`: rmcp records it and wakes the task, whose call is then stopped (TASK-2).
     pub(crate) fn cancel(&self, id: &str, owner: &Owner) -> Result<(), McpError> {
         self.manager.cancel_task(self.owned(id, owner)?)
+    }
+}
+
+/// A session's tasks are its work: it is not evicted while one runs, and they are cancelled when it closes.
+impl super::sessions::SessionWork for Shared {
+    fn working(&self, session: &str) -> bool {
+        self.tasks.running_in(session)
+    }
+
+    fn ended(&self, session: &str) {
+        self.tasks.end_session(session);
     }
 }
