@@ -423,3 +423,41 @@ async fn harness_6_a_source_failure_does_what_its_policy_or_the_surface_says() {
     assert!(err.contains("first is down; ") && err.ends_with("last is down"), "{err}");
     assert!(last.saw_drop_dropped.lock().unwrap().is_some(), "the second source was tried");
 }
+
+/// A host source whose one servable tool declares `schema` as its output schema.
+struct Typed(Value);
+
+#[async_trait]
+impl ToolSource for Typed {
+    fn name(&self) -> &str {
+        "typed"
+    }
+    async fn load(&self, _ctx: &fisk_ai::source::LoadContext) -> fisk_ai::Result<Loaded> {
+        let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        let spec = ToolSpec::new("typed_echo", ToolKind::Custom, schema)
+            .with_description("echoes, declaring an output schema")
+            .with_exposure(Exposure::Servable)
+            .with_output_schema(self.0.clone());
+        Ok(Loaded::new(vec![Arc::new(Echo(spec)) as Arc<dyn Tool>]))
+    }
+}
+
+/// TYPED-2: an output schema MCP cannot serve (not an object schema) stops the build, naming the tool; a tool whose
+/// result breaks its declared schema (not a JSON object) gets an error result naming it, never a success a client
+/// validating typed results would reject.
+#[tokio::test]
+async fn typed_2_a_host_tools_output_schema_and_results_are_held_to_it() {
+    let built = McpServer::builder().config(config()).source(Typed(json!("a string"))).builtin(Shout).build().await;
+    let Err(err) = built else { panic!("a non-object output schema is refused") };
+    let err = err.to_string();
+    assert!(err.contains("typed_echo") && err.contains("outputSchema"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let declared = json!({"type": "object", "properties": {"said": {"type": "string"}}});
+    let served = serve_config(dir, config(), |b| b.source(Typed(declared)).builtin(Shout)).await;
+    let client = connect(&served.url, TestClient::new(false, Answer::Decline), mcp_support::Era::Modern).await;
+    let out = mcp_support::call(&client, "typed_echo", json!({"text": "hi"})).await;
+    assert!(is_error(&out) && out.structured_content.is_none(), "{out:?}");
+    assert!(text(&out).contains("typed_echo") && text(&out).contains("typed_echo heard hi"), "{}", text(&out));
+    client.cancel().await.unwrap();
+    served.stop().await.unwrap();
+}

@@ -209,6 +209,37 @@ fn reg_3_a_foreign_entry_of_the_same_name_is_refused() {
     let json = read_json(&path);
     assert_eq!(json["mcpServers"]["testsrv"], json!({"command": "/opt/someone-else"}));
     assert!(json["mcpServers"]["ops-tools"]["args"].is_array());
+    // Uninstall leaves the foreign entry of that name too.
+    let out = env.cli(&["uninstall", "cursor"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("/opt/someone-else"), "{stderr}");
+    assert_eq!(read_json(&path)["mcpServers"]["testsrv"], json!({"command": "/opt/someone-else"}));
+}
+
+/// REG-3: an entry is this configuration's when it serves it (the same `mcp --stdio --config <path>`), whichever
+/// executable starts it: after a rebuild or an upgrade moved the executable, `install` updates it and `uninstall`
+/// removes it; another configuration of the same name is refused.
+#[test]
+fn reg_3_an_entry_serving_the_same_config_is_ours_wherever_the_executable_moved() {
+    let env = Env::new();
+    let path = env.file("claude-code", "project");
+    let args = json!(["mcp", "--stdio", "--config", env.config.to_str().unwrap()]);
+    let moved = json!({"mcpServers": {"testsrv": {"type": "stdio", "command": "/old/place/cli", "args": args}}});
+    std::fs::write(&path, moved.to_string()).unwrap();
+    assert!(env.ok(&["install", "claude-code", "--scope", "project"]).starts_with("updated"));
+    let entry = &read_json(&path)["mcpServers"]["testsrv"];
+    assert_eq!(entry["command"], common::example("cli").to_str().unwrap(), "{entry}");
+    std::fs::write(&path, moved.to_string()).unwrap();
+    assert!(env.ok(&["uninstall", "claude-code", "--scope", "project"]).starts_with("removed"));
+    assert!(read_json(&path)["mcpServers"].as_object().unwrap().is_empty());
+    // The same executable serving another configuration of the same name is not replaced.
+    let other = json!(["mcp", "--stdio", "--config", "/elsewhere/agent.yaml"]);
+    let theirs = json!({"mcpServers": {"testsrv": {"command": common::example("cli"), "args": other}}});
+    std::fs::write(&path, theirs.to_string()).unwrap();
+    let out = env.cli(&["install", "claude-code", "--scope", "project"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("/elsewhere/agent.yaml"), "{stderr}");
+    assert_eq!(read_json(&path), theirs);
 }
 
 /// REG-4: a file that is not JSON (here VS Code's comments, and a truncated file) is refused with its path and

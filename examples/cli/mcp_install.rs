@@ -98,8 +98,11 @@ fn relative_paths(config: &Config, client: McpClient) -> Vec<String> {
 
 fn uninstall(t: Target) -> Result<(), Box<dyn std::error::Error>> {
     let name = entry_name(&t)?;
+    // The entry `install` would write: only an entry that is this one (same configuration, or this executable)
+    // is removed.
+    let entry = ClientEntry::for_config(name.clone(), std::env::current_exe()?, &t.config)?;
     let file = ClientFile::locate(t.client, t.scope)?;
-    match file.uninstall(&name)? {
+    match file.uninstall(&entry)? {
         Some(done) => {
             println!("removed {name:?} from {}", done.path.display());
             if let Some(backup) = &done.backup {

@@ -264,6 +264,19 @@ impl ToolSpec {
     /// Declare the JSON Schema (2020-12) that every normal result's content, parsed as JSON, conforms to. MCP serves
     /// it as the tool's `outputSchema` and each result's JSON as `structuredContent` (TYPED-2). Command tools need
     /// none: their EXEC-13 envelope has one of its own.
+    ///
+    /// MCP takes only an object schema (`"type": "object"`): serving a tool that declares anything else fails to
+    /// build, naming the tool. A normal result that is not a JSON object reaches the client as an error result
+    /// naming the tool, since a success without `structuredContent` would break the declaration.
+    ///
+    /// ```
+    /// use fisk_ai::tool::{ToolKind, ToolSpec};
+    /// use serde_json::json;
+    ///
+    /// let spec = ToolSpec::new("disk_free", ToolKind::Custom, json!({"type": "object"}))
+    ///     .with_output_schema(json!({"type": "object", "properties": {"free_bytes": {"type": "integer"}}}));
+    /// assert_eq!(spec.output_schema().unwrap()["type"], "object");
+    /// ```
     #[must_use]
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(Arc::new(schema));

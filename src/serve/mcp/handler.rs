@@ -109,7 +109,7 @@ fn text_result(out: ToolOutput) -> CallToolResponse {
 /// `structuredContent` beside the same JSON as text, for clients that do not read typed results. A command's
 /// envelope is built from its facts, never re-parsed; a built-in's JSON text is parsed once. Error results carry
 /// text only, as the specification allows.
-fn typed_result(out: ToolOutput) -> CallToolResponse {
+fn typed_result(name: &str, out: ToolOutput) -> CallToolResponse {
     if out.is_error() {
         return text_result(out);
     }
@@ -127,9 +127,12 @@ fn typed_result(out: ToolOutput) -> CallToolResponse {
         _ => serde_json::from_str::<serde_json::Value>(out.content()).ok().filter(serde_json::Value::is_object),
     };
     let Some(structured) = structured else {
-        // A tool that broke its own declaration: the text still reaches the client.
-        tracing::warn!(target: "fisk_ai::serve::mcp", "a result that is not a JSON object went out without structuredContent");
-        return text_result(out);
+        // A tool that broke its own declaration. A success without `structuredContent` would break the declared
+        // schema, which validating clients reject; an error result needs none, and still carries the text.
+        tracing::warn!(target: "fisk_ai::serve::mcp", tool = name, "a result that is not a JSON object against the tool's output schema");
+        let text =
+            format!("tool {name:?} declares an output schema, but its result is not a JSON object: {}", out.content());
+        return error_result(text);
     };
     let mut result = CallToolResult::success(vec![ContentBlock::text(out.into_content())]);
     result.structured_content = Some(structured);
@@ -374,7 +377,7 @@ impl Shared {
             Outcome::Ran(out) => {
                 telemetry::tool_ran(span, &out);
                 let typed = self.tools.position(&request.name).is_some_and(|i| self.listing.typed(i));
-                if typed { typed_result(out) } else { text_result(out) }
+                if typed { typed_result(&request.name, out) } else { text_result(out) }
             }
         }
     }

@@ -221,8 +221,19 @@ pub(crate) fn build(tools: &Toolset) -> Result<Listing, String> {
     for t in tools.iter() {
         let command = t.spec().kind() == ToolKind::Command;
         let own = match t.spec().output_schema() {
-            Some(Value::Object(schema)) if !command => Some(Arc::new(schema.clone())),
-            _ => None,
+            None => None,
+            Some(_) if command => None,
+            // MCP's outputSchema is an object schema: anything else is the host's mistake, reported by name.
+            Some(Value::Object(schema)) if schema.get("type").and_then(Value::as_str) == Some("object") => {
+                Some(Arc::new(schema.clone()))
+            }
+            Some(other) => {
+                return Err(format!(
+                    "tool {:?}: its output schema must be a JSON Schema object with \"type\": \"object\" (MCP's \
+                     outputSchema), not {other}",
+                    t.spec().name()
+                ));
+            }
         };
         typed.push(command || own.is_some());
         let mut tool = to_mcp(t, schema(t.spec(), keep.then_some(&mut interned)));

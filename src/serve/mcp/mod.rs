@@ -1,5 +1,7 @@
 //! The tool set over the Model Context Protocol (SPEC section 15, MCP-1..24): rmcp's streamable HTTP server at the
-//! listener root, fed by the same loading and selection pipeline as the agent.
+//! listener root, or one client over stdin and stdout ([`McpServer::serve_stdio`], any stream pair with
+//! [`McpServer::serve_io`]; STDIO-1..6), fed by the same loading and selection pipeline as the agent. Everything
+//! below holds on both transports except what names HTTP (the bind address, `Host` checks, sessions).
 //!
 //! - Serving is opt-in: the configuration needs an `expose.agent.mcp` block (MCP-1).
 //! - Served: command tools and MCP-servable `harness.tools` built-ins that survive selection, narrowed by
@@ -76,7 +78,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// The largest request body accepted by default; a bigger one gets `413 Payload Too Large`.
+/// The largest request accepted by default: over HTTP a bigger body gets `413 Payload Too Large`; over stdio a
+/// longer line is answered with a JSON-RPC `-32600` error and skipped.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
 
 /// A loaded MCP server: the served tools and the settings, ready to [`bind`](McpServer::bind) and
@@ -258,6 +261,21 @@ impl McpServer {
     /// error and skipped (STDIO-3). When the input ends, the client leaves or `shutdown` resolves, every call still
     /// running is stopped at once (its process group killed) and this returns once they are gone (STDIO-4). Write
     /// nothing else to `write`: logs belong on stderr.
+    ///
+    /// ```no_run
+    /// use fisk_ai::Config;
+    /// use fisk_ai::serve::mcp::McpServer;
+    ///
+    /// # async fn demo() -> fisk_ai::Result<()> {
+    /// let server = McpServer::builder().config(Config::load("agent.yaml")?).build().await?;
+    /// // An in-memory pipe, as a test of a host's own client would use; a process serves its stdin and stdout
+    /// // with `serve_stdio`.
+    /// let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    /// let (read, write) = tokio::io::split(ours);
+    /// # drop(theirs);
+    /// server.serve_io(read, write, std::future::pending::<()>()).await
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -457,7 +475,8 @@ impl McpServerBuilder {
         self
     }
 
-    /// The largest request body accepted, in bytes ([`DEFAULT_MAX_REQUEST_BODY`] by default).
+    /// The largest request accepted, in bytes ([`DEFAULT_MAX_REQUEST_BODY`] by default): an HTTP body, or a stdio
+    /// line.
     #[must_use]
     pub fn max_request_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes;

@@ -100,8 +100,10 @@ impl ClientFile {
         Ok(servers.0.iter().map(|(name, raw)| listed(name, raw)).collect())
     }
 
-    /// Add `entry`, or update the entry of that name if it starts the same command (REG-3). An entry of that name
-    /// that starts something else is refused, never overwritten; every other entry and member is kept.
+    /// Add `entry`, or update the entry of that name if it serves the same configuration (the same arguments,
+    /// whichever executable: a rebuilt or upgraded one replaces the old) (REG-3). An entry of that name that
+    /// starts anything else (another configuration of the same name included) is refused, never overwritten;
+    /// every other entry and member is kept.
     ///
     /// # Errors
     ///
@@ -111,17 +113,8 @@ impl ClientFile {
         let (mut top, mut servers) = self.read()?.unwrap_or_default();
         let replaced = match servers.get(entry.name()) {
             None => false,
-            Some(raw) if listed(entry.name(), raw).command.as_deref() == entry.command().to_str() => true,
-            Some(raw) => {
-                let other = listed(entry.name(), raw);
-                let what = other.command.or(other.url).unwrap_or_else(|| "something else".to_owned());
-                return Err(Error::config(format!(
-                    "{}: an entry named {:?} is already there and starts {what}; choose another name or uninstall it \
-                     first (the file is left as it was)",
-                    self.path.display(),
-                    entry.name()
-                )));
-            }
+            Some(raw) if serves_the_same(entry, raw) => true,
+            Some(raw) => return Err(self.not_ours(entry, raw, "choose another name (--name) or uninstall it first")),
         };
         let json = entry.to_json(self.client, self.scope);
         // Nested two levels deep: indent the entry's own lines to match (JSON strings hold no raw newline).
@@ -132,16 +125,20 @@ impl ClientFile {
         Ok(Installed { path, backup, replaced })
     }
 
-    /// Remove the entry named `name`; `None` when there is no such entry (nothing is written then).
+    /// Remove the entry of `entry`'s name when it is `entry`'s: it serves the same configuration, or it starts
+    /// the same executable. `None` when there is no such entry (nothing is written then).
     ///
     /// # Errors
     ///
-    /// As [`install`](Self::install).
-    pub fn uninstall(&self, name: &str) -> Result<Option<Installed>> {
+    /// As [`install`](Self::install); an entry of that name that starts something else (it is left as it was).
+    pub fn uninstall(&self, entry: &ClientEntry) -> Result<Option<Installed>> {
         let Some((mut top, mut servers)) = self.read()? else { return Ok(None) };
-        if !servers.remove(name) {
-            return Ok(None);
+        let Some(raw) = servers.get(entry.name()) else { return Ok(None) };
+        let same_executable = listed(entry.name(), raw).command.as_deref() == entry.command().to_str();
+        if !same_executable && !serves_the_same(entry, raw) {
+            return Err(self.not_ours(entry, raw, "remove it by hand, or pass the --config it serves"));
         }
+        servers.remove(entry.name());
         top.set(self.client.servers_key(), servers.to_raw(2).map_err(internal)?);
         let (path, backup) = self.write(&top)?;
         Ok(Some(Installed { path, backup, replaced: true }))
@@ -275,6 +272,30 @@ fn io(message: String, e: std::io::Error) -> Error {
 }
 
 /// What a listing shows of one raw entry; an entry that is not an object shows as nothing but its name.
+impl ClientFile {
+    /// The refusal of a same-named entry that is not `entry`'s, naming what it starts; `what_now` says what to do.
+    fn not_ours(&self, entry: &ClientEntry, raw: &RawValue, what_now: &str) -> Error {
+        let other = listed(entry.name(), raw);
+        let what = match (other.command, other.url) {
+            (Some(command), _) => std::iter::once(command).chain(other.args).collect::<Vec<_>>().join(" "),
+            (None, Some(url)) => url,
+            (None, None) => "something else".to_owned(),
+        };
+        Error::config(format!(
+            "{}: an entry named {:?} is already there and starts {what}; {what_now} (the file is left as it was)",
+            self.path.display(),
+            entry.name()
+        ))
+    }
+}
+
+/// Whether the entry `raw` serves what `entry` serves: a stdio entry with the same arguments (`mcp --stdio
+/// --config <the same absolute path>`), whichever executable starts it.
+fn serves_the_same(entry: &ClientEntry, raw: &RawValue) -> bool {
+    let there = listed(entry.name(), raw);
+    there.command.is_some() && there.args == entry.args()
+}
+
 fn listed(name: &str, raw: &RawValue) -> ListedServer {
     let value: serde_json::Value = serde_json::from_str(raw.get()).unwrap_or_default();
     let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);

@@ -69,9 +69,9 @@ pub enum McpClient {
 }
 
 impl McpClient {
-    /// Every client, in the order the CLI lists them.
-    pub const ALL: [McpClient; 4] =
-        [McpClient::ClaudeDesktop, McpClient::ClaudeCode, McpClient::VsCode, McpClient::Cursor];
+    /// Every client, in the order the CLI lists them (a slice, so a client added later is no breaking change).
+    pub const ALL: &'static [McpClient] =
+        &[McpClient::ClaudeDesktop, McpClient::ClaudeCode, McpClient::VsCode, McpClient::Cursor];
 
     /// The name the CLI takes: `claude-desktop`, `claude-code`, `vscode` or `cursor`.
     pub fn name(self) -> &'static str {
@@ -121,7 +121,7 @@ impl FromStr for McpClient {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        McpClient::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| {
+        McpClient::ALL.iter().copied().find(|c| c.name() == s).ok_or_else(|| {
             let known: Vec<&str> = McpClient::ALL.iter().map(|c| c.name()).collect();
             Error::config(format!("unknown MCP client {s:?}; known: {}", known.join(", ")))
         })
@@ -137,6 +137,22 @@ pub enum ClientScope {
     User,
     /// The project's file in the current directory, shared with whoever checks the project out.
     Project,
+}
+
+impl ClientScope {
+    /// The name the CLI takes: `user` or `project`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientScope::User => "user",
+            ClientScope::Project => "project",
+        }
+    }
+}
+
+impl fmt::Display for ClientScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl FromStr for ClientScope {
@@ -167,8 +183,13 @@ impl ClientEntry {
     /// # Errors
     ///
     /// An empty name or one with control characters; a relative `command`.
-    pub fn stdio(name: impl Into<String>, command: impl Into<PathBuf>, args: Vec<String>) -> Result<Self> {
+    pub fn stdio<A>(name: impl Into<String>, command: impl Into<PathBuf>, args: A) -> Result<Self>
+    where
+        A: IntoIterator,
+        A::Item: Into<String>,
+    {
         let name = name.into();
+        let args: Vec<String> = args.into_iter().map(Into::into).collect();
         let command = command.into();
         if name.trim().is_empty() || name.chars().any(char::is_control) {
             return Err(Error::config(format!("the server name {name:?} is empty or has control characters")));
