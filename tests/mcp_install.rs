@@ -328,7 +328,9 @@ fn reg_1_a_relative_application_path_is_reported_with_its_location() {
     let env = Env::new();
     let absolute = env.cli(&["install", "claude-code", "--scope", "project"]);
     assert!(absolute.status.success());
-    assert!(!String::from_utf8_lossy(&absolute.stderr).contains("warning"), "{absolute:?}");
+    let said = String::from_utf8_lossy(&absolute.stderr);
+    assert!(!said.contains("warning"), "{said}");
+    assert!(said.contains("this machine's absolute paths"), "a project file is told to hold local paths: {said}");
     let text = std::fs::read_to_string(&env.config).unwrap();
     let app = mcp_support::config_yaml(env.project.path(), &[], "");
     let app = app.lines().find_map(|l| l.strip_prefix("application_path: ")).unwrap().to_owned();

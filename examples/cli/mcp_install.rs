@@ -68,10 +68,22 @@ fn install(t: Target) -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("it runs: {} {}", entry.command().display(), entry.args().join(" "));
     for var in entry.unreferenced(t.client, t.scope) {
-        println!("the server needs {var}: set it where {} runs (its value is not written to the file)", t.client);
+        println!(
+            "the server needs {var}: add it to the entry's \"env\" block in {} yourself ({} passes a server few of \
+             its own variables, and install never writes a value)",
+            done.path.display(),
+            t.client
+        );
     }
     for warning in relative_paths(&config, t.client) {
         eprintln!("warning: {warning}");
+    }
+    if t.scope == ClientScope::Project {
+        eprintln!(
+            "note: {} now holds this machine's absolute paths (the executable and the config); whoever checks the \
+             project out needs their own entry",
+            done.path.display()
+        );
     }
     println!("restart {} (or reload its MCP servers) to use it", t.client);
     Ok(())
@@ -135,6 +147,10 @@ fn list(t: Target) -> Result<(), Box<dyn std::error::Error>> {
 fn entry_name(t: &Target) -> Result<String, Box<dyn std::error::Error>> {
     match &t.name {
         Some(name) => Ok(name.clone()),
-        None => Ok(Config::load(&t.config)?.identity()?),
+        None => {
+            let config = Config::load(&t.config)
+                .map_err(|e| format!("{e} (the entry is named after its identity; or pass --name NAME)"))?;
+            Ok(config.identity()?)
+        }
     }
 }

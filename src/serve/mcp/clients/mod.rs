@@ -241,8 +241,10 @@ impl ClientEntry {
         &self.args
     }
 
-    /// The variables the server needs that `client` cannot be told about in its file, so the user must set them
-    /// where the client runs (REG-7).
+    /// The variables the server needs that `client` cannot be told about in its file by reference (REG-7). The
+    /// user adds each to the entry's `env` block: a client starting a stdio server passes it only a few variables
+    /// of its own environment (the MCP SDKs' default set: `HOME`, `PATH`, `USER` and the like), so setting one
+    /// where the client runs is not enough.
     pub fn unreferenced(&self, client: McpClient, scope: ClientScope) -> Vec<&str> {
         self.env.iter().filter(|n| client.reference(scope, n).is_none()).map(String::as_str).collect()
     }
