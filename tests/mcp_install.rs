@@ -209,6 +209,9 @@ fn reg_3_a_foreign_entry_of_the_same_name_is_refused() {
     let json = read_json(&path);
     assert_eq!(json["mcpServers"]["testsrv"], json!({"command": "/opt/someone-else"}));
     assert!(json["mcpServers"]["ops-tools"]["args"].is_array());
+    // `list --name` shows that one entry.
+    let listed = env.ok(&["list", "cursor", "--name", "ops-tools"]);
+    assert!(listed.starts_with("ops-tools\t") && !listed.contains("someone-else"), "{listed}");
     // Uninstall leaves the foreign entry of that name too.
     let out = env.cli(&["uninstall", "cursor"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

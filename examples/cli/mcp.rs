@@ -43,8 +43,9 @@ Transports:
 Both serve the same tools with the same approval rules, max_concurrent_tools and tool_timeout.
 
 Register the stdio server with an assistant (it runs this executable with mcp --stdio --config <absolute path>):
-  mcp install claude-desktop|claude-code|vscode|cursor [--scope user|project] [--name NAME] --config FILE
-  mcp uninstall CLIENT [--scope ...] [--name NAME]     mcp list CLIENT [--scope ...]";
+  cli mcp install claude-desktop|claude-code|vscode|cursor [--scope user|project] [--name NAME] --config FILE
+  cli mcp uninstall CLIENT [--scope user|project] [--name NAME] --config FILE
+  cli mcp list CLIENT [--scope user|project] [--name NAME]";
 
 /// MCP-2: the flag, else the environment; 0 at any level means unset (the configuration and 8080 come after).
 fn port(flag: Option<u16>) -> Result<u16, String> {

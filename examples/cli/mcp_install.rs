@@ -12,7 +12,7 @@ pub(crate) enum McpAction {
     Install(Target),
     /// Remove the entry from a client's configuration.
     Uninstall(Target),
-    /// List the servers in a client's configuration.
+    /// List the servers in a client's configuration (--name: only that one; --config is not read).
     List(Target),
 }
 
@@ -132,7 +132,8 @@ fn list(t: Target) -> Result<(), Box<dyn std::error::Error>> {
     if servers.is_empty() {
         eprintln!("no servers in {}", file.path().display());
     }
-    for s in servers {
+    // `--name` shows that one entry; `--config` is not read (the Names give every action the same flags).
+    for s in servers.into_iter().filter(|s| t.name.as_ref().is_none_or(|n| *n == s.name)) {
         let what = match (s.command, s.url) {
             (Some(command), _) => std::iter::once(command).chain(s.args).collect::<Vec<_>>().join(" "),
             (None, Some(url)) => url,
