@@ -349,3 +349,24 @@ fn reg_1_a_relative_application_path_is_reported_with_its_location() {
         "{stderr}"
     );
 }
+
+/// Claude Code prefers a local-scope entry (`claude mcp add`'s default, kept in `~/.claude.json` under the project's
+/// path) over a user-scope one of the same name: `install` warns about it, and `list` shows it.
+#[test]
+fn reg_2_a_claude_code_local_entry_that_shadows_the_user_entry_is_reported() {
+    let env = Env::new();
+    let project = env.project.path().to_str().unwrap().to_owned();
+    let local = json!({"type": "http", "url": "http://127.0.0.1:8080/"});
+    let file = json!({"projects": {project.clone(): {"allowedTools": [], "mcpServers": {"testsrv": local}}}});
+    std::fs::write(env.file("claude-code", "user"), file.to_string()).unwrap();
+    let out = env.cli(&["install", "claude-code"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("claude mcp remove testsrv -s local") && stderr.contains(&project), "{stderr}");
+    let listed = env.ok(&["list", "claude-code"]);
+    let lines: Vec<&str> = listed.lines().filter(|l| l.starts_with("testsrv\t")).collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(lines[1].contains("http://127.0.0.1:8080/") && lines[1].contains("local scope"), "{listed}");
+    // The project's own settings are kept.
+    assert_eq!(read_json(&env.file("claude-code", "user"))["projects"][&project]["allowedTools"], json!([]));
+}

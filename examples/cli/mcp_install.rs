@@ -78,6 +78,17 @@ fn install(t: Target) -> Result<(), Box<dyn std::error::Error>> {
     for warning in relative_paths(&config, t.client) {
         eprintln!("warning: {warning}");
     }
+    let here = std::env::current_dir()?;
+    if file.local_to(&here)?.iter().any(|s| s.name == entry.name()) {
+        eprintln!(
+            "warning: {} also holds a local-scope entry {:?} for {} (what `claude mcp add` writes by default), which \
+             Claude Code prefers there; remove it with `claude mcp remove {} -s local` to use this one",
+            done.path.display(),
+            entry.name(),
+            here.display(),
+            entry.name()
+        );
+    }
     if t.scope == ClientScope::Project {
         eprintln!(
             "note: {} now holds this machine's absolute paths (the executable and the config); whoever checks the \
@@ -129,17 +140,23 @@ fn uninstall(t: Target) -> Result<(), Box<dyn std::error::Error>> {
 fn list(t: Target) -> Result<(), Box<dyn std::error::Error>> {
     let file = ClientFile::locate(t.client, t.scope)?;
     let servers = file.list()?;
-    if servers.is_empty() {
+    // Claude Code's local scope for this directory, kept in the same file, wins over the user scope here.
+    let here = std::env::current_dir()?;
+    let local = file.local_to(&here)?;
+    if servers.is_empty() && local.is_empty() {
         eprintln!("no servers in {}", file.path().display());
     }
+    let scoped = servers.into_iter().map(|s| (s, String::new()));
+    let scoped = scoped
+        .chain(local.into_iter().map(|s| (s, format!("\t(local scope for {}, preferred there)", here.display()))));
     // `--name` shows that one entry; `--config` is not read (the Names give every action the same flags).
-    for s in servers.into_iter().filter(|s| t.name.as_ref().is_none_or(|n| *n == s.name)) {
+    for (s, note) in scoped.filter(|(s, _)| t.name.as_ref().is_none_or(|n| *n == s.name)) {
         let what = match (s.command, s.url) {
             (Some(command), _) => std::iter::once(command).chain(s.args).collect::<Vec<_>>().join(" "),
             (None, Some(url)) => url,
             (None, None) => "(no command or url)".to_owned(),
         };
-        println!("{}\t{what}", s.name);
+        println!("{}\t{what}{note}", s.name);
     }
     Ok(())
 }

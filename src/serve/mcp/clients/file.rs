@@ -5,6 +5,7 @@ use super::ordered::Ordered;
 use super::{ClientEntry, ClientScope, McpClient};
 use crate::error::{Error, ErrorKind, Location, Result};
 use serde_json::value::RawValue;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// One client's configuration file at one scope.
@@ -98,6 +99,30 @@ impl ClientFile {
     pub fn list(&self) -> Result<Vec<ListedServer>> {
         let Some((_, servers)) = self.read()? else { return Ok(Vec::new()) };
         Ok(servers.0.iter().map(|(name, raw)| listed(name, raw)).collect())
+    }
+
+    /// Claude Code's local-scope servers for the project directory `dir`, which Claude Code prefers there over a
+    /// user-scope entry of the same name (`claude mcp add` writes local scope by default). They live in the same
+    /// `~/.claude.json`, under `projects.<dir>.mcpServers`
+    /// (<https://code.claude.com/docs/en/mcp>, "MCP installation scopes"). Empty for any other client or scope.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    pub fn local_to(&self, dir: &Path) -> Result<Vec<ListedServer>> {
+        if (self.client, self.scope) != (McpClient::ClaudeCode, ClientScope::User) {
+            return Ok(Vec::new());
+        }
+        // The file's shape was checked by `read`; only the one project's map is parsed here.
+        let Some((top, _)) = self.read()? else { return Ok(Vec::new()) };
+        let Some(projects) = top.get("projects") else { return Ok(Vec::new()) };
+        let Ok(projects) = serde_json::from_str::<HashMap<String, Project<'_>>>(projects.get()) else {
+            return Ok(Vec::new());
+        };
+        let Some(servers) = dir.to_str().and_then(|d| projects.get(d)).and_then(|p| p.servers.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        Ok(servers.iter().map(|(name, raw)| listed(name, raw)).collect())
     }
 
     /// Add `entry`, or update the entry of that name if it serves the same configuration (the same arguments,
@@ -294,6 +319,13 @@ impl ClientFile {
 fn serves_the_same(entry: &ClientEntry, raw: &RawValue) -> bool {
     let there = listed(entry.name(), raw);
     there.command.is_some() && there.args == entry.args()
+}
+
+/// One project of `~/.claude.json`: only its servers are read.
+#[derive(serde::Deserialize)]
+struct Project<'a> {
+    #[serde(borrow, rename = "mcpServers")]
+    servers: Option<std::collections::BTreeMap<String, &'a RawValue>>,
 }
 
 fn listed(name: &str, raw: &RawValue) -> ListedServer {
