@@ -79,6 +79,7 @@ fn log(event: &McpEvent<'_>) {
         McpEvent::ToolCall { display, .. } => eprintln!("-> {display}"),
         McpEvent::Denied { display, why, .. } => eprintln!("denied: {display} ({})", why.describe()),
         McpEvent::Cancelled { display, .. } => eprintln!("cancelled by the client: {display}"),
+        McpEvent::TaskRefused { name, why } => eprintln!("task refused: {name}: {why}"),
         other => eprintln!("{other:?}"),
     }
 }

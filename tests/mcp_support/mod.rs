@@ -261,6 +261,7 @@ pub fn render(e: &McpEvent<'_>) -> String {
         McpEvent::ToolCall { name, display } => format!("call {name} {display}"),
         McpEvent::Denied { name, display, why } => format!("denied {name} {display} {why:?}"),
         McpEvent::Cancelled { name, display } => format!("cancelled {name} {display}"),
+        McpEvent::TaskRefused { name, why } => format!("task refused {name} {why}"),
         _ => format!("{e:?}"),
     }
 }

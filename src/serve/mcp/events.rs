@@ -90,6 +90,14 @@ pub enum McpEvent<'a> {
         /// The resolved command line or summary, sanitized.
         display: &'a str,
     },
+    /// A call made as a task was refused before it started: the server keeps `expose.agent.mcp.tasks.max` tasks,
+    /// or the client's session its share of them (TASK-3). The client got a tool error saying so.
+    TaskRefused {
+        /// The tool.
+        name: &'a str,
+        /// Which bound was reached.
+        why: &'a str,
+    },
     /// A gated call was not run (MCP-11, MCP-12).
     Denied {
         /// The tool.

@@ -21,6 +21,7 @@
 //! Approval (TASK-5) goes through the same gate rules as a direct call, asked in the task's own `input_required`
 //! round (see the handler), and progress becomes the task's status message (PROG-1's rate and PROG-2's tag).
 
+use super::events::McpEvent;
 use super::handler::Shared;
 use crate::config::format_duration;
 use crate::tool::ToolKind;
@@ -54,6 +55,7 @@ pub(crate) fn start(
     Some(match spawned {
         Ok(task) => CreateTaskResult::new(task).into(),
         Err(kept) => {
+            shared.events.emit(&McpEvent::TaskRefused { name: &request.name, why: &kept });
             let text =
                 format!("\"{}\" was not started: {kept}; retry once some have finished and expired", request.name);
             CallToolResult::error(vec![ContentBlock::text(text)]).into()
