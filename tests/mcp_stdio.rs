@@ -219,14 +219,19 @@ async fn stdio_1_a_repeated_argument_key_is_refused_as_over_http() {
     let (mut server, stdout, mut stdin) = StdioServer::start(&[]);
     let mut answers = BufReader::new(stdout).lines();
     raw_hello(&mut stdin, &mut answers).await;
-    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"words":["a"],"words":["b"]}}}"#;
-    stdin.write_all(format!("{call}\n").as_bytes()).await.unwrap();
-    let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
-    let answer: Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(answer["id"], 5, "{answer}");
-    assert_eq!(answer["result"]["isError"], true, "{answer}");
-    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("duplicate property \"words\""), "{text}");
+    // The method as usual, and written with an escape, which is the same method to rmcp.
+    for (id, method) in [(5, "tools/call"), (6, "tools\\/call")] {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"name":"echo","arguments":{{"words":["a"],"words":["b"]}}}}}}"#
+        );
+        stdin.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["result"]["isError"], true, "{method}: {answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("duplicate property \"words\""), "{method}: {text}");
+    }
     assert!(server.ran().is_empty(), "nothing ran: {:?}", server.ran());
     drop(stdin);
     assert!(server.exited().await.success());

@@ -121,6 +121,14 @@ mod tests {
         (counting.clone(), counting)
     }
 
+    /// The cache is process-wide: these tests take turns, so one filling it cannot evict another's entry
+    /// between two of its lookups (other tests insert only a few entries at a time).
+    static TURN: Mutex<()> = Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TURN.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn is_cached(make: &Arc<dyn MakeSchema>) -> bool {
         let wanted = key(Arc::as_ptr(make));
         lock().iter().any(|(m, _)| key(m.as_ptr()) == wanted)
@@ -128,6 +136,7 @@ mod tests {
 
     #[test]
     fn exec_3_a_lazy_schema_is_built_once_while_recent_and_checks_input() {
+        let _turn = turn();
         let (count, make) = maker("target");
         let first = lookup(&make);
         assert!(first.validate("t", &json!({"target": "x"})).is_ok());
@@ -139,6 +148,7 @@ mod tests {
 
     #[test]
     fn mcp_25_compiled_schemas_are_bounded_and_the_least_recent_is_rebuilt() {
+        let _turn = turn();
         let (count, first) = maker("first");
         lookup(&first);
         // Other tests share the cache: CAPACITY fresh tools push `first` out whatever they do meanwhile.
@@ -154,6 +164,7 @@ mod tests {
 
     #[test]
     fn mcp_25_a_dropped_tool_keeps_no_entry_past_the_next_insert() {
+        let _turn = turn();
         let (_, gone) = maker("gone");
         lookup(&gone);
         let weak = Arc::downgrade(&gone);

@@ -14,8 +14,9 @@ pub(crate) struct DuplicateArgument(pub(crate) String);
 pub(crate) fn in_call(message: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Probe<'a> {
+        // Borrowed when it can be: a method written with escapes (`tools\/call`) is still `tools/call` to rmcp.
         #[serde(borrow)]
-        method: Option<&'a str>,
+        method: Option<std::borrow::Cow<'a, str>>,
         #[serde(borrow)]
         params: Option<Params<'a>>,
     }
@@ -24,11 +25,14 @@ pub(crate) fn in_call(message: &[u8]) -> Option<String> {
         #[serde(borrow)]
         arguments: Option<&'a serde_json::value::RawValue>,
     }
-    let Ok(Probe { method: Some("tools/call"), params: Some(Params { arguments: Some(args) }) }) =
+    let Ok(Probe { method: Some(method), params: Some(Params { arguments: Some(args) }) }) =
         serde_json::from_slice::<Probe<'_>>(message)
     else {
         return None;
     };
+    if method != "tools/call" {
+        return None;
+    }
     crate::dispatch::parse_unique(args.get()).err()?.property().map(str::to_owned)
 }
 

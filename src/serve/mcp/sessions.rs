@@ -243,10 +243,11 @@ impl BoundedSessions {
     /// Stop rmcp's worker for a session already out of the table.
     async fn close_inner(&self, id: &SessionId, why: &str) {
         tracing::debug!(session = %id, max_sessions = self.max, "closing MCP session: {why}");
-        self.end_work(id);
         if let Err(e) = self.inner.close_session(id).await {
             tracing::debug!(session = %id, error = %e, "closing an MCP session failed");
         }
+        // After the close, which cancelled the session's requests: none can start a task now.
+        self.end_work(id);
     }
 
     /// Stop the work of a session that is closing.
@@ -316,8 +317,10 @@ impl SessionManager for BoundedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.lock().remove(id);
+        let closed = self.inner.close_session(id).await;
+        // After the close, which cancelled the session's requests: none can start a task now.
         self.end_work(id);
-        Ok(self.inner.close_session(id).await?)
+        Ok(closed?)
     }
 
     async fn create_stream(

@@ -51,7 +51,8 @@ pub(crate) fn start(
     }
     let owner = Owner::of(context);
     let (shared_in, request_in, context_in) = (shared.clone(), request.clone(), context.clone());
-    let spawned = shared.tasks.spawn(owner, move |task| Box::pin(run(shared_in, request_in, context_in, task)));
+    let spawned =
+        shared.tasks.spawn(owner, &context.ct, move |task| Box::pin(run(shared_in, request_in, context_in, task)));
     Some(match spawned {
         Ok(task) => CreateTaskResult::new(task).into(),
         Err(kept) => {
@@ -73,6 +74,8 @@ async fn run(
 ) -> Result<CallToolResult, TaskExit> {
     // Shutdown waits for tasks as for any call, and stops them the same way.
     let _busy = shared.in_flight.enter();
+    // However this ends (rmcp's TTL sweep may abort it before it returns), the task is counted as finished.
+    let _finished = Finished(shared.clone(), task.task_id().to_owned());
     // The creating request is over: the task's own cancellation is the call's.
     let cancel = CancellationToken::new();
     context.ct = cancel.clone();
@@ -87,7 +90,6 @@ async fn run(
         r = call => r,
         never = cancelling => match never {},
     };
-    shared.tasks.finished(task.task_id());
     if cancel.is_cancelled() {
         return Err(TaskExit::Cancelled);
     }
@@ -98,6 +100,15 @@ async fn run(
             format!("the task did not finish within its ttl ({}) and was stopped", format_duration(ttl)),
             None,
         ))),
+    }
+}
+
+/// Marks a task finished when its body ends or is dropped.
+struct Finished(Arc<Shared>, String);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.tasks.finished(&self.1);
     }
 }
 
@@ -181,10 +192,20 @@ impl Tasks {
     }
 
     /// Start a task for `owner`, or say why not: [`max`](Tasks::max) are kept, or a session its [`share`](Tasks::share) (TASK-3).
-    pub(crate) fn spawn(&self, owner: Owner, make: impl FnOnce(TaskContext) -> TaskFuture) -> Result<Task, String> {
+    pub(crate) fn spawn(
+        &self,
+        owner: Owner,
+        request: &CancellationToken,
+        make: impl FnOnce(TaskContext) -> TaskFuture,
+    ) -> Result<Task, String> {
         // Held across the spawn: a task that finishes at once waits here until it is counted, so its finish is
         // never lost.
         let mut kept = self.lock();
+        // Checked under the lock: a closing session cancels its requests before its tasks are collected (see
+        // `end_session`), so a task is either collected and cancelled, or never made.
+        if request.is_cancelled() {
+            return Err("the request was cancelled (its session is closing)".to_owned());
+        }
         let now = Instant::now();
         let ttl = self.ttl;
         kept.retain(|_, k| {

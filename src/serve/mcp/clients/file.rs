@@ -296,7 +296,6 @@ fn io(message: String, e: std::io::Error) -> Error {
     Error::new(ErrorKind::Io, message).with_source(e)
 }
 
-/// What a listing shows of one raw entry; an entry that is not an object shows as nothing but its name.
 impl ClientFile {
     /// The refusal of a same-named entry that is not `entry`'s, naming what it starts; `what_now` says what to do.
     fn not_ours(&self, entry: &ClientEntry, raw: &RawValue, what_now: &str) -> Error {
@@ -328,6 +327,7 @@ struct Project<'a> {
     servers: Option<std::collections::BTreeMap<String, &'a RawValue>>,
 }
 
+/// What a listing shows of one raw entry; an entry that is not an object shows as nothing but its name.
 fn listed(name: &str, raw: &RawValue) -> ListedServer {
     let value: serde_json::Value = serde_json::from_str(raw.get()).unwrap_or_default();
     let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
