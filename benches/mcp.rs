@@ -3,6 +3,10 @@
 //! answered as SSE. Compared in the same run with spawning the same command directly at the same concurrency
 //! (target: at least 0.8x of that ceiling at concurrency 1, 8 and 32).
 //!
+//! The same calls are measured against a second server that checks an OAuth bearer JWT on every request
+//! (`expose.agent.mcp.auth`, keys from a local JWKS, each client sending one token as the SDKs do): the target is
+//! at most 1.05x the time per call of the server without `auth` once the keys are cached (AUTH-10).
+//!
 //! Before the criterion groups it prints, for 1,000 sequential calls on one session, the p50/p99 latency (target:
 //! p99 under 5 ms) and the server's CPU per call: the server runs on its own runtime whose worker threads are
 //! named, and their user+system time is read from `/proc/self/task/*/stat` (the children's CPU is not in it).
@@ -44,9 +48,9 @@ fn server_cpu_ticks() -> u64 {
     total
 }
 
-fn sequential_report(rt: &tokio::runtime::Runtime, url: &str, app: &Path) {
+fn sequential_report(rt: &tokio::runtime::Runtime, url: &str, app: &Path, token: Option<&str>) {
     const CALLS: usize = 1000;
-    let client = rt.block_on(SdkClient::open(url));
+    let client = rt.block_on(SdkClient::open_with(url, token));
     rt.block_on(async {
         for _ in 0..50 {
             client.call().await;
@@ -75,8 +79,9 @@ fn sequential_report(rt: &tokio::runtime::Runtime, url: &str, app: &Path) {
         stats::percentile(v, p)
     };
     let tick_ms = 1000.0 / 100.0; // USER_HZ is 100 on Linux
+    let what = if token.is_some() { "mcp+auth" } else { "mcp" };
     eprintln!(
-        "mcp sequential ({CALLS} calls, one session, kept-alive): p50 {:?} p99 {:?} | direct spawn p50 {:?} p99 {:?} \
+        "{what} sequential ({CALLS} calls, one session, kept-alive): p50 {:?} p99 {:?} | direct spawn p50 {:?} p99 {:?} \
          | server CPU {:.3} ms/call",
         pct(&mut lat, 0.50),
         pct(&mut lat, 0.99),
@@ -100,14 +105,11 @@ fn benches(c: &mut Criterion) {
         "identity: bench\napplication_path: {}\nexpose:\n  agent:\n    mcp:\n      max_concurrent_tools: 32\n",
         app.display()
     );
-    let url = server_rt.block_on(async {
-        let server = McpServer::builder().config(Config::from_yaml_str(&yaml).unwrap()).build().await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        tokio::spawn(server.serve(listener, std::future::pending()));
-        url
-    });
-    sequential_report(&rt, &url, &app);
+    let url = server_rt.block_on(start(&yaml));
+    let (auth_yaml, token) = auth::setup(dir.path(), &yaml);
+    let auth_url = server_rt.block_on(start(&auth_yaml));
+    sequential_report(&rt, &url, &app, None);
+    sequential_report(&rt, &auth_url, &app, Some(&token));
 
     let mut g = c.benchmark_group("mcp");
     g.sample_size(20);
@@ -122,8 +124,51 @@ fn benches(c: &mut Criterion) {
                 rt.block_on(async { black_box(futures::future::join_all(clients.iter().map(SdkClient::call)).await) })
             })
         });
+        let open = (0..n).map(|_| SdkClient::open_with(&auth_url, Some(&token)));
+        let authed: Vec<SdkClient> = rt.block_on(futures::future::join_all(open));
+        g.bench_with_input(BenchmarkId::new("mcp_sdk_pattern_auth", n), &n, |b, _| {
+            b.iter(|| {
+                rt.block_on(async { black_box(futures::future::join_all(authed.iter().map(SdkClient::call)).await) })
+            })
+        });
     }
     g.finish();
+}
+
+/// Serve `yaml` on a loopback port of the current runtime; the URL.
+async fn start(yaml: &str) -> String {
+    let server = McpServer::builder().config(Config::from_yaml_str(yaml).unwrap()).build().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    url
+}
+
+/// The `auth` variant: the test fixtures' RSA key published in a local JWKS, and one token it signed.
+mod auth {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+    use std::path::Path;
+
+    pub fn setup(dir: &Path, yaml: &str) -> (String, String) {
+        let pem = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jwt/rsa.pem")).unwrap();
+        let key = EncodingKey::from_rsa_pem(&pem).unwrap();
+        let mut jwk = Jwk::from_encoding_key(&key, Algorithm::RS256).unwrap();
+        jwk.common.key_id = Some("bench".to_owned());
+        let jwks = dir.join("jwks.json");
+        std::fs::write(&jwks, serde_json::json!({"keys": [jwk]}).to_string()).unwrap();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let claims = serde_json::json!({"iss": "https://issuer.example", "aud": "https://bench.example/",
+            "sub": "bench", "scope": "mcp.use", "exp": now + 3600});
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("bench".to_owned());
+        let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+        let yaml = format!(
+            "{yaml}      auth:\n        issuer: https://issuer.example\n        audience: https://bench.example/\n        \
+             jwks_file: {}\n        required_scopes: [mcp.use]\n",
+            jwks.display()
+        );
+        (yaml, token)
+    }
 }
 
 criterion_group!(mcp_benches, benches);

@@ -164,6 +164,21 @@ pub enum Warning {
         /// The tag that gates it.
         tag: String,
     },
+    /// AUTH-9: MCP is served on an address that is not loopback without `expose.agent.mcp.auth`, because
+    /// `insecure_no_auth` is set: anyone who can reach the address can call the tools.
+    InsecureNoAuth {
+        /// The address served.
+        address: String,
+    },
+    /// AUTH-5: an `auth:scope=` tag that does not take effect as written.
+    ScopeTag {
+        /// The tool.
+        tool: String,
+        /// The tag as written.
+        tag: String,
+        /// What happens instead.
+        reason: String,
+    },
 }
 
 impl Warning {
@@ -192,6 +207,8 @@ impl Warning {
             Warning::SessionEndUnrecorded { .. } => "session_end_unrecorded",
             Warning::NoEffectOverMcp { .. } => "no_effect_over_mcp",
             Warning::UngatedOverMcp { .. } => "ungated_over_mcp",
+            Warning::InsecureNoAuth { .. } => "insecure_no_auth",
+            Warning::ScopeTag { .. } => "scope_tag",
         }
     }
 }
@@ -283,6 +300,12 @@ impl fmt::Display for Warning {
                 "ran {tool} without approval (tag {tag}; confirm_over_mcp is auto and the client cannot be asked): \
                  {command}"
             ),
+            Warning::InsecureNoAuth { address } => write!(
+                f,
+                "serving MCP on {address} without authentication (expose.agent.mcp.insecure_no_auth): anyone who \
+                 can reach it can call the tools"
+            ),
+            Warning::ScopeTag { tool, tag, reason } => write!(f, "tool {tool}: tag {tag}: {reason}"),
         }
     }
 }

@@ -257,7 +257,9 @@ async fn browser_origins_that_are_not_local_are_refused_on_every_bind_dns_rebind
     for bind in ["127.0.0.1", "0.0.0.0"] {
         let dir = tempfile::tempdir().unwrap();
         let address = format!("address: \"{bind}\"");
-        let server = McpServer::builder().config(config(dir.path(), &[&address])).build().await.unwrap();
+        // The origin checks hold without authentication too (AUTH-9's opt-out, for a server behind a gateway).
+        let mcp = [address.as_str(), "insecure_no_auth: true"];
+        let server = McpServer::builder().config(config(dir.path(), &mcp)).build().await.unwrap();
         let listener = tokio::net::TcpListener::bind((bind, 0)).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = tokio_util::sync::CancellationToken::new();

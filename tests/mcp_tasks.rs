@@ -279,7 +279,7 @@ async fn task_3_a_session_keeps_its_share_of_tasks_and_they_end_with_it() {
     let [a, b] = pids(&served.path("pids")).await;
     let refused = create(&owner, "echo", json!({"words": ["two"]})).await.expect_err("past its share");
     let why = text(&refused);
-    assert!(is_error(&refused) && why.contains("this session already keeps 1 tasks"), "{why}");
+    assert!(is_error(&refused) && why.contains("this session (or caller) already keeps 1 tasks"), "{why}");
     let told = served.events().into_iter().find(|e| e.starts_with("task refused echo"));
     assert!(told.is_some_and(|e| e.contains("share")), "the operator is told: {:?}", served.events());
     let theirs = create(&other, "echo", json!({"words": ["three"]})).await.expect("another session has room");

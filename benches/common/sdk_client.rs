@@ -14,7 +14,18 @@ pub struct SdkClient {
 impl SdkClient {
     /// `initialize` and `notifications/initialized` at `url`, on a new connection.
     pub async fn open(url: &str) -> SdkClient {
-        let http = reqwest::Client::builder().http1_only().pool_max_idle_per_host(1).build().unwrap();
+        Self::open_with(url, None).await
+    }
+
+    /// As [`SdkClient::open`], sending `Authorization: Bearer <token>` on every request when given, as the SDKs do
+    /// once they hold a token.
+    pub async fn open_with(url: &str, token: Option<&str>) -> SdkClient {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(t) = token {
+            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
+        }
+        let http =
+            reqwest::Client::builder().http1_only().pool_max_idle_per_host(1).default_headers(headers).build().unwrap();
         let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
         let resp = Self::post(&http, url, None).body(init).send().await.unwrap();
         let session = resp.headers()["mcp-session-id"].to_str().unwrap().to_owned();

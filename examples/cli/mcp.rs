@@ -5,7 +5,7 @@
 use clap::Args;
 use fisk_ai::Config;
 use fisk_ai::config::ConfirmOverMcp;
-use fisk_ai::serve::mcp::{GatedBehavior, McpEvent, McpServer, shutdown_signal};
+use fisk_ai::serve::mcp::{Caller, GatedBehavior, McpEvent, McpServer, shutdown_signal};
 use std::path::PathBuf;
 
 use crate::mcp_install::McpAction;
@@ -34,7 +34,9 @@ const TRANSPORTS: &str = "\
 Transports:
   streamable HTTP (default)  Listens on 127.0.0.1:8080 (expose.agent.mcp.address/port, --address, --port) for any
                              number of clients. Only Host and Origin headers naming the bound address are accepted
-                             (DNS-rebinding protection); put TLS and authentication in front of a non-loopback bind.
+                             (DNS-rebinding protection). A bind that is not loopback needs expose.agent.mcp.auth
+                             (OAuth bearer tokens checked against the issuer's keys) or, behind a gateway that
+                             authenticates, expose.agent.mcp.insecure_no_auth: true; put TLS in front of it.
   stdio (--stdio)            Serves the one client that started this process, over its stdin and stdout. No
                              listener, no port, no Host or Origin checks: there is no network peer, whoever holds
                              the pipes started the server. Stdout carries only the protocol; logs go to stderr.
@@ -67,6 +69,11 @@ fn address(flag: Option<String>) -> String {
         .unwrap_or_default()
 }
 
+/// ` (by alice)` for a call made with a bearer token (AUTH-8).
+fn by(caller: Option<&Caller>) -> String {
+    caller.map(|c| format!(" (by {c})")).unwrap_or_default()
+}
+
 fn log(event: &McpEvent<'_>) {
     match event {
         McpEvent::Warning(w) => eprintln!("warning: {w}"),
@@ -76,9 +83,11 @@ fn log(event: &McpEvent<'_>) {
             if *elicitation { "can be asked" } else { "cannot be asked" },
             gated.describe()
         ),
-        McpEvent::ToolCall { display, .. } => eprintln!("-> {display}"),
-        McpEvent::Denied { display, why, .. } => eprintln!("denied: {display} ({})", why.describe()),
-        McpEvent::Cancelled { display, .. } => eprintln!("cancelled by the client: {display}"),
+        McpEvent::ToolCall { display, caller, .. } => eprintln!("-> {display}{}", by(*caller)),
+        McpEvent::Denied { display, why, caller, .. } => {
+            eprintln!("denied: {display} ({}){}", why.describe(), by(*caller))
+        }
+        McpEvent::Cancelled { display, caller, .. } => eprintln!("cancelled by the client: {display}{}", by(*caller)),
         McpEvent::TaskRefused { name, why } => eprintln!("task refused: {name}: {why}"),
         other => eprintln!("{other:?}"),
     }
@@ -127,6 +136,11 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), Box<dyn std::error::Error>>
     };
     let url = format!("http://{host}:{}/", local.port());
     eprintln!("listening on {url} (streamable HTTP); stop with Ctrl-C");
+    if server.requires_auth() {
+        eprintln!(
+            "every request needs a bearer token (expose.agent.mcp.auth); metadata at {url}.well-known/oauth-protected-resource"
+        );
+    }
     eprintln!(
         "register it with an MCP client, for example: claude mcp add --transport http {} {url}",
         server.identity()

@@ -246,6 +246,20 @@ pub(crate) fn patterns<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D
     Ok(v.into_iter().map(|p| p.0).collect())
 }
 
+/// OAuth scopes (`required_scopes`, `scopes`): each a non-empty RFC 6749 scope token (printable ASCII but space,
+/// `"` and `\`); duplicates are dropped.
+pub(crate) fn scopes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v: Vec<String> = nullable(d)?;
+    let mut out: Vec<String> = Vec::with_capacity(v.len());
+    for s in v {
+        validate::check_scope(&s).map_err(serde::de::Error::custom)?;
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
 /// `global_flags`, normalized per GLOBAL-2.
 pub(crate) fn global_flags<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v: Vec<String> = nullable(d)?;

@@ -149,6 +149,14 @@ pub struct McpExpose {
     /// `tasks`: tool calls run as MCP tasks for clients that declare the tasks extension (TASK-1..6).
     #[serde(deserialize_with = "de::nullable")]
     pub tasks: McpTasks,
+    /// `auth`: OAuth 2.1 bearer tokens for MCP over HTTP (AUTH-1..10). Absent, a loopback server takes any
+    /// request as before, and a server on any other address refuses to start unless
+    /// [`insecure_no_auth`](McpExpose::insecure_no_auth) is set (AUTH-9). Not used over stdio.
+    pub auth: Option<super::McpAuth>,
+    /// `insecure_no_auth`: serve on an address that is not loopback without `auth` (with a warning at start),
+    /// for a server behind a gateway that authenticates for it (AUTH-9).
+    #[serde(deserialize_with = "de::nullable")]
+    pub insecure_no_auth: bool,
 }
 
 /// `expose.agent.mcp.tasks`: how many MCP tasks are kept, and for how long (TASK-3).

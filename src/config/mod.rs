@@ -37,6 +37,7 @@
 //!
 //! Durations are Go duration strings ([`GoDuration`]).
 
+mod auth;
 mod de;
 mod duration;
 mod expose;
@@ -51,6 +52,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use auth::McpAuth;
 pub use duration::{GoDuration, ParseDurationError, format_duration};
 pub use expose::{
     A2aExpose, ConfirmOverMcp, DEFAULT_A2A_QUEUE, DEFAULT_MAX_CONCURRENT_TOOLS, DEFAULT_MCP_ADDRESS,
@@ -65,6 +67,8 @@ pub use validate::check_http_url;
 #[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use validate::check_name as check_identity_name;
 pub(crate) use validate::check_pattern;
+#[cfg(feature = "mcp")]
+pub(crate) use validate::check_scope as check_scope_text;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::warning::Warning;

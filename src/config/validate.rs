@@ -25,6 +25,18 @@ pub(crate) fn check_name(s: &str) -> std::result::Result<(), String> {
     }
 }
 
+/// RFC 6749 section 3.3: `scope-token = 1*( %x21 / %x23-5B / %x5D-7E )`.
+pub(crate) fn check_scope(s: &str) -> std::result::Result<(), String> {
+    if s.is_empty() {
+        return Err("a scope must not be empty".to_owned());
+    }
+    if s.bytes().all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b)) {
+        Ok(())
+    } else {
+        Err(format!("invalid scope {s:?}: a scope is printable ASCII without spaces, '\"' or '\\'"))
+    }
+}
+
 pub(crate) fn check_concurrency(v: i64) -> std::result::Result<(), String> {
     if v < 0 {
         Err(format!("must not be negative, got {v}"))
@@ -307,6 +319,9 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
             ));
         }
     }
+    if let Some(auth) = cfg.expose.agent.mcp.as_ref().and_then(|m| m.auth.as_ref()) {
+        check_auth(auth)?;
+    }
     let a2a = &cfg.expose.agent.a2a;
     check_concurrency(i64::from(a2a.max_concurrent_tools))
         .map_err(|e| key_err("expose.agent.a2a.max_concurrent_tools", e))?;
@@ -348,6 +363,25 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// AUTH-1: what an `auth` block needs to check a token at all.
+fn check_auth(auth: &super::McpAuth) -> Result<()> {
+    const KEY: &str = "expose.agent.mcp.auth";
+    if auth.issuer.is_none() {
+        return Err(req_err(&format!("{KEY}.issuer"), "is required: the authorization server tokens must come from"));
+    }
+    if auth.audience.is_none() {
+        return Err(req_err(
+            &format!("{KEY}.audience"),
+            "is required: this server's resource URL, which tokens must name in aud (RFC 8707)",
+        ));
+    }
+    match (&auth.jwks_url, &auth.jwks_file) {
+        (Some(_), Some(_)) => Err(key_err(KEY, "sets both jwks_url and jwks_file; set exactly one of them")),
+        (None, None) => Err(key_err(KEY, "sets neither jwks_url nor jwks_file; set exactly one of them")),
+        _ => Ok(()),
+    }
 }
 
 /// The mode-specific checks of CFG-2.

@@ -38,7 +38,8 @@
 //!   [`TOOL_OUTCOME`]; for a command that ran [`PROCESS_EXIT_CODE`] and [`TOOL_TRUNCATED`]; for an error result
 //!   or a refused call [`ERROR_TYPE`] and the status.
 //! - `mcp.request`: [`MCP_METHOD_NAME`], [`MCP_SESSION_ID`], [`JSONRPC_REQUEST_ID`], [`MCP_PROTOCOL_VERSION`]
-//!   (when known), [`TOOL_NAME`] (`tools/call`).
+//!   (when known), [`TOOL_NAME`] (`tools/call`); on a server with `auth`, [`ENDUSER_ID`] and [`CLIENT_ID`] (also
+//!   on its `execute_tool` span).
 //!
 //! [`RESPONSE_FINISH_REASONS`] is one string (`tool_use`, `end_turn`, ...): `tracing` has no array values.
 //!
@@ -192,6 +193,10 @@ pub const RUN_TOOL_CALLS: &str = "fisk_ai.run.tool_calls";
 pub const TOOL_KIND: &str = "fisk_ai.tool.kind";
 /// Whether the tool needs approval.
 pub const TOOL_GATED: &str = "fisk_ai.tool.gated";
+/// The caller's token subject (`sub`), on an MCP server with `auth` (AUTH-8).
+pub const ENDUSER_ID: &str = "enduser.id";
+/// The caller's token client id (`client_id`, else `azp`), on an MCP server with `auth` (AUTH-8).
+pub const CLIENT_ID: &str = "fisk_ai.client_id";
 /// How the call ended: `ran`, `refused`, `declined`, `halted`, `cancelled`.
 pub const TOOL_OUTCOME: &str = "fisk_ai.tool.outcome";
 /// Whether a command's output was cut to its head and tail.

@@ -57,6 +57,8 @@ pub(crate) fn tool_span(name: &str, call_id: Option<&str>, kind: Option<ToolKind
         { TOOL_TYPE } = if kind == Some(ToolKind::Imported) { "extension" } else { "function" },
         { TOOL_KIND } = kind.map(kind_name),
         { TOOL_GATED } = gated,
+        { ENDUSER_ID } = Empty,
+        { CLIENT_ID } = Empty,
         { TOOL_OUTCOME } = Empty,
         { PROCESS_EXIT_CODE } = Empty,
         { TOOL_TRUNCATED } = Empty,
@@ -149,7 +151,20 @@ pub(crate) fn mcp_span(
         { JSONRPC_REQUEST_ID } = %request_id,
         { MCP_PROTOCOL_VERSION } = protocol,
         { TOOL_NAME } = tool,
+        { ENDUSER_ID } = Empty,
+        { CLIENT_ID } = Empty,
     )
+}
+
+/// Record who called on an `mcp.request` or `execute_tool` span (AUTH-8).
+#[cfg(feature = "mcp")]
+pub(crate) fn caller(span: &Span, subject: Option<&str>, client_id: Option<&str>) {
+    if let Some(s) = subject {
+        span.record(ENDUSER_ID, s);
+    }
+    if let Some(c) = client_id {
+        span.record(CLIENT_ID, c);
+    }
 }
 
 /// An MCP HTTP request refused before it reached the protocol layer.

@@ -251,6 +251,11 @@ impl Served {
     }
 }
 
+/// ` by <caller>` for an authenticated call, nothing otherwise.
+fn by(caller: Option<&fisk_ai::serve::mcp::Caller>) -> String {
+    caller.map(|c| format!(" by {c}")).unwrap_or_default()
+}
+
 /// Render an event as one line, the way a log would.
 pub fn render(e: &McpEvent<'_>) -> String {
     match e {
@@ -258,9 +263,9 @@ pub fn render(e: &McpEvent<'_>) -> String {
         McpEvent::ClientConnected { client, protocol, elicitation, gated } => {
             format!("connected {} {protocol} elicitation={elicitation} {gated:?}", client.unwrap_or("-"))
         }
-        McpEvent::ToolCall { name, display } => format!("call {name} {display}"),
-        McpEvent::Denied { name, display, why } => format!("denied {name} {display} {why:?}"),
-        McpEvent::Cancelled { name, display } => format!("cancelled {name} {display}"),
+        McpEvent::ToolCall { name, display, caller } => format!("call {name} {display}{}", by(*caller)),
+        McpEvent::Denied { name, display, why, caller } => format!("denied {name} {display} {why:?}{}", by(*caller)),
+        McpEvent::Cancelled { name, display, caller } => format!("cancelled {name} {display}{}", by(*caller)),
         McpEvent::TaskRefused { name, why } => format!("task refused {name} {why}"),
         _ => format!("{e:?}"),
     }

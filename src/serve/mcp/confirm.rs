@@ -109,6 +109,8 @@ struct Pending {
     tool: String,
     /// SHA-256 of the canonical arguments: the binding, without keeping a copy of a possibly large body.
     args: [u8; 32],
+    /// The caller it was issued to (AUTH-8), on a server with `auth`: nobody else may answer it.
+    caller: Option<String>,
     expires: Instant,
 }
 
@@ -125,23 +127,33 @@ impl PendingApprovals {
         PendingApprovals { ttl, map: Mutex::new(HashMap::new()) }
     }
 
-    /// Record a call that is being put to the user; the key goes to the client as `requestState`. `None` when too
-    /// many approvals are already awaited.
-    pub(crate) fn open(&self, tool: &str, args: Option<&JsonObject>) -> Option<String> {
+    /// Record a call by `caller` that is being put to the user; the key goes to the client as `requestState`.
+    /// `None` when too many approvals are already awaited, or (for a known caller) a quarter of them are that
+    /// caller's.
+    pub(crate) fn open(&self, tool: &str, args: Option<&JsonObject>, caller: Option<&str>) -> Option<String> {
         let now = Instant::now();
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, p| p.expires > now);
-        if map.len() >= MAX_PENDING {
+        let theirs = || map.values().filter(|p| p.caller.as_deref() == caller).count();
+        if map.len() >= MAX_PENDING || (caller.is_some() && theirs() >= MAX_PENDING / 4) {
             return None;
         }
         let key = nonce();
         let expires = now.checked_add(self.ttl).unwrap_or(now);
-        map.insert(key.clone(), Pending { tool: tool.to_owned(), args: digest(args), expires });
+        let caller = caller.map(str::to_owned);
+        map.insert(key.clone(), Pending { tool: tool.to_owned(), args: digest(args), caller, expires });
         Some(key)
     }
 
-    /// Consume the record `key` for this call. Unknown, used, expired or issued for another call: a denial.
-    pub(crate) fn close(&self, key: &str, tool: &str, args: Option<&JsonObject>) -> Result<(), Denial> {
+    /// Consume the record `key` for this call by `caller`. Unknown, used, expired, issued for another call or to
+    /// another caller: a denial.
+    pub(crate) fn close(
+        &self,
+        key: &str,
+        tool: &str,
+        args: Option<&JsonObject>,
+        caller: Option<&str>,
+    ) -> Result<(), Denial> {
         let taken = self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
         let Some(pending) = taken else {
             return Err(Denial::Failed);
@@ -150,7 +162,7 @@ impl PendingApprovals {
             return Err(Denial::TimedOut);
         }
         let same_args = pending.args == digest(args);
-        if pending.tool != tool || !same_args {
+        if pending.tool != tool || !same_args || pending.caller.as_deref() != caller {
             return Err(Denial::Failed);
         }
         Ok(())
@@ -229,19 +241,19 @@ mod tests {
     fn pending_approvals_are_single_use_and_bound_to_the_call() {
         let p = PendingApprovals::new(Duration::from_secs(60));
         let a = args(json!({"target": "x"}));
-        let key = p.open("purge", Some(&a)).unwrap();
+        let key = p.open("purge", Some(&a), None).unwrap();
         assert_eq!(key.len(), 64);
-        assert_eq!(p.close(&key, "purge", Some(&args(json!({"target": "y"})))), Err(Denial::Failed));
+        assert_eq!(p.close(&key, "purge", Some(&args(json!({"target": "y"}))), None), Err(Denial::Failed));
         // The mismatch consumed it.
-        assert_eq!(p.close(&key, "purge", Some(&a)), Err(Denial::Failed));
-        let key = p.open("purge", Some(&a)).unwrap();
-        assert_eq!(p.close(&key, "other", Some(&a)), Err(Denial::Failed));
-        let key = p.open("purge", Some(&a)).unwrap();
-        assert_eq!(p.close(&key, "purge", Some(&a)), Ok(()));
-        assert_eq!(p.close(&key, "purge", Some(&a)), Err(Denial::Failed), "single use");
-        assert_eq!(p.close("made-up", "purge", Some(&a)), Err(Denial::Failed));
-        let key = p.open("noargs", None).unwrap();
-        assert_eq!(p.close(&key, "noargs", Some(&JsonObject::new())), Ok(()));
+        assert_eq!(p.close(&key, "purge", Some(&a), None), Err(Denial::Failed));
+        let key = p.open("purge", Some(&a), None).unwrap();
+        assert_eq!(p.close(&key, "other", Some(&a), None), Err(Denial::Failed));
+        let key = p.open("purge", Some(&a), None).unwrap();
+        assert_eq!(p.close(&key, "purge", Some(&a), None), Ok(()));
+        assert_eq!(p.close(&key, "purge", Some(&a), None), Err(Denial::Failed), "single use");
+        assert_eq!(p.close("made-up", "purge", Some(&a), None), Err(Denial::Failed));
+        let key = p.open("noargs", None, None).unwrap();
+        assert_eq!(p.close(&key, "noargs", Some(&JsonObject::new()), None), Ok(()));
     }
 
     #[test]
@@ -250,18 +262,33 @@ mod tests {
         let p = PendingApprovals::new(Duration::from_secs(60));
         let a = args(json!({"target": "a"}));
         let b = args(json!({"target": "b"}));
-        let first = p.open("purge", Some(&a)).unwrap();
-        let second = p.open("purge", Some(&b)).unwrap();
+        let first = p.open("purge", Some(&a), None).unwrap();
+        let second = p.open("purge", Some(&b), None).unwrap();
         assert_ne!(first, second);
-        assert_eq!(p.close(&first, "purge", Some(&a)), Ok(()));
-        assert_eq!(p.close(&second, "purge", Some(&b)), Ok(()));
+        assert_eq!(p.close(&first, "purge", Some(&a), None), Ok(()));
+        assert_eq!(p.close(&second, "purge", Some(&b), None), Ok(()));
+    }
+
+    #[test]
+    fn auth_8_a_pending_approval_is_answered_only_by_the_caller_it_was_issued_to() {
+        let p = PendingApprovals::new(Duration::from_secs(60));
+        let key = p.open("purge", None, Some("alice")).unwrap();
+        assert_eq!(p.close(&key, "purge", None, Some("mallory")), Err(Denial::Failed));
+        let key = p.open("purge", None, Some("alice")).unwrap();
+        assert_eq!(p.close(&key, "purge", None, None), Err(Denial::Failed));
+        let key = p.open("purge", None, Some("alice")).unwrap();
+        assert_eq!(p.close(&key, "purge", None, Some("alice")), Ok(()));
+        // One caller holds at most a quarter of the pending records.
+        let held: Vec<_> = std::iter::from_fn(|| p.open("purge", None, Some("alice"))).take(MAX_PENDING).collect();
+        assert_eq!(held.len(), MAX_PENDING / 4);
+        assert!(p.open("purge", None, Some("bob")).is_some(), "another caller still gets one");
     }
 
     #[test]
     fn pending_approvals_expire() {
         let p = PendingApprovals::new(Duration::ZERO);
-        let key = p.open("purge", None).unwrap();
-        assert_eq!(p.close(&key, "purge", None), Err(Denial::TimedOut));
+        let key = p.open("purge", None, None).unwrap();
+        assert_eq!(p.close(&key, "purge", None, None), Err(Denial::TimedOut));
     }
 
     #[test]

@@ -1,3 +1,4 @@
+use super::auth::Caller;
 use crate::warning::Warning;
 
 /// How the gated tools of one client behave, decided by `confirm_over_mcp` and whether that client can be asked
@@ -81,6 +82,8 @@ pub enum McpEvent<'a> {
         name: &'a str,
         /// The resolved command line (EXEC-6) or built-in summary, sanitized (GATE-8).
         display: &'a str,
+        /// Who called, on a server with `expose.agent.mcp.auth` (AUTH-8).
+        caller: Option<&'a Caller>,
     },
     /// The client cancelled a call (`notifications/cancelled`, CANCEL-1): its process group was killed if it had
     /// started, and its slot is free.
@@ -89,6 +92,8 @@ pub enum McpEvent<'a> {
         name: &'a str,
         /// The resolved command line or summary, sanitized.
         display: &'a str,
+        /// Who called, on a server with `expose.agent.mcp.auth` (AUTH-8).
+        caller: Option<&'a Caller>,
     },
     /// A call made as a task was refused before it started: the server keeps `expose.agent.mcp.tasks.max` tasks,
     /// or the client's session its share of them (TASK-3). The client got a tool error saying so.
@@ -106,6 +111,8 @@ pub enum McpEvent<'a> {
         display: &'a str,
         /// Why.
         why: Denial,
+        /// Who called, on a server with `expose.agent.mcp.auth` (AUTH-8).
+        caller: Option<&'a Caller>,
     },
 }
 
@@ -119,7 +126,7 @@ pub enum McpEvent<'a> {
 ///         eprintln!("-> {display}");
 ///     }
 /// };
-/// sink.emit(&McpEvent::ToolCall { name: "say", display: "say -- hi" });
+/// sink.emit(&McpEvent::ToolCall { name: "say", display: "say -- hi", caller: None });
 /// ```
 pub trait McpEventSink: Send + Sync {
     /// Handle one event. Called on a request's task, possibly from many at once: keep it quick.

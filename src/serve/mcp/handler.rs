@@ -1,20 +1,22 @@
 //! The MCP request handler: lifecycle logging, `tools/list`, and `tools/call` with input checks, confirmation,
 //! the concurrency bound and the per-call timeout (MCP-5..19).
 
-use super::confirm::{self, INPUT_KEY, PendingApprovals};
-use super::events::{Denial, GatedBehavior, McpEvent, McpEventSink};
+use super::auth::Caller;
+use super::confirm::{self, INPUT_KEY};
+use super::events::{Denial, GatedBehavior, McpEvent};
+pub(crate) use super::shared::{InFlight, Shared, caller_of};
 use super::tasks::Owner;
 use crate::config::{ConfirmOverMcp, format_duration};
 use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
 use crate::gate::{PROMPT_LIMIT, sanitize};
-use crate::select::{SelectedTool, Toolset};
+use crate::select::SelectedTool;
 use crate::telemetry;
 use crate::tool::{CallContext, ToolInput, ToolOutput};
 use crate::warning::Warning;
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ContentBlock,
-    DiscoverResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, GetTaskParams, GetTaskResult,
+    DiscoverResult, ElicitRequest, ElicitRequestParams, ElicitResult, GetTaskParams, GetTaskResult,
     InitializeRequestParams, InitializeResult, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
     PaginatedRequestParams, ServerConfig, Tool as McpTool, UpdateTaskParams,
 };
@@ -22,78 +24,11 @@ use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::task_manager::TaskContext;
 use rmcp::{ErrorData as McpError, ServerHandler};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
-use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 /// A tool that ignores its [`CallContext`] deadline is abandoned this long after it.
 const BACKSTOP_GRACE: Duration = Duration::from_secs(1);
-
-/// Everything a request needs, built once and shared by every client.
-pub(crate) struct Shared {
-    pub(crate) identity: String,
-    pub(crate) info: ServerConfig,
-    pub(crate) tools: Toolset,
-    /// The `tools/list` result, serialized once: the HTTP layer answers a legacy session's plain listing request
-    /// with its bytes instead of re-serializing every tool per request.
-    pub(crate) listing: Arc<super::listing::Listing>,
-    pub(crate) confirm: ConfirmOverMcp,
-    pub(crate) confirm_timeout: Duration,
-    pub(crate) tool_timeout: Duration,
-    pub(crate) max_concurrent: usize,
-    pub(crate) slots: Arc<Semaphore>,
-    pub(crate) pending: PendingApprovals,
-    pub(crate) form: ElicitationSchema,
-    pub(crate) events: Arc<dyn McpEventSink>,
-    pub(crate) in_flight: InFlight,
-    /// Cancelled when shutdown stops waiting for in-flight calls: their process groups are killed.
-    pub(crate) calls_cancel: CancellationToken,
-    /// Calls run as tasks (TASK-1..6).
-    pub(crate) tasks: super::tasks::Tasks,
-}
-
-/// Requests in progress, so shutdown can wait for them (MCP-22). Cheap to clone; a guard counts one request until
-/// it is dropped.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct InFlight(Arc<InFlightInner>);
-
-#[derive(Debug, Default)]
-struct InFlightInner {
-    count: AtomicUsize,
-    idle: Notify,
-}
-
-pub(crate) struct InFlightGuard(Arc<InFlightInner>);
-
-impl InFlight {
-    pub(crate) fn enter(&self) -> InFlightGuard {
-        self.0.count.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(self.0.clone())
-    }
-
-    /// Resolve once nothing is in progress.
-    pub(crate) async fn wait_idle(&self) {
-        loop {
-            let notified = self.0.idle.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.0.count.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
-}
 
 /// One handler per request or session; a cheap handle on [`Shared`].
 #[derive(Clone)]
@@ -154,7 +89,11 @@ fn request_span(method: &str, tool: Option<&str>, context: &RequestContext<RoleS
     let parts = context.extensions.get::<axum::http::request::Parts>();
     let session = parts.and_then(|p| p.headers.get(super::http::SESSION_HEADER)).and_then(|v| v.to_str().ok());
     let protocol = context.protocol_version();
-    telemetry::mcp_span(method, tool, session, &context.id, protocol.as_ref().map(|v| v.as_str()))
+    let span = telemetry::mcp_span(method, tool, session, &context.id, protocol.as_ref().map(|v| v.as_str()));
+    if let Some(c) = parts.and_then(|p| p.extensions.get::<Arc<Caller>>()) {
+        telemetry::caller(&span, c.subject(), c.client_id());
+    }
+    span
 }
 
 /// A denial's [`DECLINE_REASON`](telemetry::DECLINE_REASON).
@@ -187,11 +126,18 @@ impl Shared {
     }
 
     /// The denial text of a gated call, logged as a denial.
-    fn denial(&self, why: Denial, tool: &SelectedTool, display: &str, detail: Option<&str>) -> String {
+    fn denial(
+        &self,
+        why: Denial,
+        call: (&SelectedTool, &str),
+        caller: Option<&Caller>,
+        detail: Option<&str>,
+    ) -> String {
+        let (tool, display) = call;
         let name = tool.spec().name();
         // Inside the call's `execute_tool` span.
         telemetry::tool_declined(&Span::current(), denial_reason(why));
-        self.events.emit(&McpEvent::Denied { name, display, why });
+        self.events.emit(&McpEvent::Denied { name, display, why, caller });
         let trigger = tool.gate_trigger().unwrap_or_default();
         confirm::denial_text(why, name, display, trigger, self.confirm_timeout, detail)
     }
@@ -229,8 +175,15 @@ impl Shared {
 
     /// Protocol 2026-07-28, second round: the echoed state must name a pending call of this tool with these
     /// arguments, and the answer under [`INPUT_KEY`] must be an explicit approval.
-    fn judge_modern(&self, request: &CallToolRequestParams, state: &str) -> Result<(), (Denial, Option<String>)> {
-        self.pending.close(state, &request.name, request.arguments.as_ref()).map_err(|d| {
+    fn judge_modern(
+        &self,
+        request: &CallToolRequestParams,
+        state: &str,
+        caller: Option<&Caller>,
+    ) -> Result<(), (Denial, Option<String>)> {
+        let caller = caller.map(super::auth::session_key);
+        let args = request.arguments.as_ref();
+        self.pending.close(state, &request.name, args, caller.as_deref()).map_err(|d| {
             let detail = (d == Denial::Failed).then(|| "the answer does not match a pending approval".to_owned());
             (d, detail)
         })?;
@@ -273,6 +226,8 @@ impl Shared {
     ) -> ToolOutput {
         let request_ct = &context.ct;
         let name = call.name().to_owned();
+        let caller = caller_of(context);
+        let caller = caller.as_deref();
         // Biased: once shutdown or the client cancelled, a free slot never wins the race.
         let permit = tokio::select! {
             biased;
@@ -282,11 +237,11 @@ impl Shared {
         };
         let Some(_permit) = permit else {
             if request_ct.is_cancelled() {
-                self.events.emit(&McpEvent::Cancelled { name: &name, display });
+                self.events.emit(&McpEvent::Cancelled { name: &name, display, caller });
             }
             return ToolOutput::error(format!("the call of \"{name}\" was cancelled before it ran"));
         };
-        self.events.emit(&McpEvent::ToolCall { name: &name, display });
+        self.events.emit(&McpEvent::ToolCall { name: &name, display, caller });
         let token = self.calls_cancel.child_token();
         let mut ctx = CallContext::new().with_timeout(self.tool_timeout).with_cancel(token.clone());
         let reporter = super::progress::Reporter::new(context, call.tool().spec(), task);
@@ -299,7 +254,7 @@ impl Shared {
         tokio::select! {
             out = call.run(ctx) => out,
             _ = request_ct.cancelled() => {
-                self.events.emit(&McpEvent::Cancelled { name: &name, display });
+                self.events.emit(&McpEvent::Cancelled { name: &name, display, caller });
                 ToolOutput::error(format!("the call of \"{name}\" was cancelled by the client"))
             }
             _ = token.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was stopped: the server is shutting down")),
@@ -324,6 +279,9 @@ impl Shared {
         let tool = self.tools.get(&request.name);
         let kind = tool.map(|t| t.spec().kind());
         let span = telemetry::tool_span(&request.name, None, kind, tool.is_some_and(SelectedTool::is_gated));
+        if let Some(c) = caller_of(&context) {
+            telemetry::caller(&span, c.subject(), c.client_id());
+        }
         self.call_in(&span, request, context, task).instrument(span.clone()).await
     }
 
@@ -400,16 +358,20 @@ impl Shared {
             (None, false) => None,
             (_, true) => context.client_capabilities(),
         };
+        let caller = caller_of(context);
         let denied = |(why, detail): (Denial, Option<String>)| {
-            Approval::Declined(ToolOutput::error(self.denial(why, tool, display, detail.as_deref())))
+            let text = self.denial(why, (tool, display), caller.as_deref(), detail.as_deref());
+            Approval::Declined(ToolOutput::error(text))
         };
         match self.gated_behavior(capabilities.as_ref()) {
             GatedBehavior::Asked if let Some(task) = task => {
                 self.ask_task(task, display, trigger).await.map_or_else(denied, |()| Approval::Approved)
             }
             GatedBehavior::Asked if is_modern(context) => match request.request_state.as_deref() {
-                None => Approval::Halt(self.ask_modern(request, tool, display, trigger)),
-                Some(state) => self.judge_modern(request, state).map_or_else(denied, |()| Approval::Approved),
+                None => Approval::Halt(self.ask_modern(request, (tool, display), caller.as_deref(), trigger)),
+                Some(state) => {
+                    self.judge_modern(request, state, caller.as_deref()).map_or_else(denied, |()| Approval::Approved)
+                }
             },
             GatedBehavior::Asked => {
                 self.ask_legacy(context, display, trigger).await.map_or_else(denied, |()| Approval::Approved)
@@ -435,12 +397,14 @@ impl Shared {
     fn ask_modern(
         &self,
         request: &CallToolRequestParams,
-        tool: &SelectedTool,
-        display: &str,
+        call: (&SelectedTool, &str),
+        caller: Option<&Caller>,
         trigger: &str,
     ) -> CallToolResponse {
-        let Some(key) = self.pending.open(&request.name, request.arguments.as_ref()) else {
-            let text = self.denial(Denial::Failed, tool, display, Some("too many approvals are already pending"));
+        let display = call.1;
+        let owner = caller.map(super::auth::session_key);
+        let Some(key) = self.pending.open(&request.name, request.arguments.as_ref(), owner.as_deref()) else {
+            let text = self.denial(Denial::Failed, call, caller, Some("too many approvals are already pending"));
             return error_result(text);
         };
         let mut requests = InputRequests::new();
@@ -517,7 +481,8 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let _span = request_span("tools/list", None, &context).entered();
-        self.0.listing.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+        let visible = self.0.visible(caller_of(&context));
+        self.0.listing.page(request.as_ref().and_then(|r| r.cursor.as_deref()), visible.as_ref())
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
@@ -532,6 +497,14 @@ impl ServerHandler for Handler {
         let span = request_span("tools/call", Some(&request.name), &context);
         // Counted here as well as per HTTP request: a stdio session has no HTTP layer, and its end waits for calls.
         let _busy = self.0.in_flight.enter();
+        // AUTH-5: a tool the caller's scopes do not cover is not there for this caller.
+        if !self.0.shown(&request.name, caller_of(&context).as_deref()) {
+            let _span = span.entered();
+            return Ok(error_result(format!(
+                "unknown tool \"{}\"; tools/list names the tools this server offers",
+                request.name
+            )));
+        }
         if let Some(response) = super::tasks::start(&self.0, &request, &context) {
             return Ok(response);
         }

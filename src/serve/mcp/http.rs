@@ -2,6 +2,7 @@
 //! strict `Host` and `Origin` checks following the bind address, a session cap, a request body limit,
 //! `TCP_NODELAY` on every connection, and graceful shutdown.
 
+use super::auth::{self, Auth, Caller};
 use super::guard;
 use super::handler::{Handler, InFlight, Shared};
 use super::sessions::{self, BoundedSessions, Busy};
@@ -86,6 +87,8 @@ pub(crate) struct RouterParts {
     pub(crate) sessions: Arc<BoundedSessions>,
     /// Cancelled at shutdown: every session (and its standalone stream) ends.
     pub(crate) sessions_cancel: CancellationToken,
+    /// The resource server (AUTH-1..10), when `expose.agent.mcp.auth` is set.
+    pub(crate) auth: Option<Arc<Auth>>,
 }
 
 /// The MCP service at the router's root behind the strict header checks, the session cap, in-flight tracking
@@ -114,6 +117,8 @@ pub(crate) fn router(shared: Arc<Shared>, parts: RouterParts) -> axum::Router {
         max_body: parts.max_body,
         in_flight: shared.in_flight.clone(),
         listing: shared.listing.clone(),
+        shared: shared.clone(),
+        auth: parts.auth,
     });
     let layer = axum::middleware::from_fn(move |req: Request, next: Next| {
         let gate = gate.clone();
@@ -131,13 +136,19 @@ struct Gate {
     in_flight: InFlight,
     /// The serialized `tools/list` result (see [`Gate::cached_listing`]).
     listing: Arc<super::listing::Listing>,
+    shared: Arc<Shared>,
+    auth: Option<Arc<Auth>>,
 }
 
 impl Gate {
-    async fn handle(&self, req: Request, next: Next) -> Response {
+    async fn handle(&self, mut req: Request, next: Next) -> Response {
         if let Err(why) = self.check_headers(req.headers()) {
             return refuse(StatusCode::FORBIDDEN, why);
         }
+        let caller = match self.authenticate(&mut req).await {
+            Ok(caller) => caller,
+            Err(response) => return response,
+        };
         let method = req.method().clone();
         if method == Method::DELETE {
             // rmcp answers 202, which the official clients report as a failed termination.
@@ -171,7 +182,7 @@ impl Gate {
         } else {
             req
         };
-        let req = match self.cached_listing(req).await {
+        let req = match self.cached_listing(req, caller.clone()).await {
             Ok(response) => return response,
             Err(req) => req,
         };
@@ -179,7 +190,28 @@ impl Gate {
             Ok(req) => req,
             Err(response) => return response,
         };
-        self.forward(req, next, busy).await
+        let claim = match (&session, &caller) {
+            (None, Some(caller)) => Some(auth::session_key(caller)),
+            _ => None,
+        };
+        self.forward(req, next, busy, claim).await
+    }
+
+    /// AUTH-1..8: with `auth`, answer the metadata, refuse a request without an acceptable token, and a request in
+    /// a session another caller opened (`404`, as for a session that does not exist); otherwise note the caller on
+    /// the request for the handler.
+    async fn authenticate(&self, req: &mut Request) -> std::result::Result<Option<Arc<Caller>>, Response> {
+        let Some(auth) = &self.auth else { return Ok(None) };
+        if req.method() == Method::GET && auth.resource().serves(req.uri().path()) {
+            return Err(auth.resource().metadata());
+        }
+        let caller = auth.check(req.headers()).await.map_err(|r| auth.resource().challenge(&r))?;
+        let session = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+        if session.is_some_and(|id| !self.sessions.usable_by(id, &auth::session_key(&caller))) {
+            return Err(refuse(StatusCode::NOT_FOUND, "no such session"));
+        }
+        req.extensions_mut().insert(caller.clone());
+        Ok(Some(caller))
     }
 
     /// Hand a POST to rmcp. It counts as in flight (and its session as busy) until its response body has been
@@ -187,11 +219,15 @@ impl Gate {
     /// may close the session before that body ends. A POST may open a session: if rmcp could not (every session
     /// busy, found only now because another `initialize` took the last idle place meanwhile), the client gets the
     /// same 503 as [`Gate::refuse_new_session`] gives instead of rmcp's bare 500.
-    async fn forward(&self, req: Request, next: Next, busy: Option<Busy>) -> Response {
+    async fn forward(&self, req: Request, next: Next, busy: Option<Busy>, claim: Option<String>) -> Response {
         let in_flight = self.in_flight.enter();
         let (response, opened) = sessions::opening(next.run(req)).await;
         if opened.refused {
             return self.full();
+        }
+        // AUTH-8: a new session belongs to its caller before the client learns its id.
+        if let (Some(owner), Some(id)) = (claim, response.headers().get(SESSION_HEADER)) {
+            self.sessions.claim(id.to_str().unwrap_or_default(), &owner);
         }
         // Dropped here: a new session's `initialize` has been answered.
         drop(opened.busy);
@@ -261,7 +297,11 @@ impl Gate {
     /// response (which the transport allows for any request): a 10,000-tool listing is megabytes, and rmcp would
     /// clone and serialize every tool on every request. Anything else (another method, a cursor, an unknown or
     /// expired session, a 2026-07-28 request, a client that takes only SSE) goes to rmcp untouched.
-    async fn cached_listing(&self, req: Request) -> std::result::Result<Response, Request> {
+    async fn cached_listing(
+        &self,
+        req: Request,
+        caller: Option<Arc<Caller>>,
+    ) -> std::result::Result<Response, Request> {
         let headers = req.headers();
         let Some(session) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned) else {
             return Err(req);
@@ -283,7 +323,7 @@ impl Gate {
                 let _span = crate::telemetry::mcp_span("tools/list", None, Some(&session), &id, None).entered();
                 let head = bytes::Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#));
                 let chunks = std::iter::once(head)
-                    .chain(self.listing.chunks())
+                    .chain(self.listing.chunks(self.shared.visible(caller)))
                     .chain(std::iter::once(bytes::Bytes::from_static(b"}")));
                 let body = Body::from_stream(futures::stream::iter(chunks.map(Ok::<_, std::convert::Infallible>)));
                 let mut response = Response::new(body);

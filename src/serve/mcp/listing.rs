@@ -82,6 +82,9 @@ pub(crate) struct Listing {
     typed: Vec<bool>,
 }
 
+/// Which tools (by position) one request may see (AUTH-5).
+pub(crate) type Visible = Arc<dyn Fn(usize) -> bool + Send + Sync>;
+
 /// Tools put into one chunk of a streamed listing: large enough that a 10,000-tool listing is a few hundred writes,
 /// small enough that a chunk is some 100 KiB.
 const CHUNK_TOOLS: usize = 64;
@@ -112,20 +115,29 @@ impl Listing {
         }
     }
 
-    /// The `tools/list` result (`{"tools":[...]}`) in chunks of [`CHUNK_TOOLS`] tools, built as they are sent.
-    pub(crate) fn chunks(self: &Arc<Self>) -> impl Iterator<Item = bytes::Bytes> + Send + 'static {
+    /// The `tools/list` result (`{"tools":[...]}`) in chunks of [`CHUNK_TOOLS`] tools, built as they are sent;
+    /// only the tools `visible` keeps, when given (AUTH-5).
+    pub(crate) fn chunks(
+        self: &Arc<Self>,
+        visible: Option<Visible>,
+    ) -> impl Iterator<Item = bytes::Bytes> + Send + 'static {
         let listing = self.clone();
         let n = listing.len();
         let groups = n.div_ceil(CHUNK_TOOLS).max(1);
+        let mut first = true;
         (0..groups).map(move |g| {
             let mut out = Vec::with_capacity(CHUNK_TOOLS * 1200);
             if g == 0 {
                 out.extend_from_slice(b"{\"tools\":[");
             }
             for i in g * CHUNK_TOOLS..((g + 1) * CHUNK_TOOLS).min(n) {
-                if i > 0 {
+                if visible.as_ref().is_some_and(|v| !v(i)) {
+                    continue;
+                }
+                if !first {
                     out.push(b',');
                 }
+                first = false;
                 listing.write_tool(i, &mut out);
             }
             if g + 1 == groups {
@@ -160,7 +172,11 @@ impl Listing {
     /// # Errors
     ///
     /// `-32602` for a cursor this server did not hand out.
-    pub(crate) fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, rmcp::ErrorData> {
+    pub(crate) fn page(
+        &self,
+        cursor: Option<&str>,
+        visible: Option<&Visible>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
         let start = match cursor {
             None => 0,
             Some(c) => c
@@ -169,11 +185,13 @@ impl Listing {
                 .filter(|&n| n > 0 && n < self.len() && n % PAGE == 0)
                 .ok_or_else(|| rmcp::ErrorData::invalid_params(format!("unknown cursor {c:?}"), None))?,
         };
+        let shown = |i: &usize| visible.is_none_or(|v| v(*i));
         if let Some(all) = &self.all {
-            return Ok(ListToolsResult::with_all_items(all.clone()));
+            let tools = all.iter().enumerate().filter(|(i, _)| shown(i)).map(|(_, t)| t.clone()).collect();
+            return Ok(ListToolsResult::with_all_items(tools));
         }
         let end = (start + PAGE).min(self.len());
-        let tools = (start..end).filter_map(|i| self.parse(i)).collect();
+        let tools = (start..end).filter(shown).filter_map(|i| self.parse(i)).collect();
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = (end < self.len()).then(|| end.to_string());
         Ok(result)

@@ -49,11 +49,13 @@ pub(crate) fn full_message(max: usize) -> String {
 struct Entry {
     last: Instant,
     busy: usize,
+    /// The caller that opened it, on a server with `auth` (AUTH-8): nobody else may use it.
+    owner: Option<Box<str>>,
 }
 
 impl Entry {
     fn new() -> Self {
-        Entry { last: Instant::now(), busy: 0 }
+        Entry { last: Instant::now(), busy: 0, owner: None }
     }
 }
 
@@ -184,6 +186,19 @@ impl BoundedSessions {
         entry.busy += 1;
         entry.last = Instant::now();
         Some(Busy { table: self.table.clone(), id })
+    }
+
+    /// Record `owner` as the caller that opened session `id` (AUTH-8), before the client learns the id.
+    pub(crate) fn claim(&self, id: &str, owner: &str) {
+        if let Some(entry) = self.lock().get_mut(id) {
+            entry.owner.get_or_insert_with(|| owner.into());
+        }
+    }
+
+    /// Whether a request by `caller` may use session `id`: no such session (rmcp answers 404), a session nobody
+    /// claimed, or one `caller` opened.
+    pub(crate) fn usable_by(&self, id: &str, caller: &str) -> bool {
+        self.lock().get(id).and_then(|e| e.owner.as_deref()).is_none_or(|owner| owner == caller)
     }
 
     /// Whether `id` names an open session that has not gone idle; counts as activity.

@@ -117,9 +117,13 @@ const POLL_INTERVAL_MS: u64 = 1000;
 /// Kept past rmcp's own retention, so this count never drops a task rmcp still holds.
 const MARGIN: Duration = Duration::from_secs(1);
 
-/// Who may see a task: the session that created it, or no one in particular (see the module docs).
+/// Who may see a task: the session that created it, or no one in particular (see the module docs); and on a
+/// server with `auth`, only the caller that created it (AUTH-8).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Owner(Option<String>);
+pub(crate) struct Owner {
+    session: Option<String>,
+    caller: Option<String>,
+}
 
 impl Owner {
     /// The owner of `context`'s request: its HTTP session, when it has one.
@@ -129,7 +133,13 @@ impl Owner {
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.headers.get(super::http::SESSION_HEADER))
             .and_then(|v| v.to_str().ok());
-        Owner(session.map(str::to_owned))
+        let caller = super::handler::caller_of(context).map(|c| super::auth::session_key(&c));
+        Owner { session: session.map(str::to_owned), caller }
+    }
+
+    /// Whether it counts against a share: it has a session or a caller.
+    fn known(&self) -> bool {
+        self.session.is_some() || self.caller.is_some()
     }
 }
 
@@ -169,11 +179,10 @@ impl Tasks {
     /// can reach its tasks any more, so each one still running is cancelled, which stops its call and kills its
     /// process group. They stay counted until they expire, as rmcp keeps them until then.
     pub(crate) fn end_session(&self, session: &str) {
-        let owner = Owner(Some(session.to_owned()));
         let running: Vec<String> = self
             .lock()
             .iter()
-            .filter(|(_, k)| k.owner == owner && k.finished.is_none())
+            .filter(|(_, k)| k.owner.session.as_deref() == Some(session) && k.finished.is_none())
             .map(|(id, _)| id.clone())
             .collect();
         for id in running {
@@ -184,7 +193,7 @@ impl Tasks {
 
     /// Whether `session` has a task still running: such a session is not evicted to make room for another.
     pub(crate) fn running_in(&self, session: &str) -> bool {
-        self.lock().values().any(|k| k.finished.is_none() && k.owner.0.as_deref() == Some(session))
+        self.lock().values().any(|k| k.finished.is_none() && k.owner.session.as_deref() == Some(session))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
@@ -219,9 +228,9 @@ impl Tasks {
         if kept.len() >= self.max {
             return Err(format!("this server already keeps {} tasks (expose.agent.mcp.tasks.max)", self.max));
         }
-        if owner.0.is_some() && kept.values().filter(|k| k.owner == owner).count() >= self.share() {
+        if owner.known() && kept.values().filter(|k| k.owner == owner).count() >= self.share() {
             return Err(format!(
-                "this session already keeps {} tasks, its share (a quarter) of expose.agent.mcp.tasks.max",
+                "this session (or caller) already keeps {} tasks, its share (a quarter) of expose.agent.mcp.tasks.max",
                 self.share()
             ));
         }
