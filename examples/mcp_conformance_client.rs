@@ -9,7 +9,13 @@
 //! The suite appends the URL and names the scenario in `MCP_CONFORMANCE_SCENARIO`: `initialize` only connects and
 //! lists (the importer's handshake), `tools_call` calls `add_numbers`, `sse-retry` calls `test_reconnection`, whose
 //! stream the server closes mid-call so the client must reconnect as the server's `retry` field says.
+//!
+//! `auth/client-credentials-basic` hands the client its credentials in `MCP_CONFORMANCE_CONTEXT`; the importer
+//! takes a secret only from an environment variable (`mcp_servers[].oauth.client_secret_env`), so
+//! `tests/conformance/client_credentials.sh` moves the secret into `MCP_CONFORMANCE_CLIENT_SECRET` first, and the
+//! import gets tokens with the client-credentials grant, the token endpoint discovered from the server.
 
+use fisk_ai::config::McpOAuth;
 use fisk_ai::source::mcp::McpImport;
 use fisk_ai::tool::{CallContext, ToolInput};
 use std::process::ExitCode;
@@ -24,8 +30,21 @@ fn call_for(scenario: &str) -> Option<(&'static str, &'static str)> {
     }
 }
 
+/// The variable the wrapper script puts the scenario's client secret in.
+const SECRET_VAR: &str = "MCP_CONFORMANCE_CLIENT_SECRET";
+
+/// The client id of an auth scenario's context, when the wrapper provided its secret.
+fn client_id() -> Option<String> {
+    std::env::var_os(SECRET_VAR)?;
+    let context: serde_json::Value = serde_json::from_str(&std::env::var("MCP_CONFORMANCE_CONTEXT").ok()?).ok()?;
+    context["client_id"].as_str().map(str::to_owned)
+}
+
 async fn run(url: &str, scenario: &str) -> Result<(), String> {
-    let import = McpImport::http("scenario", url).map_err(|e| e.to_string())?.with_timeout(Duration::from_secs(20));
+    let mut import = McpImport::http("scenario", url).map_err(|e| e.to_string())?.with_timeout(Duration::from_secs(20));
+    if let Some(id) = client_id() {
+        import = import.with_oauth(McpOAuth::new(id, SECRET_VAR));
+    }
     let loaded = import.load().await.map_err(|e| e.to_string())?;
     let names: Vec<&str> = loaded.tools.iter().map(|t| t.spec().name()).collect();
     eprintln!("{scenario}: imported {names:?}");

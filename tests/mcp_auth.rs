@@ -6,9 +6,9 @@ mod common;
 #[path = "mcp_support/mod.rs"]
 mod mcp_support;
 
+use common::jwt::{Signer, fixture, now};
 use fisk_ai::Config;
 use fisk_ai::serve::mcp::McpServer;
-use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_support::raw::INIT;
 use mcp_support::*;
@@ -19,60 +19,11 @@ use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 const ISSUER: &str = "https://issuer.example";
 const AUDIENCE: &str = "https://mcp.example/mcp";
 const METADATA_URL: &str = "https://mcp.example/.well-known/oauth-protected-resource/mcp";
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(common::root().join("tests/fixtures/jwt").join(name)).unwrap()
-}
-
-/// A signing key of the fixtures, with the key id it is published under.
-struct Signer {
-    alg: Algorithm,
-    kid: &'static str,
-    key: EncodingKey,
-}
-
-impl Signer {
-    fn new(alg: Algorithm, kid: &'static str, file: &str) -> Self {
-        let pem = fixture(file);
-        let key = match alg {
-            Algorithm::RS256 => EncodingKey::from_rsa_pem(&pem),
-            Algorithm::ES256 => EncodingKey::from_ec_pem(&pem),
-            _ => EncodingKey::from_ed_pem(&pem),
-        }
-        .unwrap();
-        Signer { alg, kid, key }
-    }
-
-    fn rsa() -> Self {
-        Signer::new(Algorithm::RS256, "rsa-1", "rsa.pem")
-    }
-
-    /// The public half as a JWK.
-    fn jwk(&self) -> Value {
-        let mut jwk = Jwk::from_encoding_key(&self.key, self.alg).unwrap();
-        jwk.common.key_id = Some(self.kid.to_owned());
-        serde_json::to_value(jwk).unwrap()
-    }
-
-    fn sign(&self, claims: &Value) -> String {
-        self.sign_as(self.kid, claims)
-    }
-
-    fn sign_as(&self, kid: &str, claims: &Value) -> String {
-        let mut header = Header::new(self.alg);
-        header.kid = Some(kid.to_owned());
-        jsonwebtoken::encode(&header, claims, &self.key).unwrap()
-    }
-}
-
-fn now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
-}
 
 /// Good claims for `sub` with `scope`.
 fn claims(sub: &str, scope: &str) -> Value {
@@ -385,7 +336,8 @@ async fn auth_7_a_rotated_key_is_fetched_on_its_first_token_and_an_unknown_kid_f
     let old = Signer::rsa();
     let new = Signer::new(Algorithm::ES256, "ec-2", "ec.pem");
     let (issuer, jwks) = Issuer::start(vec![old.jwk()]).await;
-    let interval = Duration::from_millis(400);
+    // The least interval a URL source allows.
+    let interval = Duration::from_secs(1);
     let served = serve_auth(&jwks, &[], interval).await;
     assert_eq!(issuer.reads(), 1, "read once at start");
     let old_token = old.sign(&claims("alice", ""));
@@ -579,5 +531,48 @@ async fn auth_8_the_caller_is_on_the_request_and_tool_spans() {
         assert_eq!(span.field(t::ENDUSER_ID), Some("alice"), "{span:#?}");
         assert_eq!(span.field(t::CLIENT_ID), Some("ops-console"), "{span:#?}");
     }
+    served.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn auth_2_a_token_without_kid_is_checked_against_the_keys_and_a_kid_with_another_alg_fails() {
+    let rsa = Signer::rsa();
+    let ec = Signer::new(Algorithm::ES256, "ec-1", "ec.pem");
+    let (_issuer, jwks) = Issuer::start(vec![rsa.jwk(), ec.jwk()]).await;
+    let served = serve_auth(&jwks, &[], Duration::from_secs(10)).await;
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = None;
+    let keyless =
+        jsonwebtoken::encode(&header, &claims("alice", ""), &EncodingKey::from_ec_pem(&fixture("ec.pem")).unwrap())
+            .unwrap();
+    assert_eq!(initialize(served.addr, Some(&bearer(&keyless))).await.0, 200);
+    // Signed with the EC key but naming the RSA key's id: that key cannot verify ES256, and no other key is tried.
+    let (status, _, body) = initialize(served.addr, Some(&bearer(&ec.sign_as("rsa-1", &claims("alice", ""))))).await;
+    assert_eq!((status, body.as_str()), (401, "the token's signature does not verify"));
+    // Within the leeway, nbf passes.
+    let soon = with(&claims("alice", ""), "nbf", json!(now() + 10));
+    assert_eq!(initialize(served.addr, Some(&bearer(&rsa.sign(&soon)))).await.0, 200);
+    served.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn auth_8_a_session_id_that_is_not_text_and_a_token_naming_nobody_are_refused() {
+    let rsa = Signer::rsa();
+    let (_issuer, jwks) = Issuer::start(vec![rsa.jwk()]).await;
+    let served = serve_auth(&jwks, &[], Duration::from_secs(10)).await;
+    let token = rsa.sign(&claims("alice", ""));
+    let odd = reqwest::header::HeaderValue::from_bytes(b"\xff\xfe").unwrap();
+    let resp = raw::http_post(served.addr)
+        .header("authorization", bearer(&token))
+        .header("mcp-session-id", odd)
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400, "rmcp would open a session nobody owns");
+    let nobody = without(&without(&claims("x", ""), "sub"), "client_id");
+    let (status, _, body) = initialize(served.addr, Some(&bearer(&rsa.sign(&nobody)))).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("names no subject"), "{body}");
     served.stop().await.unwrap();
 }

@@ -52,7 +52,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use auth::McpAuth;
+pub use auth::{McpAuth, McpOAuth};
 pub use duration::{GoDuration, ParseDurationError, format_duration};
 pub use expose::{
     A2aExpose, ConfirmOverMcp, DEFAULT_A2A_QUEUE, DEFAULT_MAX_CONCURRENT_TOOLS, DEFAULT_MCP_ADDRESS,
@@ -265,6 +265,9 @@ pub struct McpServerEntry {
     /// `bearer_token_env`: the name of an environment variable holding a bearer token (url only).
     #[serde(default, deserialize_with = "de::opt_string")]
     pub bearer_token_env: Option<String>,
+    /// `oauth`: get tokens with the OAuth client-credentials grant (url only; not with `bearer_token_env`).
+    #[serde(default)]
+    pub oauth: Option<McpOAuth>,
     /// `timeout` per call; unset means `llm.budget.call_timeout`. Use [`McpServerEntry::timeout()`].
     #[serde(default, deserialize_with = "de::positive_duration")]
     pub timeout: Option<GoDuration>,
@@ -558,11 +561,12 @@ impl Config {
         }
     }
 
-    /// Every `mcp_servers[].bearer_token_env` name: credentials scrubbed from every child process (MCPI-4), by
-    /// every surface, whether it imports or not.
+    /// Every `mcp_servers[].bearer_token_env` and `mcp_servers[].oauth.client_secret_env` name: credentials
+    /// scrubbed from every child process (MCPI-4, OAUTHC-4), by every surface, whether it imports or not.
     pub fn bearer_token_envs(&self) -> Vec<String> {
-        let names = self.mcp_servers.iter().filter_map(|s| s.bearer_token_env.as_deref());
-        names.filter(|n| !n.is_empty()).map(str::to_owned).collect()
+        let tokens = self.mcp_servers.iter().filter_map(|s| s.bearer_token_env.as_deref());
+        let secrets = self.mcp_servers.iter().filter_map(|s| s.oauth.as_ref().map(|o| o.client_secret_env.as_str()));
+        tokens.chain(secrets).filter(|n| !n.is_empty()).map(str::to_owned).collect()
     }
 
     /// `global_flags` normalized per GLOBAL-2: trimmed, leading dashes removed, empties dropped, duplicates

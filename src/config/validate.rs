@@ -295,6 +295,9 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
                 }
             }
         }
+        if let Some(oauth) = &s.oauth {
+            check_oauth(&key, s, oauth)?;
+        }
         if let Some(t) = s.timeout {
             check_positive_duration(t).map_err(|e| key_err(&format!("{key}.timeout"), e))?;
         }
@@ -360,6 +363,30 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
         return Err(req_err(
             "harness.sessions.options.stream",
             "is required for the jetstream sessions backend (the name of an existing stream)",
+        ));
+    }
+    Ok(())
+}
+
+/// OAUTHC-1: an `oauth` block goes with `url` alone and names its client and the secret's variable.
+fn check_oauth(key: &str, s: &super::McpServerEntry, oauth: &super::McpOAuth) -> Result<()> {
+    let key = format!("{key}.oauth");
+    if s.command.is_some() {
+        return Err(key_err(&key, format!("entry {:?}: oauth is only valid with url, not with command", s.name)));
+    }
+    if s.bearer_token_env.as_deref().is_some_and(|b| !b.is_empty()) {
+        return Err(key_err(&key, format!("entry {:?} sets both oauth and bearer_token_env; set one of them", s.name)));
+    }
+    if oauth.client_id.trim().is_empty() {
+        return Err(req_err(&format!("{key}.client_id"), "is required: this client's id at the issuer"));
+    }
+    let var = &oauth.client_secret_env;
+    let is_var = var.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !is_var {
+        return Err(key_err(
+            &format!("{key}.client_secret_env"),
+            format!("must name an environment variable ([A-Za-z_][A-Za-z0-9_]*), got {var:?}"),
         ));
     }
     Ok(())

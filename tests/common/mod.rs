@@ -8,6 +8,8 @@ pub mod a2a_peer;
 pub mod cli;
 pub mod dispatch;
 pub mod gate;
+#[cfg(feature = "mcp")]
+pub mod jwt;
 #[cfg(feature = "nats")]
 pub mod kv;
 #[cfg(feature = "mcp")]

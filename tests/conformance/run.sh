@@ -2,7 +2,7 @@
 # The official MCP conformance suite (@modelcontextprotocol/conformance), run by .ci/run:
 # - server scenarios against `cli mcp` serving this directory's app (commands named after the scenario tools a
 #   server of CLI tools can offer), with baseline.yml listing the scenarios that cannot apply and why;
-# - client scenarios (initialize, tools_call, sse-retry) against the importer, through
+# - client scenarios (initialize, tools_call, sse-retry, auth/client-credentials-basic) against the importer, through
 #   examples/mcp_conformance_client.rs.
 # Usage: tests/conformance/run.sh CONFORMANCE_BIN, with the two examples built in target/debug/examples and a
 # Node.js of 22 or newer on PATH.
@@ -31,3 +31,6 @@ grep -q '^listening on' "$log" || { echo "cli mcp did not start:" >&2; cat "$log
 for scenario in initialize tools_call sse-retry; do
   "$conformance" client --command "$examples/mcp_conformance_client" --scenario "$scenario"
 done
+# OAuth client credentials (issue 28): the wrapper moves the scenario's secret into a variable for the importer.
+FISK_AI_CONFORMANCE_CLIENT="$examples/mcp_conformance_client" \
+  "$conformance" client --command "$here/client_credentials.sh" --scenario auth/client-credentials-basic

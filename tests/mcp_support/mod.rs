@@ -289,6 +289,20 @@ pub async fn serve_config(
     Served { url: format!("http://{addr}/"), addr, dir, events, stop, task }
 }
 
+/// As [`serve_config`], on `port` of 127.0.0.1 (for a configuration that must name its own URL).
+pub async fn serve_on(dir: TempDir, config: Config, port: u16) -> Served {
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = events.clone();
+    let builder =
+        McpServer::builder().config(config).events(move |e: &McpEvent<'_>| sink.lock().unwrap().push(render(e)));
+    let server = builder.build().await.expect("server builds");
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(server.serve(listener, stop.clone().cancelled_owned()));
+    Served { url: format!("http://{addr}/"), addr, dir, events, stop, task }
+}
+
 /// A server over the fake application with these `mcp` settings.
 pub async fn serve(mcp: &[&str]) -> Served {
     serve_with(mcp, |b| b).await

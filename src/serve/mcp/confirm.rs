@@ -6,6 +6,7 @@
 //! expiring key to a pending call kept here, and the approval must come back for that same tool with the same
 //! arguments.
 
+use super::auth::Principal;
 use super::events::{Denial, GatedBehavior};
 use crate::config::{ConfirmOverMcp, format_duration};
 use rmcp::model::{ClientCapabilities, ElicitResult, ElicitationAction, ElicitationSchema, JsonObject};
@@ -110,7 +111,7 @@ struct Pending {
     /// SHA-256 of the canonical arguments: the binding, without keeping a copy of a possibly large body.
     args: [u8; 32],
     /// The caller it was issued to (AUTH-8), on a server with `auth`: nobody else may answer it.
-    caller: Option<String>,
+    caller: Option<Principal>,
     expires: Instant,
 }
 
@@ -130,17 +131,18 @@ impl PendingApprovals {
     /// Record a call by `caller` that is being put to the user; the key goes to the client as `requestState`.
     /// `None` when too many approvals are already awaited, or (for a known caller) a quarter of them are that
     /// caller's.
-    pub(crate) fn open(&self, tool: &str, args: Option<&JsonObject>, caller: Option<&str>) -> Option<String> {
+    pub(crate) fn open(&self, tool: &str, args: Option<&JsonObject>, caller: Option<&Principal>) -> Option<String> {
         let now = Instant::now();
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, p| p.expires > now);
-        let theirs = || map.values().filter(|p| p.caller.as_deref() == caller).count();
+        let quota = caller.map(|c| c.quota.as_str());
+        let theirs = || map.values().filter(|p| p.caller.as_ref().map(|c| c.quota.as_str()) == quota).count();
         if map.len() >= MAX_PENDING || (caller.is_some() && theirs() >= MAX_PENDING / 4) {
             return None;
         }
         let key = nonce();
         let expires = now.checked_add(self.ttl).unwrap_or(now);
-        let caller = caller.map(str::to_owned);
+        let caller = caller.cloned();
         map.insert(key.clone(), Pending { tool: tool.to_owned(), args: digest(args), caller, expires });
         Some(key)
     }
@@ -152,17 +154,22 @@ impl PendingApprovals {
         key: &str,
         tool: &str,
         args: Option<&JsonObject>,
-        caller: Option<&str>,
+        caller: Option<&Principal>,
     ) -> Result<(), Denial> {
-        let taken = self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
-        let Some(pending) = taken else {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        // Another caller's answer leaves the record to the caller it was issued to.
+        if map.get(key).is_some_and(|p| p.caller.as_ref().map(|c| &c.key) != caller.map(|c| &c.key)) {
+            return Err(Denial::Failed);
+        }
+        let Some(pending) = map.remove(key) else {
             return Err(Denial::Failed);
         };
+        drop(map);
         if pending.expires <= Instant::now() {
             return Err(Denial::TimedOut);
         }
         let same_args = pending.args == digest(args);
-        if pending.tool != tool || !same_args || pending.caller.as_deref() != caller {
+        if pending.tool != tool || !same_args {
             return Err(Denial::Failed);
         }
         Ok(())
@@ -269,19 +276,27 @@ mod tests {
         assert_eq!(p.close(&second, "purge", Some(&b), None), Ok(()));
     }
 
+    fn who(sub: &str, client: &str) -> Principal {
+        Principal::of(&crate::serve::mcp::Caller::new(Some(sub), Some(client), Vec::<String>::new()))
+    }
+
     #[test]
     fn auth_8_a_pending_approval_is_answered_only_by_the_caller_it_was_issued_to() {
         let p = PendingApprovals::new(Duration::from_secs(60));
-        let key = p.open("purge", None, Some("alice")).unwrap();
-        assert_eq!(p.close(&key, "purge", None, Some("mallory")), Err(Denial::Failed));
-        let key = p.open("purge", None, Some("alice")).unwrap();
+        let (alice, mallory, bob) = (who("alice", "app"), who("mallory", "app"), who("bob", "app"));
+        let key = p.open("purge", None, Some(&alice)).unwrap();
+        assert_eq!(p.close(&key, "purge", None, Some(&mallory)), Err(Denial::Failed));
         assert_eq!(p.close(&key, "purge", None, None), Err(Denial::Failed));
-        let key = p.open("purge", None, Some("alice")).unwrap();
-        assert_eq!(p.close(&key, "purge", None, Some("alice")), Ok(()));
+        // Neither burned it: Alice still answers it.
+        assert_eq!(p.close(&key, "purge", None, Some(&alice)), Ok(()));
+        let key = p.open("purge", None, Some(&alice)).unwrap();
+        assert_eq!(p.close(&key, "purge", None, Some(&alice)), Ok(()));
         // One caller holds at most a quarter of the pending records.
-        let held: Vec<_> = std::iter::from_fn(|| p.open("purge", None, Some("alice"))).take(MAX_PENDING).collect();
+        let held: Vec<_> = std::iter::from_fn(|| p.open("purge", None, Some(&alice))).take(MAX_PENDING).collect();
         assert_eq!(held.len(), MAX_PENDING / 4);
-        assert!(p.open("purge", None, Some("bob")).is_some(), "another caller still gets one");
+        assert!(p.open("purge", None, Some(&bob)).is_some(), "another caller still gets one");
+        // The share is the subject's: more client ids do not multiply it.
+        assert!(p.open("purge", None, Some(&who("alice", "another-app"))).is_none());
     }
 
     #[test]

@@ -181,9 +181,9 @@ impl Shared {
         state: &str,
         caller: Option<&Caller>,
     ) -> Result<(), (Denial, Option<String>)> {
-        let caller = caller.map(super::auth::session_key);
+        let caller = caller.map(super::auth::Principal::of);
         let args = request.arguments.as_ref();
-        self.pending.close(state, &request.name, args, caller.as_deref()).map_err(|d| {
+        self.pending.close(state, &request.name, args, caller.as_ref()).map_err(|d| {
             let detail = (d == Denial::Failed).then(|| "the answer does not match a pending approval".to_owned());
             (d, detail)
         })?;
@@ -402,8 +402,8 @@ impl Shared {
         trigger: &str,
     ) -> CallToolResponse {
         let display = call.1;
-        let owner = caller.map(super::auth::session_key);
-        let Some(key) = self.pending.open(&request.name, request.arguments.as_ref(), owner.as_deref()) else {
+        let owner = caller.map(super::auth::Principal::of);
+        let Some(key) = self.pending.open(&request.name, request.arguments.as_ref(), owner.as_ref()) else {
             let text = self.denial(Denial::Failed, call, caller, Some("too many approvals are already pending"));
             return error_result(text);
         };

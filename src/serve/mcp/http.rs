@@ -190,10 +190,7 @@ impl Gate {
             Ok(req) => req,
             Err(response) => return response,
         };
-        let claim = match (&session, &caller) {
-            (None, Some(caller)) => Some(auth::session_key(caller)),
-            _ => None,
-        };
+        let claim = caller.as_deref().map(auth::session_key);
         self.forward(req, next, busy, claim).await
     }
 
@@ -206,7 +203,12 @@ impl Gate {
             return Err(auth.resource().metadata());
         }
         let caller = auth.check(req.headers()).await.map_err(|r| auth.resource().challenge(&r))?;
-        let session = req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+        // rmcp reads a session id that is not text as no id at all (and would open a session nobody owns).
+        let session = match req.headers().get(SESSION_HEADER).map(|v| v.to_str()) {
+            None => None,
+            Some(Ok(id)) => Some(id),
+            Some(Err(_)) => return Err(refuse(StatusCode::BAD_REQUEST, "the Mcp-Session-Id header is not text")),
+        };
         if session.is_some_and(|id| !self.sessions.usable_by(id, &auth::session_key(&caller))) {
             return Err(refuse(StatusCode::NOT_FOUND, "no such session"));
         }
@@ -225,7 +227,7 @@ impl Gate {
         if opened.refused {
             return self.full();
         }
-        // AUTH-8: a new session belongs to its caller before the client learns its id.
+        // AUTH-8: a new session belongs to its caller before the client learns its id (an existing owner stays).
         if let (Some(owner), Some(id)) = (claim, response.headers().get(SESSION_HEADER)) {
             self.sessions.claim(id.to_str().unwrap_or_default(), &owner);
         }

@@ -195,10 +195,14 @@ impl BoundedSessions {
         }
     }
 
-    /// Whether a request by `caller` may use session `id`: no such session (rmcp answers 404), a session nobody
-    /// claimed, or one `caller` opened.
+    /// Whether a request by `caller` may use session `id`: no such session (rmcp answers 404) or one `caller`
+    /// opened. On a server with `auth` every session is claimed before its client learns the id, so an unclaimed
+    /// one is nobody's to use.
     pub(crate) fn usable_by(&self, id: &str, caller: &str) -> bool {
-        self.lock().get(id).and_then(|e| e.owner.as_deref()).is_none_or(|owner| owner == caller)
+        match self.lock().get(id) {
+            None => true,
+            Some(entry) => entry.owner.as_deref() == Some(caller),
+        }
     }
 
     /// Whether `id` names an open session that has not gone idle; counts as activity.

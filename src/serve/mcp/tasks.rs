@@ -21,6 +21,7 @@
 //! Approval (TASK-5) goes through the same gate rules as a direct call, asked in the task's own `input_required`
 //! round (see the handler), and progress becomes the task's status message (PROG-1's rate and PROG-2's tag).
 
+use super::auth::Principal;
 use super::events::McpEvent;
 use super::handler::Shared;
 use crate::config::format_duration;
@@ -122,7 +123,7 @@ const MARGIN: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Owner {
     session: Option<String>,
-    caller: Option<String>,
+    caller: Option<Principal>,
 }
 
 impl Owner {
@@ -133,13 +134,23 @@ impl Owner {
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.headers.get(super::http::SESSION_HEADER))
             .and_then(|v| v.to_str().ok());
-        let caller = super::handler::caller_of(context).map(|c| super::auth::session_key(&c));
+        let caller = super::handler::caller_of(context).map(|c| Principal::of(&c));
         Owner { session: session.map(str::to_owned), caller }
     }
 
     /// Whether it counts against a share: it has a session or a caller.
     fn known(&self) -> bool {
         self.session.is_some() || self.caller.is_some()
+    }
+
+    /// Whether `other` counts against the same share: the same caller's (whatever its session), else the same
+    /// session's.
+    fn same_share(&self, other: &Owner) -> bool {
+        match (&self.caller, &other.caller) {
+            (Some(a), Some(b)) => a.quota == b.quota,
+            (None, None) => self.session == other.session,
+            _ => false,
+        }
     }
 }
 
@@ -228,7 +239,7 @@ impl Tasks {
         if kept.len() >= self.max {
             return Err(format!("this server already keeps {} tasks (expose.agent.mcp.tasks.max)", self.max));
         }
-        if owner.known() && kept.values().filter(|k| k.owner == owner).count() >= self.share() {
+        if owner.known() && kept.values().filter(|k| k.owner.same_share(&owner)).count() >= self.share() {
             return Err(format!(
                 "this session (or caller) already keeps {} tasks, its share (a quarter) of expose.agent.mcp.tasks.max",
                 self.share()

@@ -121,7 +121,12 @@ impl Connection {
                     .connect_timeout(import.timeout)
                     .build()
                     .map_err(|e| fail("cannot build the HTTP client", &e))?;
-                let client = super::http::CappingClient::new(client, ledger.clone());
+                let mut client = super::http::CappingClient::new(client, ledger.clone());
+                if let Some(oauth) = &import.oauth {
+                    let grant = super::oauth::ClientCredentials::new(&server, url, oauth)
+                        .map_err(|e| source_error(&server, e))?;
+                    client = client.with_oauth(Arc::new(grant));
+                }
                 let dial = HttpDial { client, config, timeout: import.timeout };
                 let service = dial.dial().await.map_err(|e| fail(&format!("cannot initialize {url}"), &capped(&e)))?;
                 (service, None, Some(dial))

@@ -13,13 +13,14 @@
 use super::lines::Message;
 use super::listing::Ledger;
 use super::malformed::{refusal, unparsable};
+use super::oauth::ClientCredentials;
 use super::sse::{Events, sse};
 use futures::stream::{BoxStream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
-    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
+    AuthRequiredError, HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 use std::borrow::Cow;
@@ -37,6 +38,8 @@ const ERROR_PREFIX: usize = 64 * 1024;
 pub(crate) struct CappingClient {
     inner: reqwest::Client,
     ledger: Ledger,
+    /// Tokens from the client-credentials grant, put on every request instead of rmcp's static one (OAUTHC-3).
+    oauth: Option<Arc<ClientCredentials>>,
 }
 
 /// The requests whose replies are read here.
@@ -77,7 +80,31 @@ enum Answer {
 impl CappingClient {
     /// `inner` for the requests; what the listing and failed replies leave goes to `ledger`.
     pub(crate) fn new(inner: reqwest::Client, ledger: Ledger) -> Self {
-        CappingClient { inner, ledger }
+        CappingClient { inner, ledger, oauth: None }
+    }
+
+    /// Authenticate every request with tokens from `grant`.
+    pub(crate) fn with_oauth(mut self, grant: Arc<ClientCredentials>) -> Self {
+        self.oauth = Some(grant);
+        self
+    }
+
+    /// Run `call` with the request's token: rmcp's (`given`) without OAuth; with it, the grant's token, and when
+    /// the server answers `401` to that, once more with a new one (OAUTHC-3).
+    async fn authorized<T, F, Fut>(&self, given: Option<String>, call: F) -> Result<T, HttpError>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, HttpError>>,
+    {
+        let Some(grant) = &self.oauth else { return call(given).await };
+        let token = grant.token().await.map_err(oauth_failed)?;
+        match call(Some(token.clone())).await {
+            Err(StreamableHttpError::AuthRequired(_)) => {
+                let fresh = grant.renew(&token).await.map_err(oauth_failed)?;
+                call(Some(fresh)).await
+            }
+            other => other,
+        }
     }
 
     /// Send `post`; an accepted or failed request is answered here.
@@ -101,6 +128,12 @@ impl CappingClient {
         }
         if status == reqwest::StatusCode::NOT_FOUND && had_session {
             return Err(StreamableHttpError::SessionExpired);
+        }
+        // With OAuth a 401 is the signal to fetch a new token (see `authorized`); without, it is reported as it came.
+        if status == reqwest::StatusCode::UNAUTHORIZED && self.oauth.is_some() {
+            let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE);
+            let challenge = challenge.and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+            return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(challenge)));
         }
         let session = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let content_type = response.headers().get(CONTENT_TYPE).map(|v| v.as_bytes().to_ascii_lowercase());
@@ -236,6 +269,35 @@ async fn failed(
     Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("HTTP {status}: {text}"))))
 }
 
+impl CappingClient {
+    /// One POST: `tools/call` and `tools/list` read here, the rest by rmcp's client.
+    async fn post_once(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        if let Some(kind) = Kind::of(&message) {
+            let post = Post { uri, message, session_id, auth_header, custom_headers };
+            return match kind {
+                Kind::Call => self.post_call(post).await,
+                Kind::List(id) => self.post_list(post, id).await,
+            };
+        }
+        self.inner
+            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await
+    }
+}
+
+/// A grant that could not produce a token, as the transport's error.
+fn oauth_failed(why: String) -> HttpError {
+    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(why))
+}
+
 impl StreamableHttpClient for CappingClient {
     type Error = reqwest::Error;
 
@@ -260,16 +322,15 @@ impl StreamableHttpClient for CappingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        if let Some(kind) = Kind::of(&message) {
-            let post = Post { uri, message, session_id, auth_header, custom_headers };
-            return match kind {
-                Kind::Call => self.post_call(post).await,
-                Kind::List(id) => self.post_list(post, id).await,
-            };
+        if self.oauth.is_none() {
+            return self.post_once(uri, message, session_id, auth_header, custom_headers, limits).await;
         }
-        self.inner
-            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await
+        self.authorized(auth_header, |token| {
+            let (uri, message, session_id, headers) =
+                (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
+            self.post_once(uri, message, session_id, token, headers, limits)
+        })
+        .await
     }
 
     async fn delete_session(
@@ -279,7 +340,10 @@ impl StreamableHttpClient for CappingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
-        self.inner.delete_session(uri, session_id, auth_header, custom_headers).await
+        self.authorized(auth_header, |token| {
+            self.inner.delete_session(uri.clone(), session_id.clone(), token, custom_headers.clone())
+        })
+        .await
     }
 
     async fn get_stream(
@@ -290,7 +354,11 @@ impl StreamableHttpClient for CappingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.inner.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+        self.authorized(auth_header, |token| {
+            let (uri, session_id, last_event_id) = (uri.clone(), session_id.clone(), last_event_id.clone());
+            self.inner.get_stream(uri, session_id, last_event_id, token, custom_headers.clone())
+        })
+        .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -302,15 +370,18 @@ impl StreamableHttpClient for CappingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.inner
-            .get_stream_with_max_sse_event_size(
+        self.authorized(auth_header, |token| {
+            let (uri, session_id, last_event_id) = (uri.clone(), session_id.clone(), last_event_id.clone());
+            let headers = custom_headers.clone();
+            self.inner.get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
                 last_event_id,
-                auth_header,
-                custom_headers,
+                token,
+                headers,
                 max_sse_event_size,
             )
-            .await
+        })
+        .await
     }
 }

@@ -38,13 +38,14 @@ mod http;
 mod lines;
 mod listing;
 mod malformed;
+mod oauth;
 mod oversize;
 mod sse;
 mod stdio;
 mod tool;
 mod transport;
 
-use crate::config::{McpServerEntry, check_http_url};
+use crate::config::{McpOAuth, McpServerEntry, check_http_url};
 use crate::error::{Error, Result};
 use crate::exec::ChildEnv;
 use crate::source::{LoadContext, Loaded, ToolSource};
@@ -85,6 +86,8 @@ pub struct McpImport {
     transport: Transport,
     timeout: Duration,
     confirm: bool,
+    /// Tokens from the client-credentials grant (OAUTHC-1..6), HTTP only.
+    oauth: Option<McpOAuth>,
 }
 
 impl McpImport {
@@ -120,7 +123,7 @@ impl McpImport {
 
     fn with_transport(name: String, transport: Transport) -> Result<Self> {
         crate::config::check_identity_name(&name).map_err(|e| Error::config(format!("mcp server name: {e}")))?;
-        Ok(McpImport { name, alias: None, transport, timeout: DEFAULT_TIMEOUT, confirm: false })
+        Ok(McpImport { name, alias: None, transport, timeout: DEFAULT_TIMEOUT, confirm: false, oauth: None })
     }
 
     /// The source for one `mcp_servers` entry, whose calls default to `call_timeout` (MCPI-8). The entry has
@@ -144,6 +147,9 @@ impl McpImport {
         if let Some(var) = entry.bearer_token_env.as_deref().filter(|v| !v.is_empty()) {
             import = import.with_bearer_token_env(var);
         }
+        if let Some(oauth) = &entry.oauth {
+            import = import.with_oauth(oauth.clone());
+        }
         Ok(import.with_timeout(entry.timeout().unwrap_or(call_timeout)).with_confirm(entry.confirm))
     }
 
@@ -165,6 +171,31 @@ impl McpImport {
     pub fn with_bearer_token_env(mut self, var: impl Into<String>) -> Self {
         if let Transport::Http { bearer_token_env, .. } = &mut self.transport {
             *bearer_token_env = Some(var.into());
+        }
+        self
+    }
+
+    /// Get bearer tokens with the OAuth 2.1 client-credentials grant (OAUTHC-1..6): the token endpoint is
+    /// `oauth.token_url`, or discovered through the server's protected-resource metadata (RFC 9728) and its
+    /// issuer's metadata (RFC 8414); the request carries `oauth.scopes` and this server's URL as `resource`
+    /// (RFC 8707). The secret is read from `oauth.client_secret_env` at load time (unset or empty fails the load,
+    /// naming it) and that variable joins the scrub set of every child process. A token is kept in memory, fetched
+    /// again shortly before it expires, and once more when the server answers `401`. Replaces any
+    /// [`with_bearer_token_env`](McpImport::with_bearer_token_env); no effect over stdio.
+    ///
+    /// ```
+    /// use fisk_ai::config::McpOAuth;
+    /// use fisk_ai::source::mcp::McpImport;
+    ///
+    /// let import = McpImport::http("inventory", "https://inventory.example.com/mcp")?
+    ///     .with_oauth(McpOAuth::new("fisk-agent", "INVENTORY_CLIENT_SECRET").with_scopes(["inventory.read"]));
+    /// # Ok::<(), fisk_ai::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_oauth(mut self, oauth: McpOAuth) -> Self {
+        if let Transport::Http { bearer_token_env, .. } = &mut self.transport {
+            *bearer_token_env = None;
+            self.oauth = Some(oauth);
         }
         self
     }
@@ -217,10 +248,12 @@ impl ToolSource for McpImport {
     }
 
     fn credentials(&self) -> Vec<String> {
-        match &self.transport {
-            Transport::Http { bearer_token_env: Some(var), .. } => vec![var.clone()],
-            _ => Vec::new(),
+        let mut out = Vec::new();
+        if let Transport::Http { bearer_token_env: Some(var), .. } = &self.transport {
+            out.push(var.clone());
         }
+        out.extend(self.oauth.as_ref().map(|o| o.client_secret_env.clone()));
+        out
     }
 
     /// MCPI-6, MCPI-11: strict. An unreachable server or a failed listing fails the load, naming the server; a

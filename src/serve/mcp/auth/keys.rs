@@ -57,6 +57,8 @@ pub(crate) struct Key {
 /// The keys of one read of the document.
 pub(crate) struct KeySet {
     pub(crate) keys: Vec<Key>,
+    /// SHA-256 of the document, so reading the same keys again keeps the generation (and the verified tokens).
+    digest: [u8; 32],
     /// Bumped on every successful read, so results verified with older keys can be told apart.
     pub(crate) generation: u64,
     read_at: Instant,
@@ -102,6 +104,7 @@ impl Keys {
             Source::Url(_) => Some(
                 reqwest::Client::builder()
                     .redirect(reqwest::redirect::Policy::none())
+                    .connect_timeout(Duration::from_secs(3))
                     .timeout(FETCH_TIMEOUT)
                     .build()
                     .map_err(|e| Error::new(ErrorKind::Config, format!("cannot build the JWKS client: {e}")))?,
@@ -111,6 +114,11 @@ impl Keys {
         let keys = read(&source, http.as_ref(), 1)
             .await
             .map_err(|e| Error::config_key("expose.agent.mcp.auth", format!("expose.agent.mcp.auth: {e}")))?;
+        // A URL is never read more often than once a second, whatever the host asked.
+        let min_refresh = match source {
+            Source::Url(_) => min_refresh.max(Duration::from_secs(1)),
+            Source::File(_) => min_refresh,
+        };
         Ok(Keys {
             source,
             http,
@@ -137,23 +145,32 @@ impl Keys {
         self.reread(now.generation).await
     }
 
-    /// Read the document again if the keys are older than [`MAX_AGE`] and no read is under way.
-    pub(crate) async fn refresh_if_old(&self) {
+    /// Read the document again, off the request's path, if the keys are older than [`MAX_AGE`] and no read is
+    /// under way; the request goes on with the keys it has.
+    pub(crate) fn refresh_if_old(self: &Arc<Self>) {
         let now = self.current();
         if now.read_at.elapsed() < MAX_AGE {
             return;
         }
-        let Ok(mut last) = self.refresh.try_lock() else { return };
-        if self.current().generation != now.generation || last.elapsed() < self.min_refresh {
-            return;
-        }
-        *last = Instant::now();
-        self.reread(now.generation).await;
+        let keys = self.clone();
+        tokio::spawn(async move {
+            let Ok(mut last) = keys.refresh.try_lock() else { return };
+            if keys.current().generation != now.generation || last.elapsed() < keys.min_refresh {
+                return;
+            }
+            *last = Instant::now();
+            keys.reread(now.generation).await;
+        });
     }
 
     async fn reread(&self, generation: u64) -> Arc<KeySet> {
         match read(&self.source, self.http.as_ref(), generation + 1).await {
-            Ok(keys) => {
+            Ok(mut keys) => {
+                let old = self.current();
+                if keys.digest == old.digest {
+                    // The same keys: the generation stays, so verified tokens stay valid.
+                    keys.generation = old.generation;
+                }
                 let keys = Arc::new(keys);
                 *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = keys.clone();
                 keys
@@ -175,7 +192,8 @@ async fn read(source: &Source, http: Option<&reqwest::Client>, generation: u64) 
         (Source::Url(url), None) => return Err(format!("{url}: no HTTP client")),
     };
     let keys = parse(&bytes).map_err(|e| format!("{source}: {e}"))?;
-    Ok(KeySet { keys, generation, read_at: Instant::now() })
+    let digest = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(&bytes)).into();
+    Ok(KeySet { keys, digest, generation, read_at: Instant::now() })
 }
 
 async fn fetch(http: &reqwest::Client, url: &str) -> std::result::Result<Vec<u8>, String> {
@@ -203,12 +221,19 @@ async fn fetch(http: &reqwest::Client, url: &str) -> std::result::Result<Vec<u8>
 }
 
 async fn read_file(path: &std::path::Path) -> std::result::Result<Vec<u8>, String> {
+    use tokio::io::AsyncReadExt;
     let shown = path.display();
-    let len = tokio::fs::metadata(path).await.map_err(|e| format!("jwks_file {shown}: {e}"))?.len();
-    if len > MAX_JWKS_BYTES as u64 {
+    let file = tokio::fs::File::open(path).await.map_err(|e| format!("jwks_file {shown}: {e}"))?;
+    // Bounded while reading: a file that grows after any size check is still read no further than the limit.
+    let mut bytes = Vec::new();
+    file.take(MAX_JWKS_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| format!("jwks_file {shown}: {e}"))?;
+    if bytes.len() > MAX_JWKS_BYTES {
         return Err(format!("jwks_file {shown}: the document is larger than {} KiB", MAX_JWKS_BYTES / 1024));
     }
-    tokio::fs::read(path).await.map_err(|e| format!("jwks_file {shown}: {e}"))
+    Ok(bytes)
 }
 
 /// The signature keys of a JWKS document; an error when it is not one or holds no key this server can use.

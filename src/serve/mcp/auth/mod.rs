@@ -85,9 +85,10 @@ impl Caller {
         self.scopes.iter().any(|s| s == scope)
     }
 
-    /// The sessions key: a session is used only by the caller that opened it.
+    /// The owner key of sessions, tasks and approvals: a session is used only by the caller that opened it. JSON,
+    /// so no subject and client id can run together into another caller's key.
     fn key(&self) -> String {
-        format!("{}\u{0}{}", self.subject.as_deref().unwrap_or_default(), self.client_id.as_deref().unwrap_or_default())
+        serde_json::json!([self.subject, self.client_id]).to_string()
     }
 }
 
@@ -125,7 +126,7 @@ struct Verified {
 /// The resource server: settings, keys, the verified-token memory and the metadata document.
 pub(crate) struct Auth {
     checks: token::Checks,
-    keys: keys::Keys,
+    keys: Arc<keys::Keys>,
     required: Vec<String>,
     resource: Resource,
     verified: Mutex<HashMap<[u8; 32], Verified>>,
@@ -147,7 +148,12 @@ impl Auth {
             (None, Some(file)) => keys::Source::File(file.clone()),
             (None, None) => return Err(missing("expose.agent.mcp.auth.jwks_url")),
         };
-        let keys = keys::Keys::load(source, min_refresh).await?;
+        // jsonwebtoken panics at the first check when a host's build also enables its `rust_crypto` feature and no
+        // provider was chosen; choose ours (aws-lc-rs, as the TLS stack) then, before any token arrives.
+        if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
+            let _ = jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER.install_default();
+        }
+        let keys = Arc::new(keys::Keys::load(source, min_refresh).await?);
         let mut supported = config.required_scopes.clone();
         for s in tool_scopes.all() {
             if !supported.iter().any(|x| x == s) {
@@ -188,7 +194,7 @@ impl Auth {
         {
             return Ok(v.caller.clone());
         }
-        self.keys.refresh_if_old().await;
+        self.keys.refresh_if_old();
         let head = token::head(token)?;
         keys = self.keys.current();
         if let Some(kid) = head.kid.as_deref()
@@ -200,6 +206,10 @@ impl Auth {
             }
         }
         let claims = self.checks.verify(token, &head, &keys)?;
+        // Sessions, tasks and approvals belong to a caller: a token naming nobody would share them with every other.
+        if claims.sub.is_none() && claims.client_id.is_none() && claims.azp.is_none() {
+            return Err(token::Failure::Claims("it names no subject (sub) and no client (client_id, azp)".to_owned()));
+        }
         let scopes = claims.scopes();
         let caller = Arc::new(Caller { subject: claims.sub, client_id: claims.client_id.or(claims.azp), scopes });
         let verified = Verified {
@@ -227,6 +237,24 @@ impl Auth {
 /// The session key of a caller (see [`Caller`]'s sessions rule).
 pub(crate) fn session_key(caller: &Caller) -> String {
     caller.key()
+}
+
+/// Who owns a task or a pending approval: `key` decides who may see or answer it, `quota` whose share it counts
+/// against. The share is the subject's (else the client's), so a user cannot multiply it with client ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Principal {
+    pub(crate) key: String,
+    pub(crate) quota: String,
+}
+
+impl Principal {
+    pub(crate) fn of(caller: &Caller) -> Self {
+        let quota = match (&caller.subject, &caller.client_id) {
+            (Some(s), _) => serde_json::json!(["sub", s]),
+            (None, c) => serde_json::json!(["client", c]),
+        };
+        Principal { key: caller.key(), quota: quota.to_string() }
+    }
 }
 
 fn now() -> f64 {

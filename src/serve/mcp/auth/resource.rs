@@ -90,7 +90,12 @@ impl Resource {
                 (StatusCode::FORBIDDEN, header, why)
             }
         };
-        crate::telemetry::http_refused(status.as_u16(), &why);
+        // Every client's first request has no token (that is how it finds the metadata): not worth a warning.
+        if *rejection == Rejection::Missing {
+            tracing::debug!(target: "fisk_ai::serve::mcp", "MCP request without a bearer token: 401");
+        } else {
+            crate::telemetry::http_refused(status.as_u16(), &why);
+        }
         let mut response = Response::new(Body::from(why));
         *response.status_mut() = status;
         response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));

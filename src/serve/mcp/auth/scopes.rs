@@ -12,6 +12,8 @@ pub(crate) const SCOPE_TAG: &str = "auth:scope=";
 #[derive(Debug, Default)]
 pub(crate) struct ToolScopes {
     per_tool: Vec<Box<[String]>>,
+    /// Tools with a tag that names no valid scope: served to nobody.
+    never: Vec<usize>,
 }
 
 impl ToolScopes {
@@ -20,9 +22,11 @@ impl ToolScopes {
     pub(crate) fn of(tools: &Toolset) -> (Self, Vec<Warning>) {
         let mut warnings = Vec::new();
         let mut any = false;
+        let mut never = Vec::new();
         let per_tool = tools
             .iter()
-            .map(|tool| {
+            .enumerate()
+            .map(|(i, tool)| {
                 let scopes: Box<[String]> = tool
                     .spec()
                     .tags()
@@ -30,6 +34,7 @@ impl ToolScopes {
                     .filter_map(|t| t.strip_prefix(SCOPE_TAG).map(|s| (t, s)))
                     .map(|(tag, scope)| {
                         if let Err(why) = crate::config::check_scope_text(scope) {
+                            never.push(i);
                             warnings.push(Warning::ScopeTag {
                                 tool: tool.spec().name().to_owned(),
                                 tag: tag.to_owned(),
@@ -43,7 +48,7 @@ impl ToolScopes {
                 scopes
             })
             .collect();
-        (if any { ToolScopes { per_tool } } else { ToolScopes::default() }, warnings)
+        (if any { ToolScopes { per_tool, never } } else { ToolScopes::default() }, warnings)
     }
 
     /// AUTH-5 without `auth`: every `auth:scope=` tag of `tools`, as a warning that it is not enforced.
@@ -80,6 +85,9 @@ impl ToolScopes {
     /// Whether tool `i` is shown to `caller`. A request without a caller (stdio, which carries no token) sees none
     /// of the tagged tools. (A server without `auth` builds no scopes, so every tool is shown there.)
     pub(crate) fn visible(&self, i: usize, caller: Option<&Caller>) -> bool {
+        if self.never.contains(&i) {
+            return false;
+        }
         match self.per_tool.get(i) {
             None => true,
             Some(need) if need.is_empty() => true,

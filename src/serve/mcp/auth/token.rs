@@ -9,6 +9,8 @@ use std::collections::HashMap;
 
 /// Clock skew allowed on `exp` and `nbf`.
 pub(crate) const LEEWAY_SECS: u64 = 30;
+/// How many keys a token without `kid` is checked against.
+const MAX_KEYLESS_TRIES: usize = 4;
 /// The longest token accepted.
 pub(crate) const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
@@ -171,7 +173,9 @@ impl Checks {
                 && k.alg.is_none_or(|a| a == head.alg)
         });
         let mut last = Failure::Signature;
-        for key in candidates {
+        // A token without a key id is tried against a few keys at most: each try is a signature check an
+        // unauthenticated client makes us do.
+        for key in candidates.take(MAX_KEYLESS_TRIES) {
             match jsonwebtoken::decode::<Claims>(token, &key.decoding, validation) {
                 Ok(data) => return Ok(data.claims),
                 Err(e) => {
