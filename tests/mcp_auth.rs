@@ -576,3 +576,46 @@ async fn auth_8_a_session_id_that_is_not_text_and_a_token_naming_nobody_are_refu
     assert!(body.contains("names no subject"), "{body}");
     served.stop().await.unwrap();
 }
+
+/// AUTH-5 on the paged path (2026-07-28): pages run over the tools this caller sees, so a page is full and the
+/// cursors count visible tools only.
+#[tokio::test]
+async fn auth_5_pages_of_a_long_listing_hold_only_the_visible_tools() {
+    use fisk_ai::Selection;
+    use fisk_ai::source::fisk::FiskApp;
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let mut doc = String::from(r#"{"name":"big","help":"","commands":["#);
+    for i in 0..2100 {
+        let tag = if i % 2 == 1 { r#","tags":["auth:scope=ops.write"]"# } else { "" };
+        doc.push_str(&format!(r#"{}{{"name":"c{i}","help":"Command {i}"{tag}}}"#, if i > 0 { "," } else { "" }));
+    }
+    doc.push_str("]}");
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = FiskApp::new(common::fake_app(dir.path(), "mcp-app")).tools_from_slice(doc.as_bytes()).unwrap();
+    let tools = Selection::new().apply(loaded.tools).unwrap();
+    let rsa = Signer::rsa();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [rsa.jwk()]}).to_string()).unwrap();
+    let yaml = format!(
+        "identity: big\nexpose:\n  agent:\n    mcp:\n      auth:\n        issuer: {ISSUER}\n        audience: {AUDIENCE}\n        \
+         jwks_file: {}\n",
+        jwks.display()
+    );
+    let config = Config::from_yaml_str(&yaml).unwrap();
+    let served = serve_config(dir, config, move |b| b.toolset(tools)).await;
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(served.url.clone()).auth_header(rsa.sign(&claims("alice", "")));
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let client = TestClient::new(false, Answer::Decline)
+        .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
+        .await
+        .unwrap();
+    let first = client.peer().list_tools(None).await.unwrap();
+    assert_eq!((first.tools.len(), first.next_cursor.as_deref()), (1000, Some("1000")));
+    let all = client.list_all_tools().await.unwrap();
+    assert_eq!(all.len(), 1050);
+    assert!(all.iter().all(|t| t.name.trim_start_matches('c').parse::<usize>().unwrap() % 2 == 0));
+    client.cancel().await.unwrap();
+    served.stop().await.unwrap();
+}

@@ -177,23 +177,27 @@ impl Listing {
         cursor: Option<&str>,
         visible: Option<&Visible>,
     ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        // With tools hidden from this caller (AUTH-5), pages run over the visible ones only, so neither a cursor
+        // nor a short page says how many are hidden or where.
+        let shown: Option<Vec<usize>> = visible.map(|v| (0..self.len()).filter(|&i| v(i)).collect());
+        let count = shown.as_ref().map_or(self.len(), Vec::len);
         let start = match cursor {
             None => 0,
             Some(c) => c
                 .parse::<usize>()
                 .ok()
-                .filter(|&n| n > 0 && n < self.len() && n % PAGE == 0)
+                .filter(|&n| n > 0 && n < count && n % PAGE == 0)
                 .ok_or_else(|| rmcp::ErrorData::invalid_params(format!("unknown cursor {c:?}"), None))?,
         };
-        let shown = |i: &usize| visible.is_none_or(|v| v(*i));
+        let index = |k: usize| shown.as_ref().map_or(k, |s| s[k]);
         if let Some(all) = &self.all {
-            let tools = all.iter().enumerate().filter(|(i, _)| shown(i)).map(|(_, t)| t.clone()).collect();
+            let tools = (0..count).filter_map(|k| all.get(index(k)).cloned()).collect();
             return Ok(ListToolsResult::with_all_items(tools));
         }
-        let end = (start + PAGE).min(self.len());
-        let tools = (start..end).filter(shown).filter_map(|i| self.parse(i)).collect();
+        let end = (start + PAGE).min(count);
+        let tools = (start..end).filter_map(|k| self.parse(index(k))).collect();
         let mut result = ListToolsResult::with_all_items(tools);
-        result.next_cursor = (end < self.len()).then(|| end.to_string());
+        result.next_cursor = (end < count).then(|| end.to_string());
         Ok(result)
     }
 }
