@@ -512,29 +512,6 @@ async fn auth_5_scope_tags_without_auth_are_warned_about_and_every_tool_is_serve
 }
 
 #[tokio::test]
-async fn auth_8_the_caller_is_on_the_request_and_tool_spans() {
-    use fisk_ai::telemetry::{self as t, MCP_SPAN, TOOL_SPAN};
-    let rsa = Signer::rsa();
-    let (_issuer, jwks) = Issuer::start(vec![rsa.jwk()]).await;
-    let (capture, guard) = common::trace::capture();
-    let served = serve_auth(&jwks, &[], Duration::from_secs(10)).await;
-    let client = client_with(&served.url, &rsa.sign(&claims("alice", ""))).await;
-    call(&client, "status", json!({})).await;
-    client.cancel().await.unwrap();
-    drop(guard);
-    let trace = capture.trace();
-    let calls: Vec<_> =
-        trace.named(MCP_SPAN).into_iter().filter(|s| s.field(t::MCP_METHOD_NAME) == Some("tools/call")).collect();
-    assert_eq!(calls.len(), 1);
-    let tool = trace.named(TOOL_SPAN);
-    for span in [calls[0], tool[0]] {
-        assert_eq!(span.field(t::ENDUSER_ID), Some("alice"), "{span:#?}");
-        assert_eq!(span.field(t::CLIENT_ID), Some("ops-console"), "{span:#?}");
-    }
-    served.stop().await.unwrap();
-}
-
-#[tokio::test]
 async fn auth_2_a_token_without_kid_is_checked_against_the_keys_and_a_kid_with_another_alg_fails() {
     let rsa = Signer::rsa();
     let ec = Signer::new(Algorithm::ES256, "ec-1", "ec.pem");
@@ -617,5 +594,40 @@ async fn auth_5_pages_of_a_long_listing_hold_only_the_visible_tools() {
     assert_eq!(all.len(), 1050);
     assert!(all.iter().all(|t| t.name.trim_start_matches('c').parse::<usize>().unwrap() % 2 == 0));
     client.cancel().await.unwrap();
+    served.stop().await.unwrap();
+}
+
+/// AUTH-8 on the stateless 2026-07-28 lifecycle, where no session separates callers: a task is visible only to the
+/// caller that made it.
+#[tokio::test]
+async fn auth_8_a_task_is_visible_only_to_the_caller_that_made_it() {
+    use rmcp::model::{CallToolResponse, GetTaskParams, ProtocolVersion};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let rsa = Signer::rsa();
+    let (_issuer, jwks) = Issuer::start(vec![rsa.jwk()]).await;
+    let served = serve_auth(&jwks, &[], Duration::from_secs(10)).await;
+    let connect = |sub: &'static str| {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(served.url.clone()).auth_header(rsa.sign(&claims(sub, "")));
+        let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+        TestClient::new(false, Answer::Decline)
+            .with_tasks()
+            .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
+    };
+    let (alice, mallory) = (connect("alice").await.unwrap(), connect("mallory").await.unwrap());
+    let id = match alice.peer().call_tool_once(params("status", json!({}))).await.unwrap() {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a task: {other:?}"),
+    };
+    let get = |client: &rmcp::service::RunningService<rmcp::RoleClient, TestClient>, id: String| {
+        let peer = client.peer().clone();
+        async move { peer.get_task(GetTaskParams::new(id)).await.map(drop).map_err(|e| e.to_string()) }
+    };
+    get(&alice, id.clone()).await.expect("the owner sees it");
+    let foreign = get(&mallory, id.clone()).await.expect_err("another caller does not");
+    let unknown = get(&mallory, "00000000-0000-4000-8000-000000000000".to_owned()).await.unwrap_err();
+    assert_eq!(foreign.replace(&id, "ID"), unknown.replace("00000000-0000-4000-8000-000000000000", "ID"));
+    alice.cancel().await.unwrap();
+    mallory.cancel().await.unwrap();
     served.stop().await.unwrap();
 }

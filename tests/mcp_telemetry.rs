@@ -70,3 +70,44 @@ async fn cancel_1_a_cancelled_call_is_recorded_as_cancelled() {
         trace.named(TOOL_SPAN).iter().map(|s| (s.field(t::TOOL_NAME), s.field(t::TOOL_OUTCOME))).collect();
     assert_eq!(outcomes, [(Some("hang"), Some("cancelled")), (Some("echo"), Some("ran"))]);
 }
+
+/// AUTH-8: on a server with `auth`, the caller's subject and client are on the request and tool spans. (Here, not in
+/// tests/mcp_auth.rs: every test of this binary captures spans, so no test without a subscriber caches the
+/// callsites as disabled meanwhile.)
+#[tokio::test]
+async fn auth_8_the_caller_is_on_the_request_and_tool_spans() {
+    use common::jwt::{Signer, now};
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let (capture, guard) = common::trace::capture();
+    let dir = tempfile::tempdir().unwrap();
+    let rsa = Signer::rsa();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [rsa.jwk()]}).to_string()).unwrap();
+    let mcp = format!(
+        "auth: {{issuer: \"https://issuer.example\", audience: \"https://mcp.example/\", jwks_file: \"{}\"}}",
+        jwks.display()
+    );
+    let config = config(dir.path(), &[&mcp]);
+    let served = serve_config(dir, config, |b| b).await;
+    let claims = json!({"iss": "https://issuer.example", "aud": "https://mcp.example/", "sub": "alice",
+        "client_id": "ops-console", "exp": now() + 300});
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(served.url.clone()).auth_header(rsa.sign(&claims)),
+    );
+    let client = TestClient::new(false, Answer::Decline).serve(transport).await.unwrap();
+    call(&client, "echo", json!({"words": ["hi"]})).await;
+    client.cancel().await.unwrap();
+    drop(guard);
+    let trace = capture.trace();
+    let calls: Vec<_> =
+        trace.named(MCP_SPAN).into_iter().filter(|s| s.field(t::MCP_METHOD_NAME) == Some("tools/call")).collect();
+    assert_eq!(calls.len(), 1);
+    let tool = trace.named(TOOL_SPAN);
+    for span in [calls[0], tool[0]] {
+        assert_eq!(span.field(t::ENDUSER_ID), Some("alice"), "{span:#?}");
+        assert_eq!(span.field(t::CLIENT_ID), Some("ops-console"), "{span:#?}");
+    }
+    served.stop().await.unwrap();
+}
