@@ -190,8 +190,7 @@ impl Gate {
             Ok(req) => req,
             Err(response) => return response,
         };
-        let claim = caller.as_deref().map(auth::session_key);
-        self.forward(req, next, busy, claim).await
+        self.forward(req, next, busy, caller).await
     }
 
     /// AUTH-1..8: with `auth`, answer the metadata, refuse a request without an acceptable token, and a request in
@@ -209,7 +208,7 @@ impl Gate {
             Some(Ok(id)) => Some(id),
             Some(Err(_)) => return Err(refuse(StatusCode::BAD_REQUEST, "the Mcp-Session-Id header is not text")),
         };
-        if session.is_some_and(|id| !self.sessions.usable_by(id, &auth::session_key(&caller))) {
+        if session.is_some_and(|id| !self.sessions.usable_by(id, auth::session_key(&caller))) {
             return Err(refuse(StatusCode::NOT_FOUND, "no such session"));
         }
         req.extensions_mut().insert(caller.clone());
@@ -221,15 +220,15 @@ impl Gate {
     /// may close the session before that body ends. A POST may open a session: if rmcp could not (every session
     /// busy, found only now because another `initialize` took the last idle place meanwhile), the client gets the
     /// same 503 as [`Gate::refuse_new_session`] gives instead of rmcp's bare 500.
-    async fn forward(&self, req: Request, next: Next, busy: Option<Busy>, claim: Option<String>) -> Response {
+    async fn forward(&self, req: Request, next: Next, busy: Option<Busy>, caller: Option<Arc<Caller>>) -> Response {
         let in_flight = self.in_flight.enter();
         let (response, opened) = sessions::opening(next.run(req)).await;
         if opened.refused {
             return self.full();
         }
         // AUTH-8: a new session belongs to its caller before the client learns its id (an existing owner stays).
-        if let (Some(owner), Some(id)) = (claim, response.headers().get(SESSION_HEADER)) {
-            self.sessions.claim(id.to_str().unwrap_or_default(), &owner);
+        if let (Some(caller), Some(id)) = (caller, response.headers().get(SESSION_HEADER)) {
+            self.sessions.claim(id.to_str().unwrap_or_default(), auth::session_key(&caller));
         }
         // Dropped here: a new session's `initialize` has been answered.
         drop(opened.busy);

@@ -41,6 +41,8 @@ pub struct Caller {
     subject: Option<String>,
     client_id: Option<String>,
     scopes: Vec<String>,
+    /// The owner key (see [`Caller::key`]), built once: requests of a remembered token reuse this caller.
+    key: String,
 }
 
 impl Caller {
@@ -58,11 +60,17 @@ impl Caller {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        Caller {
-            subject: subject.map(str::to_owned),
-            client_id: client_id.map(str::to_owned),
-            scopes: scopes.into_iter().map(Into::into).collect(),
-        }
+        Caller::build(
+            subject.map(str::to_owned),
+            client_id.map(str::to_owned),
+            scopes.into_iter().map(Into::into).collect(),
+        )
+    }
+
+    fn build(subject: Option<String>, client_id: Option<String>, scopes: Vec<String>) -> Self {
+        // JSON, so no subject and client id can run together into another caller's key.
+        let key = serde_json::json!([subject, client_id]).to_string();
+        Caller { subject, client_id, scopes, key }
     }
 
     /// The token's `sub`: the user (or, for client credentials, often the client).
@@ -85,10 +93,9 @@ impl Caller {
         self.scopes.iter().any(|s| s == scope)
     }
 
-    /// The owner key of sessions, tasks and approvals: a session is used only by the caller that opened it. JSON,
-    /// so no subject and client id can run together into another caller's key.
-    fn key(&self) -> String {
-        serde_json::json!([self.subject, self.client_id]).to_string()
+    /// The owner key of sessions, tasks and approvals: a session is used only by the caller that opened it.
+    fn key(&self) -> &str {
+        &self.key
     }
 }
 
@@ -211,7 +218,7 @@ impl Auth {
             return Err(token::Failure::Claims("it names no subject (sub) and no client (client_id, azp)".to_owned()));
         }
         let scopes = claims.scopes();
-        let caller = Arc::new(Caller { subject: claims.sub, client_id: claims.client_id.or(claims.azp), scopes });
+        let caller = Arc::new(Caller::build(claims.sub, claims.client_id.or(claims.azp), scopes));
         let verified = Verified {
             caller: caller.clone(),
             exp: claims.exp.unwrap_or(0.0),
@@ -235,7 +242,7 @@ impl Auth {
 }
 
 /// The session key of a caller (see [`Caller`]'s sessions rule).
-pub(crate) fn session_key(caller: &Caller) -> String {
+pub(crate) fn session_key(caller: &Caller) -> &str {
     caller.key()
 }
 
@@ -253,7 +260,7 @@ impl Principal {
             (Some(s), _) => serde_json::json!(["sub", s]),
             (None, c) => serde_json::json!(["client", c]),
         };
-        Principal { key: caller.key(), quota: quota.to_string() }
+        Principal { key: caller.key().to_owned(), quota: quota.to_string() }
     }
 }
 
