@@ -300,11 +300,11 @@ async fn auth_8_the_caller_is_in_events_and_a_session_serves_only_the_caller_tha
     let served = serve_auth(&jwks, &[], Duration::from_secs(10)).await;
     let alice = client_with(&served.url, &rsa.sign(&claims("alice", ""))).await;
     call(&alice, "status", json!({})).await;
-    assert!(
-        served.events().iter().any(|e| e == "call status status by alice (client ops-console)"),
-        "{:?}",
-        served.events()
-    );
+    let events = served.events();
+    assert!(events.iter().any(|e| e == "call status status by alice (client ops-console)"), "{events:?}");
+    let connected =
+        "connected fisk-test-client 1.0 2025-11-25 elicitation=false NoneGated by alice (client ops-console)";
+    assert!(events.iter().any(|e| e == connected), "{events:?}");
     // Mallory, with a valid token of her own, cannot use Alice's session.
     let alice_token = rsa.sign(&claims("alice", ""));
     let resp =

@@ -77,9 +77,10 @@ fn by(caller: Option<&Caller>) -> String {
 fn log(event: &McpEvent<'_>) {
     match event {
         McpEvent::Warning(w) => eprintln!("warning: {w}"),
-        McpEvent::ClientConnected { client, protocol, elicitation, gated } => eprintln!(
-            "client {} connected (protocol {protocol}, {}): {}",
+        McpEvent::ClientConnected { client, protocol, elicitation, gated, caller } => eprintln!(
+            "client {}{} connected (protocol {protocol}, {}): {}",
             client.unwrap_or("(unnamed)"),
+            by(*caller),
             if *elicitation { "can be asked" } else { "cannot be asked" },
             gated.describe()
         ),
@@ -88,7 +89,7 @@ fn log(event: &McpEvent<'_>) {
             eprintln!("denied: {display} ({}){}", why.describe(), by(*caller))
         }
         McpEvent::Cancelled { display, caller, .. } => eprintln!("cancelled by the client: {display}{}", by(*caller)),
-        McpEvent::TaskRefused { name, why } => eprintln!("task refused: {name}: {why}"),
+        McpEvent::TaskRefused { name, why, caller } => eprintln!("task refused: {name}{}: {why}", by(*caller)),
         other => eprintln!("{other:?}"),
     }
 }

@@ -260,13 +260,14 @@ fn by(caller: Option<&fisk_ai::serve::mcp::Caller>) -> String {
 pub fn render(e: &McpEvent<'_>) -> String {
     match e {
         McpEvent::Warning(w) => format!("warning {} {w}", w.kind()),
-        McpEvent::ClientConnected { client, protocol, elicitation, gated } => {
-            format!("connected {} {protocol} elicitation={elicitation} {gated:?}", client.unwrap_or("-"))
+        McpEvent::ClientConnected { client, protocol, elicitation, gated, caller } => {
+            let client = client.unwrap_or("-");
+            format!("connected {client} {protocol} elicitation={elicitation} {gated:?}{}", by(*caller))
         }
         McpEvent::ToolCall { name, display, caller } => format!("call {name} {display}{}", by(*caller)),
         McpEvent::Denied { name, display, why, caller } => format!("denied {name} {display} {why:?}{}", by(*caller)),
         McpEvent::Cancelled { name, display, caller } => format!("cancelled {name} {display}{}", by(*caller)),
-        McpEvent::TaskRefused { name, why } => format!("task refused {name} {why}"),
+        McpEvent::TaskRefused { name, why, caller } => format!("task refused {name} {why}{}", by(*caller)),
         _ => format!("{e:?}"),
     }
 }

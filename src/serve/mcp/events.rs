@@ -75,6 +75,8 @@ pub enum McpEvent<'a> {
         elicitation: bool,
         /// What happens to its gated calls.
         gated: GatedBehavior,
+        /// Who connected, on a server with `expose.agent.mcp.auth` (AUTH-8).
+        caller: Option<&'a Caller>,
     },
     /// A call passed every check and approval and is about to run (MCP-19).
     ToolCall {
@@ -102,6 +104,8 @@ pub enum McpEvent<'a> {
         name: &'a str,
         /// Which bound was reached.
         why: &'a str,
+        /// Who called, on a server with `expose.agent.mcp.auth` (AUTH-8).
+        caller: Option<&'a Caller>,
     },
     /// A gated call was not run (MCP-11, MCP-12).
     Denied {

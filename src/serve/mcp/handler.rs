@@ -116,12 +116,20 @@ impl Shared {
         }
     }
 
-    fn connected(&self, client: Option<String>, protocol: &str, caps: Option<&ClientCapabilities>) {
+    fn connected(
+        &self,
+        client: Option<String>,
+        protocol: &str,
+        caps: Option<&ClientCapabilities>,
+        context: &RequestContext<RoleServer>,
+    ) {
+        let caller = caller_of(context);
         self.events.emit(&McpEvent::ClientConnected {
             client: client.as_deref(),
             protocol,
             elicitation: confirm::can_elicit(caps),
             gated: self.gated_behavior(caps),
+            caller: caller.as_deref(),
         });
     }
 
@@ -463,7 +471,7 @@ impl ServerHandler for Handler {
         let result = self.negotiate_initialize(&request)?;
         // Client-supplied text reaches the operator's terminal: sanitized (GATE-8).
         let client = sanitize(&format!("{} {}", request.client_info.name, request.client_info.version), 200);
-        self.0.connected(Some(client), result.protocol_version.as_str(), Some(&request.capabilities));
+        self.0.connected(Some(client), result.protocol_version.as_str(), Some(&request.capabilities), &context);
         Ok(result)
     }
 
@@ -471,7 +479,7 @@ impl ServerHandler for Handler {
         let _span = request_span("server/discover", None, &context).entered();
         let client = context.client_info().map(|c| sanitize(&format!("{} {}", c.name, c.version), 200));
         let protocol = context.protocol_version().map(|v| sanitize(v.as_str(), 64)).unwrap_or_default();
-        self.0.connected(client, &protocol, context.client_capabilities().as_ref());
+        self.0.connected(client, &protocol, context.client_capabilities().as_ref(), &context);
         Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
     }
 

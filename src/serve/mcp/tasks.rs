@@ -57,7 +57,8 @@ pub(crate) fn start(
     Some(match spawned {
         Ok(task) => CreateTaskResult::new(task).into(),
         Err(kept) => {
-            shared.events.emit(&McpEvent::TaskRefused { name: &request.name, why: &kept });
+            let caller = super::handler::caller_of(context);
+            shared.events.emit(&McpEvent::TaskRefused { name: &request.name, why: &kept, caller: caller.as_deref() });
             let text =
                 format!("\"{}\" was not started: {kept}; retry once some have finished and expired", request.name);
             CallToolResult::error(vec![ContentBlock::text(text)]).into()
