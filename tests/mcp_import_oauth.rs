@@ -18,7 +18,6 @@ use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::llm::ScriptedProvider;
 use serde_json::json;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,13 +25,6 @@ const SECRET_VAR: &str = "FISK_AI_TEST_OAUTH_SECRET";
 const SECRET: &str = "s3cret-of-the-agent";
 const CLIENT: &str = "fisk-agent";
 const JSON: [(axum::http::HeaderName, &str); 1] = [(axum::http::header::CONTENT_TYPE, "application/json")];
-
-fn python() -> PathBuf {
-    let python = std::env::var_os("FISK_AI_PYTHON").filter(|v| !v.is_empty()).unwrap_or_else(|| {
-        panic!("FISK_AI_PYTHON is not set; set it to a python with `mcp` installed (.ci/run creates one)")
-    });
-    PathBuf::from(python)
-}
 
 /// One issued token: what it was issued for, and whether it still counts.
 #[derive(Debug, Clone)]
@@ -149,15 +141,8 @@ impl Issuer {
 
 /// Start the Python server on a free port; its MCP URL once it answers.
 async fn python_server(issuer: &str) -> (tokio::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let script = common::root().join("tests/fixtures/python/mcp_oauth_server.py");
-    let child = tokio::process::Command::new(python())
-        .args([script.display().to_string(), port.to_string(), issuer.to_owned()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let (child, port) =
+        common::python::spawn_on_free_port("mcp_oauth_server.py", |port| vec![port.to_string(), issuer.to_owned()]);
     let url = format!("http://127.0.0.1:{port}/mcp");
     let metadata = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
     for _ in 0..150 {

@@ -11,22 +11,8 @@ mod common;
 
 use fisk_ai::source::mcp::McpImport;
 use fisk_ai::tool::{CallContext, Tool, ToolInput};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn python() -> PathBuf {
-    let python = std::env::var_os("FISK_AI_PYTHON").filter(|v| !v.is_empty()).unwrap_or_else(|| {
-        panic!("FISK_AI_PYTHON is not set; set it to a python with `mcp` installed (.ci/run creates one)")
-    });
-    let python = PathBuf::from(python);
-    let out = std::process::Command::new(&python).args(["-c", "import mcp.server.mcpserver"]).output();
-    match out {
-        Ok(out) if out.status.success() => python,
-        Ok(out) => panic!("{} cannot import mcp: {}", python.display(), String::from_utf8_lossy(&out.stderr)),
-        Err(e) => panic!("{} does not run: {e}", python.display()),
-    }
-}
 
 fn script() -> String {
     common::root().join("tests/fixtures/python/mcp_server.py").display().to_string()
@@ -46,21 +32,16 @@ async fn check(tools: &[Arc<dyn Tool>]) {
 #[tokio::test]
 #[ignore = "needs FISK_AI_PYTHON with the mcp SDK; .ci/run provides it"]
 async fn mcpi_6_8_a_python_sdk_server_over_stdio() {
-    let import = McpImport::stdio("py", [python().display().to_string(), script(), "stdio".into()]).unwrap();
+    let import =
+        McpImport::stdio("py", [common::python::interpreter().display().to_string(), script(), "stdio".into()])
+            .unwrap();
     let loaded = import.load().await.unwrap_or_else(|e| panic!("{e}"));
     check(&loaded.tools).await;
 }
 
 /// The Python server over streamable HTTP in `mode` (`http`: SSE replies; `http-json`: one JSON body), loaded.
 async fn over_http(mode: &str) -> (tokio::process::Child, fisk_ai::source::Loaded) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = tokio::process::Command::new(python())
-        .args([script(), mode.into(), port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let (child, port) = common::python::spawn_on_free_port("mcp_server.py", |port| vec![mode.into(), port.to_string()]);
     let url = format!("http://127.0.0.1:{port}/mcp");
     for _ in 0..100 {
         if let Ok(l) = McpImport::http("pyweb", url.clone()).unwrap().with_timeout(Duration::from_secs(5)).load().await

@@ -17,24 +17,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn python() -> PathBuf {
-    let unavailable = |why: String| -> ! {
-        panic!(
-            "the Python MCP client is unavailable: {why}; set FISK_AI_PYTHON to a python with `mcp` installed (.ci/run creates one)"
-        )
-    };
-    let Some(python) = std::env::var_os("FISK_AI_PYTHON").filter(|v| !v.is_empty()) else {
-        unavailable("FISK_AI_PYTHON is not set".to_owned())
-    };
-    let python = PathBuf::from(python);
-    match std::process::Command::new(&python).args(["-c", "import mcp"]).output() {
-        Ok(out) if out.status.success() => python,
-        Ok(out) => unavailable(format!(
-            "{} cannot import mcp: {}",
-            python.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(e) => unavailable(format!("{} does not run: {e}", python.display())),
-    }
+    common::python::interpreter()
 }
 
 async fn run_client(python: &PathBuf, url: &str, mode: &str) -> Value {

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod nats;
 pub mod net;
 pub mod procs;
+pub mod python;
 pub mod tools;
 pub mod trace;
 pub mod turns;
