@@ -67,6 +67,24 @@ impl Fixture {
                 tools.push(tool(name, &format!("An extra tool named {name}"), object(json!({}), &[])));
             }
         }
+        // `--describe NAME=TEXT` and `--widen NAME` (repeatable): change a tool's description, or add an optional
+        // `note` property to its input schema, as a server that changed between two runs would (PIN-2).
+        for (i, a) in args.iter().enumerate() {
+            let Some(value) = args.get(i + 1) else { continue };
+            if a == "--describe"
+                && let Some((name, text)) = value.split_once('=')
+            {
+                tools.iter_mut().filter(|t| t.name == name).for_each(|t| t.description = Some(text.to_owned().into()));
+            } else if a == "--widen" {
+                for t in tools.iter_mut().filter(|t| t.name == value.as_str()) {
+                    let mut schema = (*t.input_schema).clone();
+                    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                        props.insert("note".to_owned(), json!({"type": "string"}));
+                    }
+                    t.input_schema = Arc::new(schema);
+                }
+            }
+        }
         let on = |name: &str| args.iter().any(|a| a == name);
         if on("--setsid") {
             tools.push(tool(

@@ -179,6 +179,33 @@ pub enum Warning {
         /// What happens instead.
         reason: String,
     },
+    /// PIN-2, PIN-3: an imported tool's description or input schema differs from its pin.
+    PinChanged {
+        /// The server key (`mcp_servers.github`).
+        server: String,
+        /// The tool (sanitized).
+        tool: String,
+        /// What changed: `description`, `input schema`.
+        changed: Vec<&'static str>,
+        /// Whether it is offered anyway (`pins: warn`).
+        offered: bool,
+    },
+    /// PIN-2, PIN-3: a server with pins lists a tool it did not list when pinned.
+    PinNew {
+        /// The server key.
+        server: String,
+        /// The tool (sanitized).
+        tool: String,
+        /// Whether it is offered anyway (`pins: warn`).
+        offered: bool,
+    },
+    /// PIN-4: a `pins: warn` source's pins could not be checked, so its tools are offered unchecked.
+    PinUnchecked {
+        /// The server key.
+        server: String,
+        /// Why (sanitized).
+        reason: String,
+    },
 }
 
 impl Warning {
@@ -209,6 +236,9 @@ impl Warning {
             Warning::UngatedOverMcp { .. } => "ungated_over_mcp",
             Warning::InsecureNoAuth { .. } => "insecure_no_auth",
             Warning::ScopeTag { .. } => "scope_tag",
+            Warning::PinChanged { .. } => "pin_changed",
+            Warning::PinNew { .. } => "pin_new",
+            Warning::PinUnchecked { .. } => "pin_unchecked",
         }
     }
 }
@@ -306,6 +336,29 @@ impl fmt::Display for Warning {
                  can reach it can call the tools"
             ),
             Warning::ScopeTag { tool, tag, reason } => write!(f, "tool {tool}: tag {tag}: {reason}"),
+            Warning::PinChanged { server, tool, changed, offered } => write!(
+                f,
+                "{server}: tool \"{tool}\" changed its {} since it was pinned; {}",
+                changed.join(" and "),
+                pin_outcome(*offered)
+            ),
+            Warning::PinNew { server, tool, offered } => {
+                write!(f, "{server}: tool \"{tool}\" is new since the server was pinned; {}", pin_outcome(*offered))
+            }
+            Warning::PinUnchecked { server, reason } => {
+                write!(
+                    f,
+                    "{server}: its tools are offered unchecked (pins: warn) because its pins cannot be read: {reason}"
+                )
+            }
         }
+    }
+}
+
+fn pin_outcome(offered: bool) -> &'static str {
+    if offered {
+        "it is offered anyway (pins: warn)"
+    } else {
+        "it is not offered until an operator accepts it (pins accept)"
     }
 }

@@ -53,7 +53,13 @@ fn exec_18_nats_credentials_reach_no_command_introspection_or_stdio_mcp_server()
             turn(vec![call_with("1", "env", "{}"), call_with("2", "dump", "{}")]),
             done(),
         ]));
-        let agent = Agent::builder().config(config).provider_arc(provider).build().await.unwrap();
+        let agent = Agent::builder()
+            .pin_store(common::pin_store())
+            .config(config)
+            .provider_arc(provider)
+            .build()
+            .await
+            .unwrap();
         let outcome = agent.run("x", RunOptions::default()).await;
         assert_eq!(outcome.reason, TerminalReason::Completed, "{:?}", outcome.error);
         let (env, is_error) = result_of(&outcome.messages, "1");

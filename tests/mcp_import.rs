@@ -355,7 +355,8 @@ async fn mcpi_5_an_include_of_tags_alone_keeps_every_tool() {
 
 /// The names of the tools a harness built from `config` imported from MCP servers.
 async fn imported_by_a_harness(config: fisk_ai::Config) -> Vec<String> {
-    let harness = fisk_ai::harness::Harness::builder().config(config).build().await.unwrap();
+    let harness =
+        fisk_ai::harness::Harness::builder().pin_store(common::pin_store()).config(config).build().await.unwrap();
     (harness.toolset().iter())
         .filter(|t| t.spec().kind() == ToolKind::Imported)
         .map(|t| t.spec().name().to_owned())

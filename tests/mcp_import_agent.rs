@@ -36,7 +36,7 @@ fn config(dir: &Path, servers: &[String], extra: &str) -> Config {
 }
 
 async fn agent(config: Config) -> fisk_ai::Result<Agent> {
-    Agent::builder().config(config).provider(ScriptedProvider::new([])).build().await
+    Agent::builder().pin_store(common::pin_store()).config(config).provider(ScriptedProvider::new([])).build().await
 }
 
 fn imported_names(agent: &Agent) -> Vec<String> {
@@ -109,6 +109,7 @@ async fn mcpi_10_confirm_gates_every_tool_with_its_final_name_and_compact_json()
         done(),
     ]));
     let agent = Agent::builder()
+        .pin_store(common::pin_store())
         .config(config(dir.path(), &servers, ""))
         .provider_arc(provider)
         .gate(gate)
@@ -136,6 +137,7 @@ async fn mcpi_9_journaled_as_remote_and_fingerprinted() {
     let provider = Arc::new(ScriptedProvider::new([turn(vec![call_with("1", "echo", r#"{"text":"hi"}"#)])]));
     let servers = [server("files", &[], "")];
     let agent = Agent::builder()
+        .pin_store(common::pin_store())
         .config(config(dir.path(), &servers, ""))
         .provider_arc(provider)
         .session_store(FileSessionStore::new(&runs))
@@ -153,6 +155,7 @@ async fn mcpi_9_journaled_as_remote_and_fingerprinted() {
 
     let changed = [server("files", &["--extra", "newtool"], "")];
     let drifted = Agent::builder()
+        .pin_store(common::pin_store())
         .config(config(dir.path(), &changed, ""))
         .provider(ScriptedProvider::new([done()]))
         .session_store(FileSessionStore::new(&runs))

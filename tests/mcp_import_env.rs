@@ -49,7 +49,13 @@ fn invariant_4_mcpi_3_4_no_imported_server_or_child_sees_a_credential() {
             turn(vec![call_with("1", "files_env", "{}"), call_with("2", "web_auth", "{}")]),
             done(),
         ]));
-        let agent = Agent::builder().config(config).provider_arc(provider).build().await.unwrap();
+        let agent = Agent::builder()
+            .pin_store(common::pin_store())
+            .config(config)
+            .provider_arc(provider)
+            .build()
+            .await
+            .unwrap();
         let introspected = std::fs::read_to_string(dir.path().join("introspect.env")).unwrap();
         assert!(!introspected.contains(BEARER), "the bearer variable reached introspection");
         let outcome = agent.run("x", RunOptions::default()).await;

@@ -183,7 +183,13 @@ fn oauthc_1_6_client_credentials_against_the_python_sdk_bearer_middleware() {
             turn(vec![call_with("4", "greet", r#"{"name": "cy"}"#)]),
             done(),
         ]));
-        let agent = Agent::builder().config(config).provider_arc(provider.clone()).build().await.unwrap();
+        let agent = Agent::builder()
+            .pin_store(common::pin_store())
+            .config(config)
+            .provider_arc(provider.clone())
+            .build()
+            .await
+            .unwrap();
 
         // Discovery found the token endpoint; the request carried the scopes and this server as the resource.
         assert_eq!(issuer.issued(), 1, "one token for the load");

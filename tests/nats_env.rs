@@ -50,6 +50,7 @@ async fn invariant_4_context_credentials_never_reach_a_child() {
     );
     let conn = NatsConnection::connect(&context, "imp").await.unwrap();
     let agent = fisk_ai::Agent::builder()
+        .pin_store(common::pin_store())
         .config(Config::from_yaml_str(&yaml).unwrap())
         .provider(fisk_ai::llm::ScriptedProvider::new([]))
         .nats(conn)

@@ -222,6 +222,7 @@ async fn import_5_final_names_across_hosts_count_after_the_skips() {
     let mut seen = Vec::new();
     for order in [[hosts[0], hosts[1]], [hosts[1], hosts[0]]] {
         let agent = Agent::builder()
+            .pin_store(common::pin_store())
             .config(agent_config(&order.concat(), builtins))
             .provider(ScriptedProvider::new([]))
             .nats(caller.clone())
@@ -247,6 +248,7 @@ async fn import_7_unreachable_hosts_fail_the_build_together_naming_host_and_cont
     let good = A2aPeer::serving(peers, "good", vec![descriptor("x", "X")], echo("good")).await;
     let hosts = "  - name: gone1\n  - name: good\n  - name: gone2\n";
     let err = Agent::builder()
+        .pin_store(common::pin_store())
         .config(agent_config(hosts, ""))
         .provider(ScriptedProvider::new([]))
         .nats(caller)
@@ -269,7 +271,13 @@ async fn import_7_unreachable_hosts_fail_the_build_together_naming_host_and_cont
 async fn import_7_a_missing_nats_context_fails_the_build_naming_hosts_and_context() {
     let mut config = agent_config("  - name: far\n", "");
     config.nats_context = Some("fisk-ai-test-no-such-context".into());
-    let err = Agent::builder().config(config).provider(ScriptedProvider::new([])).build().await.unwrap_err();
+    let err = Agent::builder()
+        .pin_store(common::pin_store())
+        .config(config)
+        .provider(ScriptedProvider::new([]))
+        .build()
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("remote_tools host \"far\"") && text.contains("fisk-ai-test-no-such-context"), "{text}");
 }
@@ -285,6 +293,7 @@ async fn import_10_a_run_calls_the_remote_tool_and_journals_it_as_remote() {
     let runs = dir.path().join("runs");
     let provider = Arc::new(ScriptedProvider::new([turn(vec![call_with("1", "say", r#"{"text":"hi"}"#)]), done()]));
     let agent = Agent::builder()
+        .pin_store(common::pin_store())
         .config(agent_config("  - name: cow\n", ""))
         .provider_arc(provider)
         .nats(caller)

@@ -289,6 +289,7 @@ async fn import_13_a_cards_escape_sequences_never_reach_the_model() {
     let yaml =
         "identity: ops\nsystem_prompt: s\nnats_context: hostile-ctx\nllm:\n  model: m\nremote_tools:\n  - name: bad\n";
     let agent = Agent::builder()
+        .pin_store(common::pin_store())
         .config(Config::from_yaml_str(yaml).unwrap())
         .provider(ScriptedProvider::new([]))
         .nats(caller)

@@ -39,7 +39,13 @@ async fn import_12_huge_cards_past_32_mib_fail_naming_host_read_and_bound_in_bou
 
     reset_peak();
     let before = peak();
-    let built = Agent::builder().config(config).provider(ScriptedProvider::new([])).nats(caller).build().await;
+    let built = Agent::builder()
+        .pin_store(common::pin_store())
+        .config(config)
+        .provider(ScriptedProvider::new([]))
+        .nats(caller)
+        .build()
+        .await;
     let grown = peak().saturating_sub(before);
     eprintln!("IMPORT-12: peak RSS grew by {} MiB over {HOSTS} huge cards", grown >> 20);
 

@@ -54,7 +54,12 @@ async fn every_unbuilt_key_is_refused_with_its_location_before_any_process_start
         // The key, or where its value starts when that is a block on the next line.
         assert!(at.line == line || at.line == line + 1, "{key}: line {} for the key on line {line}", at.line);
 
-        let agent = Agent::builder().config(config.clone()).provider(ScriptedProvider::new([])).build().await;
+        let agent = Agent::builder()
+            .pin_store(common::pin_store())
+            .config(config.clone())
+            .provider(ScriptedProvider::new([]))
+            .build()
+            .await;
         assert_eq!(agent.unwrap_err().key(), Some(key), "{key}: the agent refuses it");
         #[cfg(feature = "mcp")]
         {
@@ -72,6 +77,12 @@ async fn a_configuration_without_them_still_builds_and_introspects() {
     let dir = tempfile::tempdir().unwrap();
     let config = Config::from_yaml_str(&yaml(dir.path(), "")).unwrap();
     config.check_supported().unwrap();
-    Agent::builder().config(config).provider(ScriptedProvider::new([])).build().await.unwrap();
+    Agent::builder()
+        .pin_store(common::pin_store())
+        .config(config)
+        .provider(ScriptedProvider::new([]))
+        .build()
+        .await
+        .unwrap();
     assert!(dir.path().join("introspect.env").exists(), "the control case does introspect");
 }

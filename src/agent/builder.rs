@@ -128,6 +128,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Keep the pins of imported tools in this store (PIN-5), as
+    /// [`HarnessBuilder::pin_store`](crate::harness::HarnessBuilder::pin_store).
+    #[must_use]
+    pub fn pin_store(mut self, store: Arc<dyn crate::source::pins::PinStore>) -> Self {
+        self.touched.push("pin_store");
+        self.parts = self.parts.pin_store(store);
+        self
+    }
+
     /// Register a memory backend `harness.memory.backend` can name (replacing one of the same name); `file` is
     /// built in.
     #[must_use]

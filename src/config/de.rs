@@ -412,6 +412,8 @@ struct JetStreamMemoryOptions {
 struct JetStreamSessionOptions {
     #[serde(default)]
     stream: Option<IgnoredAny>,
+    #[serde(default)]
+    pins_bucket: Option<IgnoredAny>,
 }
 
 fn shadow<'de, M, S>(yaml: &'de str) -> Result<(), serde_yaml::Error>

@@ -185,4 +185,8 @@ pub struct SessionOptions {
     /// `stream` (jetstream backend, SESS-31): an existing stream; required for that backend.
     #[serde(deserialize_with = "de::opt_string")]
     pub stream: Option<String>,
+    /// `pins_bucket` (jetstream backend, PIN-6): the existing KV bucket imported tools are pinned in; unset means
+    /// [`DEFAULT_PINS_BUCKET`](crate::source::pins::DEFAULT_PINS_BUCKET).
+    #[serde(deserialize_with = "de::opt_string")]
+    pub pins_bucket: Option<String>,
 }

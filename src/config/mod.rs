@@ -45,6 +45,7 @@ mod harness;
 mod llm;
 mod locate;
 mod origin;
+mod pins;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -63,6 +64,7 @@ pub use harness::{Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, S
 pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };
+pub use pins::PinMode;
 pub use validate::check_http_url;
 #[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use validate::check_name as check_identity_name;
@@ -228,6 +230,9 @@ pub struct RemoteToolsHost {
     /// `exclude`: matched on the remote tool name only; `exclude.tags` is an error (IMPORT-3).
     #[serde(default)]
     pub exclude: Option<Filter>,
+    /// `pins` (PIN-2): what a changed or new tool from this host does.
+    #[serde(default)]
+    pub pins: PinMode,
 }
 
 impl RemoteToolsHost {
@@ -280,6 +285,9 @@ pub struct McpServerEntry {
     /// `exclude`, on the server's tool names; `exclude.tags` is an error (MCPI-5).
     #[serde(default)]
     pub exclude: Option<Filter>,
+    /// `pins` (PIN-2): what a changed or new tool from this server does.
+    #[serde(default)]
+    pub pins: PinMode,
 }
 
 impl McpServerEntry {

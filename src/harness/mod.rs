@@ -68,6 +68,7 @@ use crate::memory::{MemoryBackend, MemoryBackends, MemoryStore};
 use crate::operator::{NoOperator, Prompter};
 use crate::select::Toolset;
 use crate::session::{SessionBackend, SessionBackends, SessionStore};
+use crate::source::pins::{PinReport, PinStore};
 use crate::source::{OnFailure, SourcePolicy, ToolSource};
 use crate::tool::Tool;
 use crate::warning::Warning;
@@ -90,6 +91,7 @@ pub struct Harness {
     sessions: std::result::Result<Arc<dyn SessionStore>, String>,
     agent_tools: AgentTools,
     for_agent: bool,
+    pinning: pipeline::Pinning,
 }
 
 /// The names of the agent-only tools the harness made, to tell whether any survived selection.
@@ -162,6 +164,19 @@ impl Harness {
         self.sessions.as_ref().map_err(String::as_str)
     }
 
+    /// How each pinned import's tools stood against their pins when this harness loaded them (PIN-2..4), in load
+    /// order: what `info` shows and what [`pins::accept`](crate::source::pins::accept) pins. Empty when nothing is
+    /// pinned.
+    pub fn pin_reports(&self) -> &[PinReport] {
+        &self.pinning.reports
+    }
+
+    /// The pin store the imports were checked against; `None` when nothing is pinned or the store could not be
+    /// opened (then every `refuse` import failed to load, naming why).
+    pub fn pin_store(&self) -> Option<&Arc<dyn PinStore>> {
+        self.pinning.store.as_ref()
+    }
+
     /// Whether it was built for an agent ([`HarnessBuilder::for_agent`]).
     pub fn is_for_agent(&self) -> bool {
         self.for_agent
@@ -189,6 +204,7 @@ pub struct HarnessBuilder {
     session_backends: SessionBackends,
     memory: Option<Arc<dyn MemoryStore>>,
     sessions: Option<Arc<dyn SessionStore>>,
+    pins: Option<Arc<dyn PinStore>>,
     prompter: Option<Arc<dyn Prompter>>,
     working_dir: Option<PathBuf>,
     store_base: Option<PathBuf>,
@@ -211,6 +227,7 @@ impl Default for HarnessBuilder {
             session_backends: SessionBackends::with_defaults(),
             memory: None,
             sessions: None,
+            pins: None,
             prompter: None,
             working_dir: None,
             store_base: None,
@@ -357,6 +374,14 @@ impl HarnessBuilder {
         self
     }
 
+    /// Keep the pins of imported tools in this store (PIN-5) instead of the default: a file per server under the
+    /// store base or the state directory, or the `pins_bucket` KV bucket when sessions live in JetStream.
+    #[must_use]
+    pub fn pin_store(mut self, store: Arc<dyn PinStore>) -> Self {
+        self.pins = Some(store);
+        self
+    }
+
     /// Use this session store instead of opening the configured backend (OVR-7).
     #[must_use]
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
@@ -442,8 +467,10 @@ impl HarnessBuilder {
             imports: self.for_agent,
             #[cfg(feature = "nats")]
             nats: nats.clone(),
+            pin_store: self.pins.take(),
+            store_base: self.store_base.as_deref(),
         };
-        let (mut candidates, env) = pipeline::load(&config, inputs, &mut warnings).await?;
+        let (mut candidates, env, pinning) = pipeline::load(&config, inputs, &mut warnings).await?;
         candidates.extend(std::mem::take(&mut self.tools));
         let prompter: Arc<dyn Prompter> = self.prompter.take().unwrap_or_else(|| Arc::new(NoOperator));
         let builtin_env = BuiltinEnv::new(&config, prompter.clone())?;
@@ -488,6 +515,7 @@ impl HarnessBuilder {
             sessions,
             agent_tools,
             for_agent: self.for_agent,
+            pinning,
         })
     }
 
@@ -513,6 +541,28 @@ impl HarnessBuilder {
         };
         let injected = stores::Injected { memory: self.memory.take(), sessions: self.sessions.take() };
         stores::open_both(&config, injected, (&self.memory_backends, &self.session_backends), &places).await
+    }
+
+    /// Open only the pin store a build would check imports against (PIN-5, PIN-6): the injected
+    /// [`pin_store`](Self::pin_store), else the `pins_bucket` KV bucket when sessions live in JetStream, else the
+    /// file store under the store base or the state directory. For a host's own tooling: the example CLI's `pins`
+    /// and `info` commands use it.
+    ///
+    /// # Errors
+    ///
+    /// No configuration, an identity that cannot name the store, no state directory, or a bucket that does not
+    /// exist or cannot be reached.
+    pub async fn open_pin_store(mut self) -> Result<Arc<dyn PinStore>> {
+        let config = self.config.take().ok_or_else(|| Error::config("opening the pin store needs a configuration"))?;
+        if let Some(store) = self.pins.take() {
+            return Ok(store);
+        }
+        #[cfg(feature = "nats")]
+        let nats = self.shared_nats(&config);
+        #[cfg(feature = "nats")]
+        return stores::open_pins(&config, self.store_base.as_deref(), nats.as_ref()).await;
+        #[cfg(not(feature = "nats"))]
+        stores::open_pins(&config, self.store_base.as_deref()).await
     }
 
     /// CFG-15: one connection for remote hosts and JetStream stores, made when the first of them needs it.

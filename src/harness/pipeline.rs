@@ -5,6 +5,8 @@
 //!    declaring the credential variables it owns. Each is loaded under its [`SourcePolicy`] (HARNESS-6): the
 //!    entry's `include`/`exclude` on the source's own names, and what its failure does ([`OnFailure`]: the
 //!    source's own, else the surface's, else `Report` for a remote host and `Abort` for any other);
+//!    A source whose policy is [`pinned`](SourcePolicy::pinned) (every configured import is) has its tools held
+//!    to their pins ([`pins`](crate::source::pins)) before they join;
 //! 2. the child environment: the scrub set is the union of every attached provider's and source's credentials,
 //!    fixed before the first child (introspection included) starts (EXEC-8);
 //! 3. built-ins, which each surface adds ([`Candidates::extend`]);
@@ -15,7 +17,8 @@ use crate::error::Result;
 use crate::exec::ChildEnv;
 use crate::select::{Selection, Toolset};
 use crate::source::fisk::FiskApp;
-use crate::source::{LoadContext, OnFailure, SourcePolicy, ToolSource, checked_dir};
+use crate::source::pins::{PinMode, PinReport, PinStore};
+use crate::source::{LoadContext, Loaded, OnFailure, SourcePolicy, ToolSource, checked_dir};
 use crate::tool::Tool;
 use crate::warning::Warning;
 use std::path::Path;
@@ -38,6 +41,17 @@ pub(crate) struct Inputs<'a> {
     /// connects from `nats_context` when a host is configured.
     #[cfg(feature = "nats")]
     pub(crate) nats: Option<crate::nats::SharedNats>,
+    /// The host's pin store; without one the default is opened when a source is pinned.
+    pub(crate) pin_store: Option<Arc<dyn PinStore>>,
+    /// The host's store base, under which the default file pin store lives.
+    pub(crate) store_base: Option<&'a Path>,
+}
+
+/// What the pin checks found, for [`Harness::pin_reports`](super::Harness::pin_reports).
+#[derive(Default)]
+pub(crate) struct Pinning {
+    pub(crate) store: Option<Arc<dyn PinStore>>,
+    pub(crate) reports: Vec<PinReport>,
 }
 
 /// One source as the pipeline loads it.
@@ -63,18 +77,22 @@ pub(crate) struct Candidates {
 /// child environment every later child gets is returned with the candidates.
 pub(crate) async fn load(
     config: &Config,
-    inputs: Inputs<'_>,
+    mut inputs: Inputs<'_>,
     warnings: &mut Vec<Warning>,
-) -> Result<(Candidates, ChildEnv)> {
+) -> Result<(Candidates, ChildEnv, Pinning)> {
     let mut sources = configured(config, inputs.imports)?;
     #[cfg(feature = "nats")]
     if inputs.imports {
-        sources.extend(remote::sources(config, inputs.nats).await?);
+        sources.extend(remote::sources(config, inputs.nats.clone()).await?);
     }
-    sources.extend(inputs.sources.into_iter().map(|(s, policy)| Planned::new(s, policy, OnFailure::Abort)));
+    sources.extend(
+        std::mem::take(&mut inputs.sources).into_iter().map(|(s, policy)| Planned::new(s, policy, OnFailure::Abort)),
+    );
     // Every configured bearer variable, whether or not this surface imports (a server that does not connect to
     // `mcp_servers` still must not hand the token to its children: MCPI-4).
-    let mut env = ChildEnv::new().with_scrubbed_all(inputs.credentials).with_scrubbed_all(config.bearer_token_envs());
+    let mut env = ChildEnv::new()
+        .with_scrubbed_all(std::mem::take(&mut inputs.credentials))
+        .with_scrubbed_all(config.bearer_token_envs());
     for planned in &sources {
         env = env.with_scrubbed_all(planned.source.credentials());
     }
@@ -82,18 +100,16 @@ pub(crate) async fn load(
         env = env.with_working_dir(dir);
     }
     let ctx = LoadContext::new(env);
+    let mut pinning = Pinning::default();
+    let store = pin_store(config, &inputs, &sources).await;
+    pinning.store = store.as_ref().and_then(|s| s.as_ref().ok().cloned());
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     let mut failed = Vec::new();
     for Planned { source, policy, fallback } in sources {
         let on_failure = policy.failure().or(inputs.on_failure).unwrap_or(fallback);
-        let filters = policy.filters().then(|| policy.clone());
-        match source.load(&ctx.clone().with_policy(policy)).await {
+        match load_one(&source, &ctx, policy, store.as_ref(), &mut pinning.reports).await {
             Ok(loaded) => {
-                // A source that ignored the policy is held to it here.
-                match &filters {
-                    Some(policy) => tools.extend(loaded.tools.into_iter().filter(|t| policy.keeps(t.spec().name()))),
-                    None => tools.extend(loaded.tools),
-                }
+                tools.extend(loaded.tools);
                 warnings.extend(loaded.warnings);
             }
             Err(e) => match on_failure {
@@ -111,7 +127,70 @@ pub(crate) async fn load(
     }
     // What failed before an `Abort` is reported with it, in order (IMPORT-7).
     joined(failed)?;
-    Ok((Candidates { tools }, ctx.env().clone()))
+    Ok((Candidates { tools }, ctx.env().clone(), pinning))
+}
+
+/// The pin store, when a source is pinned: the host's, else the default one opened now (its failure is each
+/// pinned source's, so it is kept as a message).
+async fn pin_store(
+    config: &Config,
+    inputs: &Inputs<'_>,
+    sources: &[Planned],
+) -> Option<std::result::Result<Arc<dyn PinStore>, String>> {
+    if !sources.iter().any(|p| p.policy.pins().is_some()) {
+        return None;
+    }
+    if let Some(store) = &inputs.pin_store {
+        return Some(Ok(store.clone()));
+    }
+    #[cfg(feature = "nats")]
+    let opened = super::stores::open_pins(config, inputs.store_base, inputs.nats.as_ref()).await;
+    #[cfg(not(feature = "nats"))]
+    let opened = super::stores::open_pins(config, inputs.store_base).await;
+    Some(opened.map_err(|e| e.to_string()))
+}
+
+/// One source: loaded under its policy, its filters held, then its pins checked (PIN-2..4).
+async fn load_one(
+    source: &Arc<dyn ToolSource>,
+    ctx: &LoadContext,
+    policy: SourcePolicy,
+    store: Option<&std::result::Result<Arc<dyn PinStore>, String>>,
+    reports: &mut Vec<PinReport>,
+) -> Result<Loaded> {
+    let filters = policy.filters().then(|| policy.clone());
+    let pins = policy.pins().map(|(key, mode)| (key.to_owned(), mode));
+    let mut loaded = source.load(&ctx.clone().with_policy(policy)).await?;
+    // A source that ignored the policy is held to it here.
+    if let Some(policy) = &filters {
+        loaded.tools.retain(|t| policy.keeps(t.spec().name()));
+    }
+    let Some((key, mode)) = pins else { return Ok(loaded) };
+    // Under `warn` the tools survive a failed check, so the check gets copies (pointer clones).
+    let tools = if mode == PinMode::Warn { loaded.tools.clone() } else { std::mem::take(&mut loaded.tools) };
+    let checked = match store {
+        Some(Ok(store)) => crate::source::pins::apply(store.as_ref(), &key, mode, tools).await,
+        Some(Err(reason)) => Err(crate::error::Error::source_failed(reason.clone())),
+        None => Err(crate::error::Error::source_failed("no pin store")),
+    };
+    match checked {
+        Ok((tools, warnings, found)) => {
+            loaded.tools = tools;
+            loaded.warnings.extend(warnings);
+            reports.extend(found);
+            Ok(loaded)
+        }
+        // PIN-4: under `warn` the tools go on unchecked, with a warning; under `refuse` nothing unchecked is offered.
+        Err(e) if mode == PinMode::Warn => {
+            let reason = crate::gate::sanitize(&e.to_string(), 2000);
+            loaded.warnings.push(Warning::PinUnchecked { server: key, reason });
+            Ok(loaded)
+        }
+        Err(e) => Err(crate::error::Error::new(
+            e.kind(),
+            format!("{key}: its tools cannot be checked against their pins: {e}"),
+        )),
+    }
 }
 
 /// The sources the configuration names: the application (TOOL-7), then the MCP imports in entry order, each
@@ -130,7 +209,8 @@ fn configured(config: &Config, imports: bool) -> Result<Vec<Planned>> {
             .map_err(|e| config.locate(e))?;
         let key = format!("mcp_servers[{i}]");
         let policy = SourcePolicy::from_filters(&key, entry.include.as_ref(), entry.exclude.as_ref())
-            .map_err(|e| config.locate(e))?;
+            .map_err(|e| config.locate(e))?
+            .pinned(format!("mcp_servers.{}", entry.name), entry.pins);
         sources.push(Planned::new(Arc::new(import), policy, OnFailure::Abort));
     }
     Ok(sources)
@@ -192,7 +272,8 @@ mod remote {
             .map(|(i, host)| {
                 let agent = RemoteAgent::from_host(i, host, nats.clone(), &identity, timeout)?;
                 let key = format!("remote_tools[{i}]");
-                let policy = SourcePolicy::from_filters(&key, host.include.as_ref(), host.exclude.as_ref())?;
+                let policy = SourcePolicy::from_filters(&key, host.include.as_ref(), host.exclude.as_ref())?
+                    .pinned(format!("remote_tools.{}", host.name), host.pins);
                 Ok(Planned::new(Arc::new(agent.with_budget(&budget)), policy, OnFailure::Report))
             })
             .map(|planned: Result<Planned>| planned.map_err(|e| config.locate(e)))

@@ -173,3 +173,28 @@ fn conflict(what: &str, backend: &str) -> Error {
         format!("a {store} store was injected but harness.{what}.backend names \"{backend}\"; remove one of them"),
     )
 }
+
+/// PIN-5, PIN-6: the default pin store: a KV bucket over the shared connection when sessions live in JetStream
+/// (`harness.sessions.options.pins_bucket`, else [`DEFAULT_PINS_BUCKET`](crate::source::pins::DEFAULT_PINS_BUCKET)),
+/// else a file per server under the store base or the state directory, for this identity.
+pub(crate) async fn open_pins(
+    config: &Config,
+    store_base: Option<&Path>,
+    #[cfg(feature = "nats")] nats: Option<&SharedNats>,
+) -> Result<Arc<dyn crate::source::pins::PinStore>> {
+    let identity = config.identity()?;
+    #[cfg(feature = "nats")]
+    if config.harness.sessions.backend == "jetstream" {
+        let options = &config.harness.sessions.options;
+        let bucket = options.pins_bucket.as_deref().filter(|b| !b.is_empty());
+        let bucket = bucket.unwrap_or(crate::source::pins::DEFAULT_PINS_BUCKET);
+        let nats = match nats {
+            Some(shared) => shared.get().await?,
+            None => return Err(Error::nats("the pin bucket needs a NATS connection and there is none")),
+        };
+        return Ok(Arc::new(crate::source::pins::KvPinStore::bind(&nats, bucket, &identity).await?));
+    }
+    let base = checked_dir("store base", store_base)?;
+    let dir = crate::source::pins::FilePinStore::default_dir(&identity, base)?;
+    Ok(Arc::new(crate::source::pins::FilePinStore::new(dir)))
+}

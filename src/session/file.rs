@@ -42,16 +42,7 @@ impl FileSessionStore {
     ///
     /// A session error when neither `XDG_STATE_HOME` nor `HOME` is an absolute path.
     pub fn default_dir() -> Result<PathBuf> {
-        if let Some(state) = std::env::var_os("XDG_STATE_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
-            return Ok(state.join("fisk-ai/runs"));
-        }
-        match std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
-            Some(home) => Ok(home.join(".local/state/fisk-ai/runs")),
-            None => Err(Error::session(
-                "cannot place the session directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; \
-                 pass a state directory",
-            )),
-        }
+        state_home("session").map(|home| home.join("runs"))
     }
 
     /// The directory SESS-26 picks from `harness.sessions.options` and the store base: `options.directory`
@@ -123,6 +114,21 @@ impl FileSessionStore {
 
 /// Journal and lock files are never opened through a symlink planted in the session directory.
 const NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
+
+/// `$XDG_STATE_HOME/fisk-ai`, falling back to `~/.local/state/fisk-ai`: where the sessions' and the pins' default
+/// directories are. `what` names the store for the error.
+pub(crate) fn state_home(what: &str) -> Result<PathBuf> {
+    if let Some(state) = std::env::var_os("XDG_STATE_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+        return Ok(state.join("fisk-ai"));
+    }
+    match std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+        Some(home) => Ok(home.join(".local/state/fisk-ai")),
+        None => Err(Error::session(format!(
+            "cannot place the {what} directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; pass a \
+             state directory"
+        ))),
+    }
+}
 
 fn io_error(path: &Path, what: &str, e: std::io::Error) -> Error {
     Error::session(format!("cannot {what} {}: {e}", path.display())).with_source(e)

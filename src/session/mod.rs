@@ -38,6 +38,7 @@ pub use crate::time::rfc3339;
 pub use backend::JetStreamSessionBackend;
 pub use backend::{FileSessionBackend, SessionBackend, SessionBackends, SessionSettings};
 pub use file::FileSessionStore;
+pub(crate) use file::state_home;
 #[cfg(feature = "mcp")]
 // Only the MCP confirmation keys hash canonical JSON outside this module.
 #[cfg(feature = "mcp")]

@@ -11,6 +11,7 @@ pub(crate) mod clean;
 pub mod fisk;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod pins;
 mod policy;
 #[cfg(feature = "nats")]
 pub mod remote;

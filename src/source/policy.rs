@@ -50,6 +50,7 @@ pub struct SourcePolicy {
     include: Option<Rule>,
     exclude: Option<Rule>,
     on_failure: Option<OnFailure>,
+    pins: Option<(String, crate::config::PinMode)>,
 }
 
 impl SourcePolicy {
@@ -75,7 +76,12 @@ impl SourcePolicy {
                 .map(|f| Rule::from_filter(&format!("{key}.{which}"), f))
                 .transpose()
         };
-        Ok(SourcePolicy { include: rule("include", include)?, exclude: rule("exclude", exclude)?, on_failure: None })
+        Ok(SourcePolicy {
+            include: rule("include", include)?,
+            exclude: rule("exclude", exclude)?,
+            on_failure: None,
+            pins: None,
+        })
     }
 
     /// Keep only tools whose names match `rule` (an empty rule keeps every tool).
@@ -114,6 +120,23 @@ impl SourcePolicy {
     /// The failure policy set on this source, if any.
     pub fn failure(&self) -> Option<OnFailure> {
         self.on_failure
+    }
+
+    /// Pin this source's tools under `server` (PIN-1..4, [`pins`](crate::source::pins)): the harness fingerprints
+    /// them the first time, then holds every later load to those pins under `mode`. A pin check that fails is
+    /// this source's load failure under `refuse` and a warning under `warn`.
+    ///
+    /// `server` is the key the pins are stored under (ASCII letters, digits, `_`, `-` and inner `.`); the
+    /// configured imports use `mcp_servers.<name>` and `remote_tools.<name>`.
+    #[must_use]
+    pub fn pinned(mut self, server: impl Into<String>, mode: crate::config::PinMode) -> Self {
+        self.pins = Some((server.into(), mode));
+        self
+    }
+
+    /// The pin key and mode set on this source, if any.
+    pub fn pins(&self) -> Option<(&str, crate::config::PinMode)> {
+        self.pins.as_ref().map(|(key, mode)| (key.as_str(), *mode))
     }
 }
 

@@ -92,6 +92,8 @@ pub fn example_cli(args: &[&str], dir: &Path) -> std::process::Command {
     cmd.args(args)
         .current_dir(dir)
         .env("ANTHROPIC_API_KEY", "test-key")
+        // Sessions and pins under the test's directory, never the user's state directory.
+        .env("XDG_STATE_HOME", dir.join(".state"))
         .env("NO_COLOR", "1")
         .env_remove("FISK_AI_VERBOSE")
         .env_remove("FISK_AI_TOOL_OUTPUT")
@@ -129,4 +131,17 @@ pub fn example(name: &str) -> PathBuf {
     let path = exe.parent().and_then(Path::parent).unwrap().join("examples").join(name);
     built.insert(name.to_owned(), path.clone());
     path
+}
+
+/// A pin store of its own in a fresh directory under the test target's tmp dir, so a harness that imports tools
+/// never pins them in the user's state directory and two tests that name a server alike never share pins.
+pub fn pin_store() -> std::sync::Arc<dyn fisk_ai::source::pins::PinStore> {
+    std::sync::Arc::new(fisk_ai::source::pins::FilePinStore::new(fresh_dir("pins")))
+}
+
+/// A new, empty directory under `CARGO_TARGET_TMPDIR` that outlives the test (its contents help a failure's
+/// post-mortem; `cargo clean` removes them).
+pub fn fresh_dir(what: &str) -> PathBuf {
+    let dir = tempfile::Builder::new().prefix(what).tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    dir.keep()
 }
