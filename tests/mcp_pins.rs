@@ -7,7 +7,6 @@ mod common;
 
 use fisk_ai::harness::Harness;
 use fisk_ai::source::pins::{self, FilePinStore, PinState, PinStore};
-use fisk_ai::tool::ToolKind;
 use fisk_ai::warning::Warning;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,12 +30,7 @@ async fn harness(store: &Arc<FilePinStore>, args: &[&str], pins: Option<&str>) -
 }
 
 fn imported(harness: &Harness) -> Vec<String> {
-    let mut names: Vec<String> = (harness.toolset().iter())
-        .filter(|t| t.spec().kind() == ToolKind::Imported)
-        .map(|t| t.spec().name().to_owned())
-        .collect();
-    names.sort();
-    names
+    common::imported_names(harness.toolset())
 }
 
 fn pin_warnings(harness: &Harness) -> Vec<&Warning> {
@@ -191,4 +185,19 @@ async fn pin_6_two_runs_pinning_a_server_at_once_agree_on_one_set_of_pins() {
     // One of them pinned first; the other was held to those pins, so exactly one offers the poisoned `add`.
     let offered_add = [&a, &b].iter().filter(|h| imported(h).contains(&"add".to_owned())).count();
     assert_eq!(offered_add, 1, "a: {:?} b: {:?}", imported(&a), imported(&b));
+}
+
+#[test]
+fn pin_2_the_pins_key_takes_refuse_or_warn_and_pins_bucket_only_with_jetstream_sessions() {
+    let parsed =
+        fisk_ai::Config::from_yaml_str("mcp_servers:\n  - name: a\n    command: [x]\n    pins: warn\n").unwrap();
+    assert_eq!(parsed.mcp_servers[0].pins, fisk_ai::config::PinMode::Warn);
+    let default = fisk_ai::Config::from_yaml_str("remote_tools:\n  - name: a\n").unwrap();
+    assert_eq!(default.remote_tools[0].pins, fisk_ai::config::PinMode::Refuse);
+    let err =
+        fisk_ai::Config::from_yaml_str("mcp_servers:\n  - name: a\n    command: [x]\n    pins: maybe\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("`refuse` or `warn`") && err.location().is_some_and(|l| l.line == 4), "{text}");
+    let err = fisk_ai::Config::from_yaml_str("harness:\n  sessions:\n    options: {pins_bucket: P}\n").unwrap_err();
+    assert!(err.to_string().contains("pins_bucket"), "{err}");
 }

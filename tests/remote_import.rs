@@ -191,12 +191,7 @@ fn agent_config(hosts: &str, extra: &str) -> Config {
 }
 
 fn imported_names(agent: &Agent) -> Vec<String> {
-    let mut names: Vec<String> = (agent.toolset().iter())
-        .filter(|t| t.spec().kind() == ToolKind::Imported)
-        .map(|t| t.spec().name().to_owned())
-        .collect();
-    names.sort();
-    names
+    common::imported_names(agent.toolset())
 }
 
 /// IMPORT-5 (and docs/nats-wire.md §2 "Naming"): names are counted after the IMPORT-4 skips, so a tool another

@@ -45,6 +45,8 @@ struct Report {
     hosts: Vec<crate::remote::HostReport>,
     /// Whether the JetStream memory and session stores could be bound (MEM-28).
     stores: crate::stores::StoreReach,
+    /// Each imported tool's pin state (PIN-8).
+    pins: crate::pins::PinSection,
 }
 
 pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -70,6 +72,8 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     // INFO-3: imported tools after the local ones; the hosts first, as INFO-2 lists their section first.
     let hosts = crate::remote::hosts(&config, &identity, &mut tools, &mut warnings).await;
     let servers = imports(&config, &mut tools, &mut warnings).await;
+    // PIN-8: read without pinning; what a run would not offer leaves the table.
+    let pins = crate::pins::review(&config, &mut tools).await;
     // Built-ins are listed as a run would have them; nobody is asked anything by `info`.
     let env = BuiltinEnv::new(&config, Arc::new(NoOperator))?;
     let harness = &config.harness;
@@ -92,7 +96,8 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
         eprintln!("warning: {e}");
     }
     let stores = crate::stores::probe(&config).await;
-    let report = Report { config, path: args.config, identity, toolset, globals, warnings, servers, hosts, stores };
+    let report =
+        Report { config, path: args.config, identity, toolset, globals, warnings, servers, hosts, stores, pins };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -296,6 +301,10 @@ impl Report {
         if !servers.is_empty() {
             out.push_str(&format!("MCP servers:\n\n{}\n\n", servers.join("\n")));
         }
+        let pins = self.pins.text();
+        if !pins.is_empty() {
+            out.push_str(&format!("Pins:\n\n{pins}\n"));
+        }
         if !self.globals.is_empty() {
             out.push_str("Global flags:\n\n");
             let width = self.globals.iter().map(|g| g.name.len() + 2).max().unwrap_or(0);
@@ -419,6 +428,7 @@ impl Report {
                 Reachability::Unreachable { reason } => json!({"name": name, "alias": alias, "reachable": false, "error": reason}),
                 _ => json!({"name": name, "alias": alias}),
             }).collect::<Vec<_>>(),
+            "pins": self.pins.json(),
             "warnings": self.warnings.iter().map(|w| json!({"kind": w.kind(), "message": w.to_string()})).collect::<Vec<_>>(),
         })
     }

@@ -12,6 +12,7 @@ mod chat_input;
 mod info;
 mod mcp;
 mod mcp_install;
+mod pins;
 mod remote;
 mod run;
 mod session;
@@ -65,6 +66,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Serve the command tools to other agents over NATS until SIGINT or SIGTERM.
     A2a(a2a::A2aArgs),
+    /// List, accept and forget the pins of imported tools (trust on first use).
+    Pins(pins::PinsArgs),
 }
 
 #[tokio::main]
@@ -79,6 +82,7 @@ async fn main() -> ExitCode {
         Command::Session(args) => session::run(args).await.map(|()| true),
         Command::Mcp(args) => mcp::run(args).await.map(|()| true),
         Command::A2a(args) => a2a::run(args).await.map(|()| true),
+        Command::Pins(args) => pins::run(args).await.map(|()| true),
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

@@ -39,9 +39,7 @@ pub use backend::JetStreamSessionBackend;
 pub use backend::{FileSessionBackend, SessionBackend, SessionBackends, SessionSettings};
 pub use file::FileSessionStore;
 pub(crate) use file::state_home;
-#[cfg(feature = "mcp")]
-// Only the MCP confirmation keys hash canonical JSON outside this module.
-#[cfg(feature = "mcp")]
+// The MCP confirmation keys and the import pins hash canonical JSON outside this module.
 pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Journal, Pending, PendingCall, RecordedAnswer};

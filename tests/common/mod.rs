@@ -145,3 +145,13 @@ pub fn fresh_dir(what: &str) -> PathBuf {
     let dir = tempfile::Builder::new().prefix(what).tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     dir.keep()
 }
+
+/// The names of the imported tools in `toolset`, sorted.
+pub fn imported_names(toolset: &fisk_ai::select::Toolset) -> Vec<String> {
+    let mut names: Vec<String> = (toolset.iter())
+        .filter(|t| t.spec().kind() == fisk_ai::tool::ToolKind::Imported)
+        .map(|t| t.spec().name().to_owned())
+        .collect();
+    names.sort();
+    names
+}
