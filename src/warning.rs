@@ -199,6 +199,14 @@ pub enum Warning {
         /// Whether it is offered anyway (`pins: warn`).
         offered: bool,
     },
+    /// PIN-1: a server seen for the first time: its tools are pinned as listed now. Said once per server, so a pin
+    /// record that disappeared (and was re-made on trust) does not go unnoticed.
+    PinFirstUse {
+        /// The server key.
+        server: String,
+        /// How many tools were pinned.
+        tools: usize,
+    },
     /// PIN-4: a `pins: warn` source's pins could not be checked, so its tools are offered unchecked.
     PinUnchecked {
         /// The server key.
@@ -238,6 +246,7 @@ impl Warning {
             Warning::ScopeTag { .. } => "scope_tag",
             Warning::PinChanged { .. } => "pin_changed",
             Warning::PinNew { .. } => "pin_new",
+            Warning::PinFirstUse { .. } => "pin_first_use",
             Warning::PinUnchecked { .. } => "pin_unchecked",
         }
     }
@@ -345,6 +354,11 @@ impl fmt::Display for Warning {
             Warning::PinNew { server, tool, offered } => {
                 write!(f, "{server}: tool \"{tool}\" is new since the server was pinned; {}", pin_outcome(*offered))
             }
+            Warning::PinFirstUse { server, tools } => write!(
+                f,
+                "{server}: first use: its {tools} tool(s) are pinned as listed now; review them (pins list) if this \
+                 server was pinned before"
+            ),
             Warning::PinUnchecked { server, reason } => {
                 write!(
                     f,

@@ -46,7 +46,14 @@ async fn pin_1_first_sight_pins_every_listed_tool_and_offers_them() {
     let store = store();
     let h = harness(&store, &[], None).await.unwrap();
     assert_eq!(imported(&h), ["add", "echo"]);
-    assert!(pin_warnings(&h).is_empty(), "{:?}", h.warnings());
+    // Said once, so a pin record that vanished and was re-made on trust is noticed.
+    let first: Vec<String> = pin_warnings(&h).iter().map(ToString::to_string).collect();
+    assert_eq!(
+        first,
+        [
+            "mcp_servers.fx: first use: its 2 tool(s) are pinned as listed now; review them (pins list) if this server was pinned before"
+        ]
+    );
     assert!(h.pin_reports().iter().all(|r| r.state == PinState::FirstSeen && r.offered), "{:?}", h.pin_reports());
     let pinned = store.load(SERVER).await.unwrap().expect("pinned on first sight");
     assert_eq!(pinned.keys().collect::<Vec<_>>(), ["add", "echo"], "only what the filters keep is pinned");
@@ -57,6 +64,21 @@ async fn pin_1_first_sight_pins_every_listed_tool_and_offers_them() {
     let h = harness(&store, &[], None).await.unwrap();
     assert_eq!(imported(&h), ["add", "echo"]);
     assert!(h.pin_reports().iter().all(|r| r.state == PinState::Pinned), "{:?}", h.pin_reports());
+    assert!(pin_warnings(&h).is_empty(), "{:?}", h.warnings());
+}
+
+/// A hostile name (here a bell character) would make the pin record unreadable on every later load; it is neither
+/// pinned nor offered (selection would refuse it anyway), so the server's pins keep working.
+#[tokio::test]
+async fn pin_1_a_name_no_model_can_call_is_neither_pinned_nor_offered_and_cannot_break_the_record() {
+    let store = store();
+    let args = ["--extra", "extra_\u{7}bell"];
+    let h = harness(&store, &args, None).await.unwrap();
+    assert_eq!(imported(&h), ["add", "echo"]);
+    assert!(h.warnings().iter().any(|w| matches!(w, Warning::InvalidToolName { .. })), "{:?}", h.warnings());
+    assert_eq!(store.load(SERVER).await.unwrap().unwrap().len(), 2);
+    let h = harness(&store, &args, None).await.unwrap();
+    assert_eq!(imported(&h), ["add", "echo"], "the record still reads");
 }
 
 #[tokio::test]
@@ -114,6 +136,9 @@ async fn pin_7_accept_one_tool_or_the_whole_server_then_forget() {
     assert_eq!(accepted, ["add"]);
     let h = harness(&store, &args, None).await.unwrap();
     assert_eq!(imported(&h), ["add", "echo"]);
+    // Accepting a server this harness did not load would wipe its pins: refused.
+    let none = pins::accept(store.as_ref(), "mcp_servers.other", h.pin_reports(), None).await.unwrap_err();
+    assert!(none.to_string().contains("lists no tool this harness loaded"), "{none}");
     let unknown = pins::accept(store.as_ref(), SERVER, h.pin_reports(), Some("nope")).await.unwrap_err();
     assert!(unknown.to_string().contains("does not list a tool \"nope\""), "{unknown}");
     // Accept the whole server: the pins become its listing.
@@ -147,7 +172,7 @@ async fn pin_4_a_store_that_cannot_be_trusted_fails_closed_under_refuse_and_warn
     let store = Arc::new(FilePinStore::new(dir.clone()));
     let err = harness(&store, &[], None).await.unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("mcp_servers.fx") && text.contains("writable by every user"), "{text}");
+    assert!(text.contains("mcp_servers.fx") && text.contains("writable by its group or every user"), "{text}");
     let h = harness(&store, &[], Some("warn")).await.unwrap();
     assert_eq!(imported(&h), ["add", "echo"]);
     assert!(h.warnings().iter().any(|w| matches!(w, Warning::PinUnchecked { server, .. } if server == SERVER)));
@@ -165,11 +190,27 @@ async fn pin_5_a_corrupt_or_oversize_pin_file_is_refused_naming_the_file_and_pos
     std::fs::write(&file, "{\"version\": 1, \"server\": \"mcp_servers.other\", \"tools\": {}}").unwrap();
     let text = harness(&store, &[], None).await.unwrap_err().to_string();
     assert!(text.contains("not version 1 pins of \"mcp_servers.fx\""), "{text}");
+    // A digest no pin check wrote (short, not hex) is refused rather than compared or printed.
+    let forged = r#"{"version": 1, "server": "mcp_servers.fx", "tools": {"add": {"description": "x", "schema": "y", "pinned_at": "t"}}}"#;
+    std::fs::write(&file, forged).unwrap();
+    let text = harness(&store, &[], None).await.unwrap_err().to_string();
+    assert!(text.contains("no pin check wrote") && text.contains("\"add\""), "{text}");
     // Over the cap, it is not read at all (memory stays bounded).
     let big = std::fs::File::create(&file).unwrap();
     big.set_len((32 << 20) + 1).unwrap();
     let text = harness(&store, &[], None).await.unwrap_err().to_string();
     assert!(text.contains("is over 32 MiB"), "{text}");
+    // A FIFO in place of the file neither hangs the load nor is read; a file others can write is not trusted.
+    std::fs::remove_file(&file).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&file).status().unwrap().success());
+    let text = harness(&store, &[], None).await.unwrap_err().to_string();
+    assert!(text.contains("is not a regular file"), "{text}");
+    std::fs::remove_file(&file).unwrap();
+    harness(&store, &[], None).await.unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o620)).unwrap();
+    let text = harness(&store, &[], None).await.unwrap_err().to_string();
+    assert!(text.contains("pin file") && text.contains("writable by its group"), "{text}");
     // A symlink in place of the file is not followed.
     std::fs::remove_file(&file).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", &file).unwrap();

@@ -36,6 +36,17 @@ async fn pin_6_a_fleet_shares_pins_in_the_bucket_and_a_changed_remote_tool_is_re
     let server = NatsServer::start();
     let peers = client(&server.url()).await;
     common::kv::create_bucket(&peers, "PINS").await;
+    // The session stream the configuration names, as an operator makes it (SESS-31).
+    let runs = async_nats::jetstream::stream::Config {
+        name: "RUNS".into(),
+        subjects: vec!["runs.>".into()],
+        max_messages_per_subject: 1,
+        discard: async_nats::jetstream::stream::DiscardPolicy::New,
+        discard_new_per_subject: true,
+        max_message_size: -1,
+        ..Default::default()
+    };
+    async_nats::jetstream::new(peers.clone()).create_stream(runs).await.unwrap();
     let listing =
         Arc::new(Mutex::new(vec![descriptor("stream_ls", "List streams"), descriptor("stream_rm", "Remove a stream")]));
     let shown = listing.clone();

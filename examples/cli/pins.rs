@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 use fisk_ai::config::PinMode;
-use fisk_ai::source::pins::{self, PinReport, PinState, PinStore};
+use fisk_ai::source::pins::{self, Fingerprint, PinReport, PinState, PinStore};
 use fisk_ai::tool::{Origin, Tool};
 use fisk_ai::{Config, Harness};
 use serde_json::{Value, json};
@@ -104,9 +104,9 @@ async fn list(config: &Config, store: &dyn PinStore, target: &Target) -> Result<
             let tool = fisk_ai::gate::sanitize(tool, 200);
             println!(
                 "{key}  {tool}  pinned {}  description {}  schema {}",
-                pin.pinned_at,
-                &fp.description[..12],
-                &fp.schema[..12]
+                fisk_ai::gate::sanitize(&pin.pinned_at, 40),
+                fp.description.get(..12).unwrap_or_default(),
+                fp.schema.get(..12).unwrap_or_default()
             );
             shown += 1;
         }
@@ -152,36 +152,40 @@ async fn forget(config: &Config, store: &dyn PinStore, target: &Target) -> Resul
 /// What `info` shows of the pins (PIN-8): each imported tool's state, read without pinning anything.
 pub(crate) struct PinSection {
     reports: Vec<(PinMode, PinReport)>,
-    error: Option<String>,
+    /// Servers whose pins could not be read, with why.
+    errors: Vec<(String, PinMode, String)>,
 }
 
 /// Look at `tools` the way a run's pin check would, without storing anything, and drop the ones a run would not
-/// offer, so the tool table shows what a run would expose.
+/// offer (a `refuse` server's tools when its pins cannot be read, too), so the table shows what a run would expose.
 pub(crate) async fn review(config: &Config, tools: &mut Vec<Arc<dyn Tool>>) -> PinSection {
-    let mut section = PinSection { reports: Vec::new(), error: None };
+    let mut section = PinSection { reports: Vec::new(), errors: Vec::new() };
     let imports = imports(config);
     if imports.is_empty() {
         return section;
     }
-    let store = match Harness::builder().config(config.clone()).open_pin_store().await {
-        Ok(store) => store,
-        Err(e) => {
-            section.error = Some(fisk_ai::gate::sanitize(&e.to_string(), 400));
-            return section;
-        }
-    };
+    let store = Harness::builder().config(config.clone()).open_pin_store().await;
     for (key, mode) in imports {
         let from_it: Vec<Arc<dyn Tool>> =
             tools.iter().filter(|t| key_of(t.spec().origin()).as_deref() == Some(&key)).cloned().collect();
-        match pins::review(store.as_ref(), &key, mode, &from_it).await {
+        let reviewed = match &store {
+            Ok(store) => pins::review(store.as_ref(), &key, mode, &from_it).await,
+            Err(e) => Err(fisk_ai::Error::source_failed(e.to_string())),
+        };
+        match reviewed {
             Ok(reports) => section.reports.extend(reports.into_iter().map(|r| (mode, r))),
-            Err(e) => section.error = Some(fisk_ai::gate::sanitize(&e.to_string(), 400)),
+            Err(e) => section.errors.push((key, mode, fisk_ai::gate::sanitize(&e.to_string(), 400))),
         }
     }
+    // By fingerprint too: of two tools a server lists under one name, a run offers the one that matches its pin.
     let refused = |t: &Arc<dyn Tool>| {
-        let key = key_of(t.spec().origin());
-        (section.reports.iter())
-            .any(|(_, r)| Some(&r.server) == key.as_ref() && r.tool == t.spec().name() && !r.offered)
+        let Some(key) = key_of(t.spec().origin()) else { return false };
+        let unreadable = section.errors.iter().any(|(k, mode, _)| *k == key && *mode == PinMode::Refuse);
+        let now = Fingerprint::of(t.spec().description(), t.spec().input_schema());
+        unreadable
+            || (section.reports.iter()).any(|(_, r)| {
+                r.server == key && r.tool == t.spec().name() && r.current.as_ref() == Some(&now) && !r.offered
+            })
     };
     tools.retain(|t| !refused(t));
     section
@@ -221,8 +225,9 @@ impl PinSection {
                 out.push_str(&format!("    {tool}: {} ({offered})\n", r.state.label()));
             }
         }
-        if let Some(e) = &self.error {
-            out.push_str(&format!("  pins cannot be read: {e}\n"));
+        for (server, mode, e) in &self.errors {
+            let offered = if *mode == PinMode::Refuse { "its tools are not offered" } else { "offered unchecked" };
+            out.push_str(&format!("  {server} (pins: {}): pins cannot be read ({offered}): {e}\n", mode.as_str()));
         }
         out
     }
@@ -231,6 +236,9 @@ impl PinSection {
         let tools: Vec<Value> = (self.reports.iter())
             .map(|(mode, r)| json!({"server": r.server, "mode": mode.as_str(), "tool": r.tool, "state": r.state.label(), "offered": r.offered}))
             .collect();
-        json!({"tools": tools, "error": self.error})
+        let errors: Vec<Value> = (self.errors.iter())
+            .map(|(server, mode, e)| json!({"server": server, "mode": mode.as_str(), "error": e}))
+            .collect();
+        json!({"tools": tools, "errors": errors})
     }
 }

@@ -186,9 +186,13 @@ async fn load_one(
             loaded.warnings.push(Warning::PinUnchecked { server: key, reason });
             Ok(loaded)
         }
+        // A store's error can quote what a file or a NATS peer holds (GATE-8).
         Err(e) => Err(crate::error::Error::new(
             e.kind(),
-            format!("{key}: its tools cannot be checked against their pins: {e}"),
+            format!(
+                "{key}: its tools cannot be checked against their pins: {}",
+                crate::gate::sanitize(&e.to_string(), 2000)
+            ),
         )),
     }
 }

@@ -44,6 +44,17 @@ pub(crate) async fn apply(
     mode: PinMode,
     tools: Vec<Arc<dyn Tool>>,
 ) -> Result<(Vec<Arc<dyn Tool>>, Vec<Warning>, Vec<PinReport>)> {
+    // A name no model can call is never pinned (a hostile name could make the record unreadable) nor offered:
+    // selection would drop it anyway, with the same warning.
+    let mut warnings = Vec::new();
+    let (tools, unnamed): (Vec<_>, Vec<_>) =
+        tools.into_iter().partition(|t| crate::select::is_valid_tool_name(t.spec().name()));
+    for t in unnamed {
+        let spec = t.spec();
+        let (name, display) =
+            (crate::gate::sanitize(spec.name(), 200), crate::gate::sanitize(&spec.display_path(), 200));
+        warnings.push(Warning::InvalidToolName { name, display });
+    }
     let listed = listed(&tools);
     let pinned = match store.load(server).await? {
         Some(pins) => Some(pins),
@@ -52,6 +63,8 @@ pub(crate) async fn apply(
         None => {
             let (_, first) = compare(None, &listed);
             if store.create(server, &first.unwrap_or_default()).await? {
+                // Said once, so a record that vanished (deleted from a shared bucket) is never silent re-trust.
+                warnings.push(Warning::PinFirstUse { server: server.to_owned(), tools: listed.len() });
                 None
             } else {
                 // Another run pinned it first: hold this listing to those pins.
@@ -64,7 +77,6 @@ pub(crate) async fn apply(
     };
     let reports = judge(server, mode, pinned.as_ref(), listed);
     let mut offered = Vec::with_capacity(tools.len());
-    let mut warnings = Vec::new();
     for (tool, report) in tools.into_iter().zip(&reports) {
         if let Some(warning) = warning(report) {
             warnings.push(warning);
@@ -133,13 +145,15 @@ pub async fn accept(
 ) -> Result<Vec<String>> {
     let current = reports.iter().filter(|r| r.server == server && tool.is_none_or(|t| r.tool == t));
     let current: Vec<(&PinReport, &Fingerprint)> = current.filter_map(|r| r.current.as_ref().map(|c| (r, c))).collect();
-    if let Some(tool) = tool
-        && current.is_empty()
-    {
-        return Err(Error::source_failed(format!(
-            "{server} does not list a tool {:?}, so there is nothing to accept",
-            crate::gate::sanitize(tool, 200)
-        )));
+    // Accepting an empty listing would wipe the server's pins: refused, as is a tool it does not list.
+    if current.is_empty() {
+        return Err(Error::source_failed(match tool {
+            Some(tool) => format!(
+                "{server} does not list a tool {:?}, so there is nothing to accept",
+                crate::gate::sanitize(tool, 200)
+            ),
+            None => format!("{server} lists no tool this harness loaded, so there is nothing to accept"),
+        }));
     }
     let old = store.load(server).await?.unwrap_or_default();
     let mut pins: Pins = if tool.is_some() { old.clone() } else { Pins::new() };

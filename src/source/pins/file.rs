@@ -13,6 +13,27 @@ use std::path::{Path, PathBuf};
 /// A pin file larger than this is refused rather than read: about 150,000 tools.
 const MAX_FILE: u64 = 32 << 20;
 const NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
+const NONBLOCK: i32 = nix::fcntl::OFlag::O_NONBLOCK.bits();
+
+/// Owned by this process's user, and writable by nobody else.
+fn owned_privately(path: &Path, what: &str, meta: &std::fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(Error::source_failed(format!(
+            "the {what} {} belongs to uid {}, not to this user (uid {me}); pins another user can change are not used",
+            path.display(),
+            meta.uid()
+        )));
+    }
+    if meta.permissions().mode() & 0o022 != 0 {
+        return Err(Error::source_failed(format!(
+            "the {what} {} is writable by its group or every user; restrict it (chmod go-w)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
 
 /// Pins as `<dir>/<server key>.json` (mode 0600) in a directory created with mode 0700.
 ///
@@ -78,11 +99,18 @@ impl FilePinStore {
         if self.dir.exists() {
             self.check_dir()?;
         }
-        let file = match OpenOptions::new().read(true).custom_flags(NOFOLLOW).open(&path) {
+        // Non-blocking, so a FIFO planted in place of the file cannot hang the open; then it must be a regular file
+        // of this user that nobody else can write.
+        let file = match OpenOptions::new().read(true).custom_flags(NOFOLLOW | NONBLOCK).open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(&path, "open", e)),
         };
+        let meta = file.metadata().map_err(|e| io_error(&path, "inspect", e))?;
+        owned_privately(&path, "pin file", &meta)?;
+        if !meta.is_file() {
+            return Err(Error::source_failed(format!("pin file {} is not a regular file", path.display())));
+        }
         let mut bytes = Vec::new();
         file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| io_error(&path, "read", e))?;
         if bytes.len() as u64 > MAX_FILE {
@@ -108,6 +136,7 @@ impl FilePinStore {
                 crate::gate::sanitize(&parsed.server, 200)
             )));
         }
+        super::store::check_stored(&parsed.tools, &format!("pin file {}", path.display()))?;
         Ok(Some(parsed.tools))
     }
 
@@ -137,20 +166,19 @@ impl FilePinStore {
         self.check_dir()
     }
 
-    /// Pins in a directory another user can write to could be swapped under the check: refused.
+    /// Pins in a directory another user owns or can write to could be swapped under the check: refused.
     fn check_dir(&self) -> Result<()> {
-        let meta = std::fs::metadata(&self.dir).map_err(|e| io_error(&self.dir, "inspect", e))?;
-        if meta.permissions().mode() & 0o002 != 0 {
-            return Err(Error::source_failed(format!(
-                "the pin directory {} is writable by every user; restrict it (chmod 700)",
-                self.dir.display()
-            )));
+        let meta = std::fs::symlink_metadata(&self.dir).map_err(|e| io_error(&self.dir, "inspect", e))?;
+        if !meta.is_dir() {
+            return Err(Error::source_failed(format!("the pin directory {} is not a directory", self.dir.display())));
         }
-        Ok(())
+        owned_privately(&self.dir, "pin directory", &meta)
     }
 
     fn write(&self, server: &str, pins: &Pins, first: bool) -> Result<bool> {
         let path = self.path(server)?;
+        // Never write what a read would refuse.
+        super::store::check_stored(pins, &format!("the pins of {server}"))?;
         let tmp = self.stage(server, pins)?;
         let placed = if first {
             // A hard link fails when the name exists: the atomic "create only if absent".

@@ -54,6 +54,10 @@ impl KvPinStore {
     /// A NATS error naming the bucket when it does not exist (with the command that makes it) or cannot be reached
     /// within 10 s; a configuration error when `identity` cannot be part of a key.
     pub async fn bind(nats: &NatsConnection, bucket: &str, identity: &str) -> Result<Self> {
+        // No dots: identity `a` must not list the keys of identity `a.b`.
+        if identity.contains('.') {
+            return Err(Error::config(format!("the identity {identity:?} cannot prefix pin keys: it holds a '.'")));
+        }
         validate_server_key(identity)?;
         let js = async_nats::jetstream::new(nats.client().clone());
         let context = nats.context().to_owned();
@@ -93,6 +97,8 @@ impl KvPinStore {
     }
 
     fn encode(&self, server: &str, pins: &Pins) -> Result<Bytes> {
+        // Never write what a read would refuse.
+        super::store::check_stored(pins, &format!("the pins of {server}"))?;
         serde_json::to_vec(pins).map(Bytes::from).map_err(|e| self.failure("encode", server, e))
     }
 }
@@ -113,6 +119,8 @@ impl PinStore for KvPinStore {
                 return Err(self.failure("read", server, format!("the record is {} bytes", value.len())));
             }
             let pins = serde_json::from_slice(&value).map_err(|e| self.failure("read", server, e))?;
+            let place = format!("pin bucket {:?} (key {key})", self.bucket);
+            super::store::check_stored(&pins, &place)?;
             Ok(Some(pins))
         })
         .await
@@ -155,7 +163,9 @@ impl PinStore for KvPinStore {
         self.bounded("list", "every server", async {
             let keys = self.kv.keys().await.map_err(|e| self.failure("list", "every server", e))?;
             let all: Vec<String> = keys.try_collect().await.map_err(|e| self.failure("list", "every server", e))?;
-            let mut mine: Vec<String> = all.iter().filter_map(|k| k.strip_prefix(&prefix)).map(str::to_owned).collect();
+            // A key a peer wrote that no pin check would is not a server of ours.
+            let mine = all.iter().filter_map(|k| k.strip_prefix(&prefix)).filter(|k| validate_server_key(k).is_ok());
+            let mut mine: Vec<String> = mine.map(str::to_owned).collect();
             mine.sort();
             Ok(mine)
         })

@@ -68,6 +68,13 @@ impl Fingerprint {
         }
     }
 
+    /// Whether both digests are 64 lowercase hex digits, as [`of`](Self::of) makes them: a store refuses a record
+    /// that holds anything else.
+    pub fn is_well_formed(&self) -> bool {
+        let digest = |d: &str| d.len() == 64 && d.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        digest(&self.description) && digest(&self.schema)
+    }
+
     /// What differs from `pinned`: `description`, `input schema`, or both, in that order.
     pub fn changes(&self, pinned: &Fingerprint) -> Vec<&'static str> {
         let mut out = Vec::new();

@@ -96,3 +96,16 @@ pub fn validate_server_key(key: &str) -> Result<()> {
         )))
     }
 }
+
+/// Refuse stored pins that no pin check wrote: a digest that is not SHA-256 hex, or a tool name or time that
+/// carries control characters. `place` names the file or bucket.
+pub(crate) fn check_stored(pins: &super::Pins, place: &str) -> Result<()> {
+    let clean = |s: &str| s.len() <= 4096 && !s.chars().any(char::is_control);
+    match pins.iter().find(|(name, pin)| !pin.fingerprint.is_well_formed() || !clean(name) || !clean(&pin.pinned_at)) {
+        None => Ok(()),
+        Some((name, _)) => Err(Error::source_failed(format!(
+            "{place} holds a pin for {:?} that no pin check wrote (its digests or fields are malformed); forget it",
+            crate::gate::sanitize(name, 200)
+        ))),
+    }
+}
