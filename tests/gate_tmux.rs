@@ -52,8 +52,9 @@ fn gate_7_9_enter_alone_declines_and_the_prompt_is_on_stderr() {
             "> No, decline",
             "  Yes, run this call once",
             r#"  Yes, and don't ask again for "stream rm" in this conversation (any arguments)"#,
+            r#"  Yes, and don't ask again for "stream rm" with exactly these arguments in this conversation"#,
         ],
-        "blank line, header with command path and tag, command line, three options with decline preselected"
+        "blank line, header with command path and tag, command line, four options with decline preselected"
     );
     pane.keys(&["Enter"]);
     assert_decision(&pane, "decline");
@@ -87,12 +88,39 @@ fn gate_11_down_down_enter_allows_for_the_conversation_and_says_so() {
 
 #[test]
 #[ignore = "needs tmux; .ci/run provides it"]
+fn exact_3_the_last_option_allows_these_exact_arguments_and_says_so() {
+    require_tmux("exact_3_the_last_option_allows_these_exact_arguments_and_says_so");
+    let pane = start("exact", "", "");
+    wait_prompt(&pane);
+    pane.keys(&["Down", "Down", "Down", "Enter"]);
+    assert_decision(&pane, "for_conversation_exact");
+    let screen = pane.screen(false);
+    assert!(
+        screen.contains(r#"Won't ask again for "stream rm" with these arguments in this conversation."#),
+        "{screen}"
+    );
+}
+
+#[test]
+#[ignore = "needs tmux; .ci/run provides it"]
+fn exact_2_under_remember_exact_the_any_arguments_option_is_not_offered() {
+    require_tmux("exact_2_under_remember_exact_the_any_arguments_option_is_not_offered");
+    let pane = start("remember_exact", &format!("'stream rm' {} ai:confirm exact", quote(LINE)), "");
+    let screen = wait_prompt(&pane);
+    assert!(!screen.contains("(any arguments)"), "{screen}");
+    assert!(screen.contains(r#"  Yes, and don't ask again for "stream rm" with exactly these arguments"#), "{screen}");
+    pane.keys(&["Down", "Down", "Enter"]);
+    assert_decision(&pane, "for_conversation_exact");
+}
+
+#[test]
+#[ignore = "needs tmux; .ci/run provides it"]
 fn gate_9_moving_round_back_to_decline_still_declines() {
     require_tmux("gate_9_moving_round_back_to_decline_still_declines");
     let pane = start("wrap", "", "");
     wait_prompt(&pane);
     // Moving around and coming back to the first option still declines.
-    pane.keys(&["Down", "Down", "Down", "Enter"]);
+    pane.keys(&["Down", "Down", "Down", "Down", "Enter"]);
     assert_decision(&pane, "decline");
 }
 

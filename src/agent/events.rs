@@ -121,6 +121,14 @@ pub enum RunEvent<'a> {
         /// Its command path.
         command: &'a str,
     },
+    /// The operator allowed a tool with exactly the arguments of this call for the rest of the conversation
+    /// (EXACT-1); a call with other arguments is asked again.
+    AllowedExact {
+        /// The tool.
+        name: &'a str,
+        /// Its command path.
+        command: &'a str,
+    },
     /// A piece of the reply the model is streaming (CONV-5): its text and reasoning as they arrive, before
     /// [`LlmResponse`](RunEvent::LlmResponse). They concatenate to the turn's text and thinking; on
     /// [`Delta::Restart`](crate::llm::Delta::Restart) the attempt is retried and what it streamed is void.

@@ -132,6 +132,10 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
         for tool in &journal.allowed {
             approvals.allow(tool.as_str());
         }
+        // EXACT-4: an allowance for exact arguments is honoured on resume, as one for the tool is.
+        for (tool, digest) in &journal.allowed_exact {
+            approvals.allow_exact(tool.as_str(), digest.as_str());
+        }
     } else {
         // GATE-15: a forced resume across drift forgets every recorded answer, durably, before going on.
         answers.clear();

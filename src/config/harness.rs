@@ -34,6 +34,31 @@ pub struct Harness {
     /// `harness.sessions` (section 14).
     #[serde(deserialize_with = "de::nullable")]
     pub sessions: Sessions,
+    /// `harness.approvals` (EXACT-1..5): what an operator's "for the conversation" answer covers.
+    #[serde(deserialize_with = "de::nullable")]
+    pub approvals: Approvals,
+}
+
+/// `harness.approvals`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
+#[non_exhaustive]
+pub struct Approvals {
+    /// `remember`: `tool` (the default) or `exact`.
+    pub remember: Remember,
+}
+
+/// What a remembered approval covers (EXACT-1, EXACT-2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase", expecting = "`tool` or `exact`")]
+#[non_exhaustive]
+pub enum Remember {
+    /// `tool`: the operator may allow a tool with any arguments, or with these exact arguments, for the rest of the
+    /// conversation.
+    #[default]
+    Tool,
+    /// `exact`: only "these exact arguments" is remembered; an answer for any arguments is taken as exact.
+    Exact,
 }
 
 impl Harness {

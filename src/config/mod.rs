@@ -60,7 +60,9 @@ pub use expose::{
     DEFAULT_MCP_MAX_SESSIONS, DEFAULT_MCP_PORT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_TASK_MAX, DEFAULT_MCP_TASK_TTL,
     DEFAULT_TOOL_TIMEOUT, Expose, ExposeAgent, MAX_A2A_QUEUE, MAX_MCP_SESSIONS, MAX_MCP_TASKS, McpExpose, McpTasks,
 };
-pub use harness::{Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, SessionOptions, Sessions};
+pub use harness::{
+    Approvals, Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, Remember, SessionOptions, Sessions,
+};
 pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };

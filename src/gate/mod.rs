@@ -17,6 +17,7 @@ pub use sanitize::{PROMPT_LIMIT, clean_text, escape_invisible, sanitize};
 #[cfg(feature = "terminal")]
 pub use terminal::TerminalGate;
 
+pub use crate::config::Remember;
 use crate::tool::ToolOutput;
 use async_trait::async_trait;
 use std::collections::BTreeSet;
@@ -37,6 +38,10 @@ pub struct ConfirmRequest {
     /// display line. `null` when the request was built without it ([`with_input`](Self::with_input)). Model
     /// text: never show it to an operator unsanitized.
     pub input: serde_json::Value,
+    /// What a "for the conversation" answer may cover (`harness.approvals.remember`): under
+    /// [`Remember::Exact`] a gate offers only [`Decision::ForConversationExact`], and a
+    /// [`Decision::ForConversation`] is taken as exact (EXACT-2).
+    pub remember: Remember,
 }
 
 impl ConfirmRequest {
@@ -53,7 +58,15 @@ impl ConfirmRequest {
             command_line: sanitize(command_line, PROMPT_LIMIT),
             trigger: trigger.into(),
             input: serde_json::Value::Null,
+            remember: Remember::Tool,
         }
+    }
+
+    /// What a remembered answer may cover (the agent sets `harness.approvals.remember`).
+    #[must_use]
+    pub fn with_remember(mut self, remember: Remember) -> Self {
+        self.remember = remember;
+        self
     }
 
     /// The call's validated, parsed input (the agent loop sets it for every gated call).
@@ -81,8 +94,11 @@ pub enum Decision {
     Decline,
     /// Run this call once.
     Once,
-    /// Run it, and stop asking for this tool for the rest of the conversation.
+    /// Run it, and stop asking for this tool for the rest of the conversation, whatever its arguments.
     ForConversation,
+    /// Run it, and stop asking for this tool with exactly these arguments for the rest of the conversation
+    /// (EXACT-1): a call with any other arguments is asked again.
+    ForConversationExact,
     /// The prompt was interrupted or hit end of input: nothing runs, no answer is recorded, and the run ends.
     Abort,
 }
@@ -90,7 +106,7 @@ pub enum Decision {
 impl Decision {
     /// Whether the call may run.
     pub fn allows(self) -> bool {
-        matches!(self, Decision::Once | Decision::ForConversation)
+        matches!(self, Decision::Once | Decision::ForConversation | Decision::ForConversationExact)
     }
 }
 
@@ -146,10 +162,12 @@ impl ConfirmGate for DenyAll {
     }
 }
 
-/// Tools allowed for the rest of a conversation (GATE-11), keyed by final name regardless of arguments.
+/// Tools allowed for the rest of a conversation (GATE-11), keyed by final name regardless of arguments, and calls
+/// allowed with exactly their arguments (EXACT-1), keyed by final name and [`input_digest`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Approvals {
     tools: BTreeSet<String>,
+    exact: BTreeSet<(String, String)>,
 }
 
 impl Approvals {
@@ -163,20 +181,62 @@ impl Approvals {
         self.tools.insert(tool.into());
     }
 
-    /// Whether `tool` is allowed.
+    /// Allow `tool` from now on when called with the input whose [`input_digest`] is `digest`.
+    pub fn allow_exact(&mut self, tool: impl Into<String>, digest: impl Into<String>) {
+        self.exact.insert((tool.into(), digest.into()));
+    }
+
+    /// Whether `tool` is allowed whatever its arguments.
     pub fn is_allowed(&self, tool: &str) -> bool {
         self.tools.contains(tool)
+    }
+
+    /// Whether `tool` has any exact allowance (so a caller digests the input only then).
+    pub fn has_exact(&self, tool: &str) -> bool {
+        self.exact.range((tool.to_owned(), String::new())..).next().is_some_and(|(t, _)| t == tool)
+    }
+
+    /// Whether `tool` called with the input of `digest` is allowed, for any arguments or for exactly these.
+    pub fn is_allowed_exact(&self, tool: &str, digest: &str) -> bool {
+        self.is_allowed(tool) || self.exact.contains(&(tool.to_owned(), digest.to_owned()))
     }
 
     /// Drop every allowance (a context reset or a forced resume across drift, GATE-15).
     pub fn clear(&mut self) {
         self.tools.clear();
+        self.exact.clear();
     }
 
-    /// The allowed tools, sorted.
+    /// The tools allowed whatever their arguments, sorted.
     pub fn iter(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(String::as_str)
     }
+
+    /// The exact allowances: (tool, input digest), sorted.
+    pub fn iter_exact(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.exact.iter().map(|(t, d)| (t.as_str(), d.as_str()))
+    }
+}
+
+/// The key of an exact allowance (EXACT-1): SHA-256 (hex) of the input's canonical JSON (keys sorted, no spaces),
+/// so the same arguments in another key order or spacing are the same call, and any other value is not.
+///
+/// ```
+/// use fisk_ai::gate::input_digest;
+/// use serde_json::json;
+///
+/// assert_eq!(input_digest(&json!({"a": 1, "b": "x"})), input_digest(&json!({"b": "x", "a": 1})));
+/// assert_ne!(input_digest(&json!({"a": 1})), input_digest(&json!({"a": 2})));
+/// ```
+pub fn input_digest(input: &serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let mut canonical = Vec::new();
+    crate::session::write_canonical(&mut canonical, input);
+    Sha256::digest(&canonical).iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 /// Why a gated call did not run; each becomes the GATE-10 result the model reads.

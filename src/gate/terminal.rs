@@ -1,7 +1,7 @@
 //! The terminal confirmation gate (feature `terminal`): a dialoguer select on stderr.
 
 use super::tty::{self, Answer};
-use super::{ConfirmGate, ConfirmRequest, Decision, PROMPT_LIMIT, sanitize};
+use super::{ConfirmGate, ConfirmRequest, Decision, PROMPT_LIMIT, Remember, sanitize};
 use async_trait::async_trait;
 use dialoguer::Select;
 use tokio_util::sync::CancellationToken;
@@ -109,30 +109,42 @@ impl ConfirmGate for TerminalGate {
         let header = format!("Approval needed for \"{command}\" (tagged {})", sanitize(&req.trigger, PROMPT_LIMIT));
         let line = format!("  {}", sanitize(&req.command_line, PROMPT_LIMIT));
         let short = sanitize(&req.command, OPTION_COMMAND_LIMIT);
-        let options = [
-            "No, decline".to_owned(),
-            "Yes, run this call once".to_owned(),
-            format!("Yes, and don't ask again for \"{short}\" in this conversation (any arguments)"),
-        ];
+        // EXACT-3: each option says the scope it grants. Under `remember: exact` the tool-wide one is not offered;
+        // otherwise it keeps its place (2), so an operator's habit still means what it meant.
+        let mut options = vec!["No, decline".to_owned(), "Yes, run this call once".to_owned()];
+        let mut scopes = vec![Decision::Decline, Decision::Once];
+        if req.remember == Remember::Tool {
+            options.push(format!("Yes, and don't ask again for \"{short}\" in this conversation (any arguments)"));
+            scopes.push(Decision::ForConversation);
+        }
+        options.push(format!(
+            "Yes, and don't ask again for \"{short}\" with exactly these arguments in this conversation"
+        ));
+        scopes.push(Decision::ForConversationExact);
+        let notices = scopes.clone();
         let answer = tty::ask_until(
             move |term| {
                 term.write_line(&header)?;
                 term.write_line(&line)?;
                 let choice =
                     Select::new().with_prompt("Your choice").items(&options).default(0).interact_on_opt(term)?;
-                if choice == Some(2) {
-                    // The choice stands even if this notice cannot be written.
-                    let _ = term.write_line(&format!("Won't ask again for \"{short}\" in this conversation."));
-                }
+                // The choice stands even if this notice cannot be written.
+                let _ = match choice.and_then(|i| notices.get(i)) {
+                    Some(Decision::ForConversation) => {
+                        term.write_line(&format!("Won't ask again for \"{short}\" in this conversation."))
+                    }
+                    Some(Decision::ForConversationExact) => term.write_line(&format!(
+                        "Won't ask again for \"{short}\" with these arguments in this conversation."
+                    )),
+                    _ => Ok(()),
+                };
                 Ok(choice)
             },
             self.interrupt.as_ref(),
         )
         .await;
         match answer {
-            Answer::Given(1) => Decision::Once,
-            Answer::Given(2) => Decision::ForConversation,
-            Answer::Given(_) => Decision::Decline,
+            Answer::Given(i) => scopes.get(i).copied().unwrap_or(Decision::Decline),
             Answer::Interrupted => Decision::Abort,
             Answer::NoTerminal => Decision::Decline,
             Answer::Failed(reason) => {

@@ -33,6 +33,9 @@ pub struct Journal {
     pub last_stop: Option<StopReason>,
     /// Tools allowed for the rest of the conversation, in the order they were allowed (GATE-11, GATE-14).
     pub allowed: Vec<String>,
+    /// Calls allowed with exactly their arguments for the rest of the conversation: (tool, input digest), in the
+    /// order they were allowed (EXACT-4).
+    pub allowed_exact: Vec<(String, String)>,
     /// The per-call answers recorded for the last turn's calls, by tool-use id (GATE-14).
     pub answers: HashMap<String, RecordedAnswer>,
     /// The unanswered tool calls of the last turn, when there are any (SESS-13).
@@ -182,6 +185,7 @@ impl Journal {
             next_iteration: 1,
             last_stop: None,
             allowed: Vec::new(),
+            allowed_exact: Vec::new(),
             answers: HashMap::new(),
             pending: None,
             terminal: None,
@@ -196,9 +200,18 @@ impl Journal {
         match c.choice {
             ConfirmChoice::Reset => {
                 self.allowed.clear();
+                self.allowed_exact.clear();
                 self.answers.clear();
             }
             choice => {
+                if choice == ConfirmChoice::AlwaysExact
+                    && let (Some(tool), Some(digest)) = (&c.tool, &c.input_digest)
+                {
+                    let key = (tool.clone(), digest.clone());
+                    if !self.allowed_exact.contains(&key) {
+                        self.allowed_exact.push(key);
+                    }
+                }
                 if choice == ConfirmChoice::Always
                     && let Some(tool) = &c.tool
                     && !self.allowed.contains(tool)

@@ -200,6 +200,9 @@ pub enum ConfirmChoice {
     Once,
     /// Run it, and allow the tool for the rest of the conversation.
     Always,
+    /// Run it, and allow the tool with exactly these arguments ([`ConfirmRecord::input_digest`]) for the rest of
+    /// the conversation (EXACT-1, EXACT-4).
+    AlwaysExact,
     /// Do not run it.
     Decline,
     /// Forget every earlier answer (a forced resume across drift, GATE-15).
@@ -224,6 +227,9 @@ pub struct ConfirmRecord {
     /// The tag that triggered the confirmation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+    /// For [`ConfirmChoice::AlwaysExact`]: the [`input_digest`](crate::gate::input_digest) of the allowed input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_digest: Option<String>,
 }
 
 impl ConfirmRecord {
@@ -235,12 +241,27 @@ impl ConfirmRecord {
             tool: Some(tool.to_owned()),
             command: Some(command.to_owned()),
             tag: Some(tag.to_owned()),
+            input_digest: None,
         }
+    }
+
+    /// The digest of the input an [`AlwaysExact`](ConfirmChoice::AlwaysExact) answer allows.
+    #[must_use]
+    pub fn with_input_digest(mut self, digest: impl Into<String>) -> Self {
+        self.input_digest = Some(digest.into());
+        self
     }
 
     /// A reset of all answers.
     pub fn reset() -> Self {
-        ConfirmRecord { choice: ConfirmChoice::Reset, tool_use_id: None, tool: None, command: None, tag: None }
+        ConfirmRecord {
+            choice: ConfirmChoice::Reset,
+            tool_use_id: None,
+            tool: None,
+            command: None,
+            tag: None,
+            input_digest: None,
+        }
     }
 }
 

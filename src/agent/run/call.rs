@@ -5,7 +5,7 @@ use super::{Dispatch, Ended, Run};
 use crate::agent::events::RunEvent;
 use crate::agent::search::{self, Route, SEARCH_TOOLS};
 use crate::dispatch::{self, Approval, Gated, Outcome, Ready, Refusal, Surface};
-use crate::gate::{ConfirmRequest, Decision, DeclineReason, declined};
+use crate::gate::{ConfirmRequest, Decision, DeclineReason, Remember, declined, input_digest};
 use crate::llm::Block;
 use crate::select::SelectedTool;
 use crate::session::{ConfirmChoice, ConfirmRecord, Payload};
@@ -40,46 +40,30 @@ impl Surface for AgentSurface<'_, '_> {
         self.run.run_tools.iter().find(|t| t.spec().name() == name).unwrap_or(selected.tool())
     }
 
-    /// GATE-6 order: a recorded answer for this call (GATE-14), the allowance, no operator, cancelled, ask.
+    /// GATE-6 order: a recorded answer for this call (GATE-14), the allowance (for the tool, or for these exact
+    /// arguments: EXACT-1), no operator, cancelled, ask.
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<Halt> {
         let (run, id) = (&mut *self.run, self.id);
         let name = call.tool.spec().name();
         let recorded = run.answers.get(id).copied();
-        if recorded.is_none() && run.approvals.is_allowed(name) {
+        // The input is digested only when an exact allowance could match or be given.
+        let digest = || input_digest(call.arguments);
+        if recorded.is_none()
+            && (run.approvals.is_allowed(name)
+                || (run.approvals.has_exact(name) && run.approvals.is_allowed_exact(name, &digest())))
+        {
             return Approval::Approved;
         }
         let gate = &run.inner.gate;
         let refusal = match recorded {
-            Some(ConfirmChoice::Once | ConfirmChoice::Always) => None,
+            Some(ConfirmChoice::Once | ConfirmChoice::Always | ConfirmChoice::AlwaysExact) => None,
             Some(_) => Some(DeclineReason::Operator),
             None if !gate.can_ask() => Some(DeclineReason::NoOperator),
             None if run.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
-            None => {
-                let req = ConfirmRequest::new(name, call.tool.spec().display_path(), call.display, call.trigger)
-                    .with_input(call.arguments.clone());
-                // GATE-13: the answer is journaled before the command runs or the denial is recorded.
-                let choice = match gate.confirm(&req).await {
-                    Decision::Once => ConfirmChoice::Once,
-                    Decision::ForConversation => ConfirmChoice::Always,
-                    Decision::Abort => return Approval::Halt(Halt::Abort),
-                    _ => ConfirmChoice::Decline,
-                };
-                if run.checkpointed() {
-                    let answer = ConfirmRecord::answer(choice, id, name, call.display, call.trigger);
-                    if let Err(end) = run.record(Payload::Confirm(answer)).await {
-                        return Approval::Halt(Halt::Failed(end));
-                    }
-                }
-                match choice {
-                    ConfirmChoice::Once => None,
-                    ConfirmChoice::Always => {
-                        run.approvals.allow(name);
-                        run.emit(RunEvent::Allowed { name, command: &req.command });
-                        None
-                    }
-                    _ => Some(DeclineReason::Operator),
-                }
-            }
+            None => match ask(run, id, call, name, digest).await {
+                Ok(refusal) => refusal,
+                Err(halt) => return Approval::Halt(halt),
+            },
         };
         match refusal {
             Some(reason) => {
@@ -109,6 +93,51 @@ impl Surface for AgentSurface<'_, '_> {
         }
         self.run.emit(RunEvent::ToolCall { id: self.id, name: call.name(), kind, origin, display: call.display() });
         call.run(CallContext::new().with_cancel(self.run.cancel.child_token())).await
+    }
+}
+
+/// Ask the gate, journal the answer (GATE-13: before the command runs or the denial is recorded), and remember an
+/// allowance; what refuses the call, if anything.
+async fn ask(
+    run: &mut Run<'_>,
+    id: &str,
+    call: &Gated<'_>,
+    name: &str,
+    digest: impl Fn() -> String,
+) -> Result<Option<DeclineReason>, Halt> {
+    let remember = run.inner.config.harness.approvals.remember;
+    let req = ConfirmRequest::new(name, call.tool.spec().display_path(), call.display, call.trigger)
+        .with_input(call.arguments.clone())
+        .with_remember(remember);
+    let choice = match run.inner.gate.confirm(&req).await {
+        Decision::Once => ConfirmChoice::Once,
+        // EXACT-2: under `remember: exact` an answer for any arguments covers only these.
+        Decision::ForConversation if remember == Remember::Tool => ConfirmChoice::Always,
+        Decision::ForConversation | Decision::ForConversationExact => ConfirmChoice::AlwaysExact,
+        Decision::Abort => return Err(Halt::Abort),
+        _ => ConfirmChoice::Decline,
+    };
+    let exact = (choice == ConfirmChoice::AlwaysExact).then(digest);
+    if run.checkpointed() {
+        let mut answer = ConfirmRecord::answer(choice, id, name, call.display, call.trigger);
+        if let Some(digest) = &exact {
+            answer = answer.with_input_digest(digest.clone());
+        }
+        run.record(Payload::Confirm(answer)).await.map_err(Halt::Failed)?;
+    }
+    match (choice, exact) {
+        (ConfirmChoice::Once, _) => Ok(None),
+        (ConfirmChoice::Always, _) => {
+            run.approvals.allow(name);
+            run.emit(RunEvent::Allowed { name, command: &req.command });
+            Ok(None)
+        }
+        (ConfirmChoice::AlwaysExact, Some(digest)) => {
+            run.approvals.allow_exact(name, digest);
+            run.emit(RunEvent::AllowedExact { name, command: &req.command });
+            Ok(None)
+        }
+        _ => Ok(Some(DeclineReason::Operator)),
     }
 }
 
