@@ -52,11 +52,20 @@ fn pin_7_8_an_operator_sees_a_changed_tool_in_info_then_accepts_it_and_forgets_t
     let names: Vec<&str> = doc["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"echo") && !names.contains(&"add"), "{names:?}");
     let text = cli(dir, &["info", "--config", "agent.yaml"]);
-    assert!(text.contains("add: changed: description (not offered)"), "{text}");
+    assert!(text.contains("add: changed: description (not offered) [description "), "{text}");
+    let shown = text.lines().find(|l| l.contains("add: changed")).unwrap().to_owned();
 
     // Accept that one tool: it is pinned as it is now, and offered again.
     let accepted = cli(dir, &["pins", "accept", "fx", "add", "--config", "agent.yaml"]);
-    assert!(accepted.contains("mcp_servers.fx  add  accepted"), "{accepted}");
+    assert!(
+        accepted.contains("mcp_servers.fx  add  accepted (was changed: description; now description "),
+        "{accepted}"
+    );
+    // The fingerprint accepted is the one info showed, and the one now listed.
+    let fp = shown.split('[').nth(1).unwrap().trim_end_matches(']').to_owned();
+    assert!(accepted.contains(&fp), "{accepted}\n{shown}");
+    let listed = cli(dir, &["pins", "list", "fx", "add", "--config", "agent.yaml"]);
+    assert!(listed.contains(&fp), "{listed}");
     let info = cli(dir, &["info", "--config", "agent.yaml"]);
     assert!(info.contains("mcp_servers.fx (pins: refuse): 2 pinned") && !info.contains("not offered"), "{info}");
 

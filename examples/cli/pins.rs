@@ -100,14 +100,9 @@ async fn list(config: &Config, store: &dyn PinStore, target: &Target) -> Result<
             continue;
         };
         for (tool, pin) in pinned.iter().filter(|(t, _)| target.tool.as_deref().is_none_or(|want| want == t.as_str())) {
-            let fp = &pin.fingerprint;
             let tool = fisk_ai::gate::sanitize(tool, 200);
-            println!(
-                "{key}  {tool}  pinned {}  description {}  schema {}",
-                fisk_ai::gate::sanitize(&pin.pinned_at, 40),
-                fp.description.get(..12).unwrap_or_default(),
-                fp.schema.get(..12).unwrap_or_default()
-            );
+            let (at, fp) = (fisk_ai::gate::sanitize(&pin.pinned_at, 40), prefixes(&pin.fingerprint));
+            println!("{key}  {tool}  pinned {at}  {fp}");
             shown += 1;
         }
     }
@@ -129,7 +124,11 @@ async fn accept(config: Config, target: &Target) -> Result<(), Box<dyn std::erro
             println!("{key}: nothing to accept; its pins match what it lists");
         }
         for tool in accepted {
-            println!("{key}  {}  accepted", fisk_ai::gate::sanitize(&tool, 200));
+            // What was accepted, as `info` showed it: the state it was in and the fingerprint now pinned.
+            let report = harness.pin_reports().iter().find(|r| r.server == key && r.tool == tool);
+            let was = report.map(|r| r.state.label()).unwrap_or_default();
+            let now = report.and_then(|r| r.current.as_ref()).map(prefixes).unwrap_or_default();
+            println!("{key}  {}  accepted (was {was}; now {now})", fisk_ai::gate::sanitize(&tool, 200));
         }
     }
     Ok(())
@@ -191,6 +190,12 @@ pub(crate) async fn review(config: &Config, tools: &mut Vec<Arc<dyn Tool>>) -> P
     section
 }
 
+/// A fingerprint as `pins list`, `pins accept` and `info` show it: the first 12 hex digits of each digest.
+fn prefixes(fp: &Fingerprint) -> String {
+    let short = |d: &str| d.get(..12).unwrap_or_default().to_owned();
+    format!("description {} schema {}", short(&fp.description), short(&fp.schema))
+}
+
 fn key_of(origin: &Origin) -> Option<String> {
     match origin {
         Origin::Mcp { server, .. } => Some(format!("mcp_servers.{server}")),
@@ -222,7 +227,8 @@ impl PinSection {
             for r in of().filter(|r| !matches!(r.state, PinState::Pinned | PinState::FirstSeen)) {
                 let offered = if r.offered { "offered" } else { "not offered" };
                 let tool = fisk_ai::gate::sanitize(&r.tool, 200);
-                out.push_str(&format!("    {tool}: {} ({offered})\n", r.state.label()));
+                let now = r.current.as_ref().map(|fp| format!(" [{}]", prefixes(fp))).unwrap_or_default();
+                out.push_str(&format!("    {tool}: {} ({offered}){now}\n", r.state.label()));
             }
         }
         for (server, mode, e) in &self.errors {
