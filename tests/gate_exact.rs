@@ -7,7 +7,7 @@ mod common;
 use common::gate::RecordingGate;
 use common::turns::{call_with, done, result_of, turn};
 use fisk_ai::agent::{Agent, NextStep, RunEvent, RunOptions, TerminalReason};
-use fisk_ai::gate::{ConfirmGate, Decision, Remember, input_digest};
+use fisk_ai::gate::{ConfirmGate, Decision, Remember};
 use fisk_ai::llm::{Block, Response, ScriptedProvider, StopReason, Usage};
 use fisk_ai::session::{FileSessionStore, Journal, SessionId, SessionStore};
 use std::sync::{Arc, Mutex};
@@ -25,9 +25,10 @@ impl App {
 
     fn config(&self, remember: &str) -> fisk_ai::Config {
         let app = self.dir.path().join("cowsay");
+        // `feed` (impact:rw) is gated too, for a call with a number.
         let yaml = format!(
-            "identity: cows\napplication_path: {}\nsystem_prompt: s\nllm:\n  model: m\nharness:\n  approvals: {{remember: \
-             {remember}}}\n",
+            "identity: cows\napplication_path: {}\nsystem_prompt: s\nllm:\n  model: m\nharness:\n  confirm_tags: \
+             [impact:rw]\n  approvals: {{remember: {remember}}}\n",
             app.display()
         );
         fisk_ai::Config::from_yaml_str(&yaml).unwrap()
@@ -82,6 +83,26 @@ async fn exact_1_the_same_arguments_skip_the_prompt_and_different_ones_ask() {
     assert_eq!(*allowed.lock().unwrap(), ["cow_think"]);
 }
 
+/// Parsing makes `1e2` and `100` the same number, but a command is built from the number as written: the key tells
+/// them apart, so approving one does not run the other unasked.
+#[tokio::test]
+async fn exact_1_the_same_number_written_another_way_is_another_call() {
+    let app = App::new();
+    let provider = Arc::new(ScriptedProvider::new([
+        turn(vec![call_with("c1", "feed", r#"{"cow":"daisy","amount":100}"#)]),
+        turn(vec![call_with("c2", "feed", r#"{"amount":100,"cow":"daisy"}"#)]),
+        turn(vec![call_with("c3", "feed", r#"{"cow":"daisy","amount":1e2}"#)]),
+        done(),
+    ]));
+    let (gate, log) = RecordingGate::new(&[Decision::ForConversationExact, Decision::Decline]);
+    let out = app.agent("tool", &provider, gate).await.run("go", RunOptions::new()).await;
+    assert_eq!(out.reason, TerminalReason::Completed, "{:?}", out.error);
+    let lines: Vec<String> = log.requests().iter().map(|r| r.command_line.clone()).collect();
+    assert_eq!(lines.len(), 2, "c2 (same input, keys reordered) ran unasked; c3 was asked: {lines:?}");
+    assert_ne!(lines[0], lines[1], "the two lines differ as the two commands do");
+    assert!(!declined(&provider, "c2") && declined(&provider, "c3"));
+}
+
 #[tokio::test]
 async fn exact_2_under_remember_exact_an_answer_for_any_arguments_covers_only_these() {
     let app = App::new();
@@ -115,8 +136,9 @@ async fn exact_4_an_exact_allowance_is_journaled_and_honoured_on_resume() {
 
     let (records, _) = app.store().open(&sid).await.unwrap();
     let journal = Journal::fold(records).unwrap();
-    let digest = input_digest(&serde_json::json!({"message": "moo"}));
-    assert_eq!(journal.allowed_exact, [("cow_think".to_owned(), digest.clone())]);
+    assert_eq!(journal.allowed_exact.len(), 1, "{:?}", journal.allowed_exact);
+    let (tool, digest) = journal.allowed_exact[0].clone();
+    assert_eq!((tool.as_str(), digest.len()), ("cow_think", 64));
     let text = std::fs::read_to_string(app.store().journal_path(&sid)).unwrap();
     let line = text.lines().find(|l| l.contains(r#""always_exact""#)).expect("the answer is journaled");
     assert!(line.contains(&format!(r#""input_digest":"{digest}""#)), "{line}");
@@ -128,6 +150,25 @@ async fn exact_4_an_exact_allowance_is_journaled_and_honoured_on_resume() {
     assert_eq!(out.reason, TerminalReason::Completed, "{:?}", out.error);
     assert_eq!(second.asked(), ["cow_think"]);
     assert!(!declined(&provider, "c4"));
+}
+
+#[tokio::test]
+async fn exact_2_a_tool_wide_answer_is_not_restored_when_resumed_under_remember_exact() {
+    let app = App::new();
+    let sid = SessionId::new("tightened").unwrap();
+    let provider = Arc::new(ScriptedProvider::new([turn(vec![
+        think("c1", r#"{"message":"moo"}"#),
+        call_with("c2", "feed", r#"{"cow":"daisy"}"#),
+    ])]));
+    let (gate, _) = RecordingGate::new(&[Decision::ForConversation, Decision::Abort]);
+    let out = app.agent("tool", &provider, gate).await.run("x", RunOptions::new().with_checkpoint(sid.clone())).await;
+    assert_eq!(out.reason, TerminalReason::Suspended, "{:?}", out.error);
+    // Resumed after the operator tightened the setting: the pending c2 and a new call are both asked.
+    let provider = Arc::new(ScriptedProvider::new([turn(vec![think("c3", r#"{"message":"moo"}"#)]), done()]));
+    let (gate, log) = RecordingGate::new(&[Decision::Decline, Decision::Decline]);
+    let out = app.agent("exact", &provider, gate).await.resume(&sid, RunOptions::new()).await.unwrap();
+    assert_eq!(out.reason, TerminalReason::Completed, "{:?}", out.error);
+    assert_eq!(log.asked(), ["feed", "cow_think"], "cow_think's tool-wide answer was not restored");
 }
 
 fn answer(text: &str) -> Response {

@@ -180,20 +180,29 @@ async fn show(
     }
     // CLI-23: what is held.
     let mut counts: Vec<(&str, usize)> = Vec::new();
-    for (name, choice) in
-        [("once", ConfirmChoice::Once), ("always", ConfirmChoice::Always), ("decline", ConfirmChoice::Decline)]
-    {
+    for (name, choice) in [
+        ("once", ConfirmChoice::Once),
+        ("always", ConfirmChoice::Always),
+        ("always_exact", ConfirmChoice::AlwaysExact),
+        ("decline", ConfirmChoice::Decline),
+    ] {
         let n = j.answers.values().filter(|a| a.choice == choice).count();
         if n > 0 {
             counts.push((name, n));
         }
     }
-    if j.allowed.is_empty() && counts.is_empty() {
+    if j.allowed.is_empty() && j.allowed_exact.is_empty() && counts.is_empty() {
         writeln!(out, "Held answers:   none")?;
     } else {
         writeln!(out, "Held answers:")?;
         if !j.allowed.is_empty() {
             writeln!(out, "  allowed for the conversation: {}", j.allowed.join(", "))?;
+        }
+        if !j.allowed_exact.is_empty() {
+            // The tool and the first 12 digits of its call's key: these exact arguments only.
+            let exact: Vec<String> =
+                j.allowed_exact.iter().map(|(t, d)| format!("{t} ({})", d.get(..12).unwrap_or_default())).collect();
+            writeln!(out, "  allowed with exact arguments: {}", exact.join(", "))?;
         }
         if !counts.is_empty() {
             let list: Vec<String> = counts.iter().map(|(c, n)| format!("{c}={n}")).collect();

@@ -129,8 +129,12 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
         )));
     }
     if drift.is_empty() {
-        for tool in &journal.allowed {
-            approvals.allow(tool.as_str());
+        // EXACT-2: under `remember: exact` a tool-wide answer journaled before the setting tightened grants nothing
+        // wider on resume than the call it answered.
+        if inner.config.harness.approvals.remember == crate::config::Remember::Tool {
+            for tool in &journal.allowed {
+                approvals.allow(tool.as_str());
+            }
         }
         // EXACT-4: an allowance for exact arguments is honoured on resume, as one for the tool is.
         for (tool, digest) in &journal.allowed_exact {

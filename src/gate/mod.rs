@@ -163,7 +163,7 @@ impl ConfirmGate for DenyAll {
 }
 
 /// Tools allowed for the rest of a conversation (GATE-11), keyed by final name regardless of arguments, and calls
-/// allowed with exactly their arguments (EXACT-1), keyed by final name and [`input_digest`].
+/// allowed with exactly their arguments (EXACT-1), keyed by final name and [`call_digest`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Approvals {
     tools: BTreeSet<String>,
@@ -181,7 +181,7 @@ impl Approvals {
         self.tools.insert(tool.into());
     }
 
-    /// Allow `tool` from now on when called with the input whose [`input_digest`] is `digest`.
+    /// Allow `tool` from now on when called with the input whose [`call_digest`] is `digest`.
     pub fn allow_exact(&mut self, tool: impl Into<String>, digest: impl Into<String>) {
         self.exact.insert((tool.into(), digest.into()));
     }
@@ -218,21 +218,32 @@ impl Approvals {
     }
 }
 
-/// The key of an exact allowance (EXACT-1): SHA-256 (hex) of the input's canonical JSON (keys sorted, no spaces),
-/// so the same arguments in another key order or spacing are the same call, and any other value is not.
+/// The key of an exact allowance (EXACT-1): SHA-256 (hex) of the validated input's canonical JSON (keys sorted, no
+/// spaces) and of the call's resolved line (`display`: a command's argv as it will run).
+///
+/// Both, because parsing maps numbers to floats (`1e2`, `100.0` and `100` parse alike, and so do integers past
+/// 2^53) while a command is built from the number as written: the line tells those apart, the canonical input
+/// covers what a shortened line leaves out. The same arguments in another key order give the same key; any other
+/// value, or the same value written another way that runs differently, gives another. The key is this crate's own
+/// (serde_json's number formatting, not RFC 8785): another implementation cannot reproduce it.
 ///
 /// ```
-/// use fisk_ai::gate::input_digest;
+/// use fisk_ai::gate::call_digest;
 /// use serde_json::json;
 ///
-/// assert_eq!(input_digest(&json!({"a": 1, "b": "x"})), input_digest(&json!({"b": "x", "a": 1})));
-/// assert_ne!(input_digest(&json!({"a": 1})), input_digest(&json!({"a": 2})));
+/// let line = "cow feed --cow=daisy";
+/// assert_eq!(call_digest(&json!({"a": 1, "b": "x"}), line), call_digest(&json!({"b": "x", "a": 1}), line));
+/// assert_ne!(call_digest(&json!({"a": 1}), line), call_digest(&json!({"a": 2}), line));
+/// assert_ne!(call_digest(&json!({"n": 100.0}), "feed 1e2"), call_digest(&json!({"n": 100.0}), "feed 100.0"));
 /// ```
-pub fn input_digest(input: &serde_json::Value) -> String {
+pub fn call_digest(arguments: &serde_json::Value, display: &str) -> String {
     use sha2::{Digest, Sha256};
     use std::fmt::Write;
     let mut canonical = Vec::new();
-    crate::session::write_canonical(&mut canonical, input);
+    crate::session::write_canonical(&mut canonical, arguments);
+    // A separator no canonical JSON contains keeps the two parts apart.
+    canonical.push(0);
+    canonical.extend_from_slice(display.as_bytes());
     Sha256::digest(&canonical).iter().fold(String::with_capacity(64), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s

@@ -227,7 +227,7 @@ pub struct ConfirmRecord {
     /// The tag that triggered the confirmation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
-    /// For [`ConfirmChoice::AlwaysExact`]: the [`input_digest`](crate::gate::input_digest) of the allowed input.
+    /// For [`ConfirmChoice::AlwaysExact`]: the [`call_digest`](crate::gate::call_digest) of the allowed input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_digest: Option<String>,
 }

@@ -5,7 +5,7 @@ use super::{Dispatch, Ended, Run};
 use crate::agent::events::RunEvent;
 use crate::agent::search::{self, Route, SEARCH_TOOLS};
 use crate::dispatch::{self, Approval, Gated, Outcome, Ready, Refusal, Surface};
-use crate::gate::{ConfirmRequest, Decision, DeclineReason, Remember, declined, input_digest};
+use crate::gate::{ConfirmRequest, Decision, DeclineReason, Remember, call_digest, declined};
 use crate::llm::Block;
 use crate::select::SelectedTool;
 use crate::session::{ConfirmChoice, ConfirmRecord, Payload};
@@ -47,7 +47,7 @@ impl Surface for AgentSurface<'_, '_> {
         let name = call.tool.spec().name();
         let recorded = run.answers.get(id).copied();
         // The input is digested only when an exact allowance could match or be given.
-        let digest = || input_digest(call.arguments);
+        let digest = || call_digest(call.arguments, call.display);
         if recorded.is_none()
             && (run.approvals.is_allowed(name)
                 || (run.approvals.has_exact(name) && run.approvals.is_allowed_exact(name, &digest())))
