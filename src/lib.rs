@@ -130,6 +130,7 @@ compile_error!(
 
 pub mod agent;
 pub mod builtin;
+mod canonical;
 pub mod config;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

@@ -240,7 +240,7 @@ pub fn call_digest(arguments: &serde_json::Value, display: &str) -> String {
     use sha2::{Digest, Sha256};
     use std::fmt::Write;
     let mut canonical = Vec::new();
-    crate::session::write_canonical(&mut canonical, arguments);
+    crate::canonical::write_canonical(&mut canonical, arguments);
     // A separator no canonical JSON contains keeps the two parts apart.
     canonical.push(0);
     canonical.extend_from_slice(display.as_bytes());

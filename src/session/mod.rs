@@ -39,8 +39,6 @@ pub use backend::JetStreamSessionBackend;
 pub use backend::{FileSessionBackend, SessionBackend, SessionBackends, SessionSettings};
 pub use file::FileSessionStore;
 pub(crate) use file::state_home;
-// The MCP confirmation keys and the import pins hash canonical JSON outside this module.
-pub(crate) use fingerprint::write_canonical;
 pub use fingerprint::{Drift, Fingerprint, FingerprintInput};
 pub use fold::{Journal, Pending, PendingCall, RecordedAnswer};
 pub use in_memory::InMemorySessionStore;

@@ -189,9 +189,9 @@ fn digest(args: Option<&JsonObject>) -> [u8; 32] {
             if i > 0 {
                 out.push(b',');
             }
-            crate::session::write_canonical(&mut out, &serde_json::Value::String(k.clone()));
+            crate::canonical::write_canonical(&mut out, &serde_json::Value::String(k.clone()));
             out.push(b':');
-            crate::session::write_canonical(&mut out, &map[k.as_str()]);
+            crate::canonical::write_canonical(&mut out, &map[k.as_str()]);
         }
     }
     out.push(b'}');

@@ -61,7 +61,7 @@ impl Fingerprint {
     /// The fingerprint of a tool's description and input schema. Key order in the schema does not matter.
     pub fn of(description: &str, schema: &Value) -> Self {
         let mut canonical = Vec::new();
-        crate::session::write_canonical(&mut canonical, schema);
+        crate::canonical::write_canonical(&mut canonical, schema);
         Fingerprint {
             description: hex(&Sha256::digest(description.as_bytes())),
             schema: hex(&Sha256::digest(&canonical)),
