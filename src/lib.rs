@@ -146,6 +146,7 @@ pub mod memory;
 #[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
 pub mod nats;
 pub mod operator;
+pub mod policy;
 pub mod registry;
 pub mod select;
 pub mod serve;

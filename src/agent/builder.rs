@@ -258,6 +258,7 @@ impl AgentBuilder {
             prompter: harness.prompter().clone(),
             sessions: harness.sessions_result(),
             built: harness.agent_tools().clone(),
+            policy: harness.policy().cloned(),
         };
         Ok(finish(config.clone(), model, provider, self.gate.take(), tools, warnings, self.trace_content))
     }
@@ -317,6 +318,7 @@ struct Tools {
     prompter: Arc<dyn Prompter>,
     sessions: std::result::Result<Arc<dyn SessionStore>, String>,
     built: AgentTools,
+    policy: Option<Arc<dyn crate::policy::PolicyHook>>,
 }
 
 /// The notes, warnings, tool-search plan and fingerprint of a built agent.
@@ -329,7 +331,7 @@ fn finish(
     mut warnings: Vec<Warning>,
     trace_content: bool,
 ) -> Agent {
-    let Tools { toolset, memory, prompter, sessions, built } = tools;
+    let Tools { toolset, memory, prompter, sessions, built, policy } = tools;
     let harness = &config.harness;
     let mut system: Vec<String> = config.system_prompt.iter().cloned().collect();
     // The notes (LOOP-2) and HITL-11 concern the tools that survived selection, not the ones configured.
@@ -391,6 +393,7 @@ fn finish(
         memory_index,
         sessions,
         fingerprint,
+        policy,
     };
     Agent { inner: Arc::new(inner) }
 }

@@ -61,6 +61,8 @@ struct Inner {
     model: String,
     provider: Arc<dyn ModelProvider>,
     gate: Arc<dyn ConfirmGate>,
+    /// The harness's policy hook (POL-1).
+    policy: Option<Arc<dyn crate::policy::PolicyHook>>,
     /// What every request carries.
     plan: ToolPlan,
     /// The selected tools.

@@ -37,6 +37,33 @@ pub struct Harness {
     /// `harness.approvals` (EXACT-1..5): what an operator's "for the conversation" answer covers.
     #[serde(deserialize_with = "de::nullable")]
     pub approvals: Approvals,
+    /// `harness.policy` (POL-6): an external policy hook asked about every call on every surface.
+    #[serde(deserialize_with = "de::nullable")]
+    pub policy: Policy,
+}
+
+/// `harness.policy`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
+#[non_exhaustive]
+pub struct Policy {
+    /// `command`: the hook's executable path and arguments, started without a shell for each decision; unset means
+    /// no hook.
+    #[serde(deserialize_with = "de::command")]
+    pub command: Option<Vec<String>>,
+    /// `timeout` for each answer; unset means 5s. Use [`Policy::timeout()`].
+    #[serde(deserialize_with = "de::positive_duration")]
+    pub timeout: Option<super::GoDuration>,
+}
+
+impl Policy {
+    /// The bound on one answer: `timeout`, else 5 seconds.
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout
+            .and_then(super::GoDuration::to_std)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(std::time::Duration::from_secs(5))
+    }
 }
 
 /// `harness.approvals`.

@@ -61,7 +61,7 @@ pub use expose::{
     DEFAULT_TOOL_TIMEOUT, Expose, ExposeAgent, MAX_A2A_QUEUE, MAX_MCP_SESSIONS, MAX_MCP_TASKS, McpExpose, McpTasks,
 };
 pub use harness::{
-    Approvals, Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, Remember, SessionOptions, Sessions,
+    Approvals, Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, Policy, Remember, SessionOptions, Sessions,
 };
 pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,

@@ -67,6 +67,7 @@ pub use check::Refusal;
 #[cfg(feature = "mcp")]
 pub(crate) use check::parse_unique;
 
+use crate::policy::{PolicyCall, PolicyHook, SurfaceKind, Verdict};
 use crate::select::{SelectedTool, Toolset};
 use crate::tool::{CallContext, Prepared, Tool, ToolInput, ToolOutput};
 use async_trait::async_trait;
@@ -86,8 +87,36 @@ pub struct Gated<'a> {
     pub arguments: &'a serde_json::Value,
     /// The operator's line ([`Tool::prepare`]), not yet sanitized.
     pub display: &'a str,
-    /// The tag that gates the tool (GATE-2).
+    /// The tag that gates the tool (GATE-2), or `policy` when a [policy hook](crate::policy) asked for approval.
     pub trigger: &'a str,
+    /// Whether a policy hook rewrote the input (POL-4): the operator's line shows the rewritten call, and a gate
+    /// should say so.
+    pub rewritten: bool,
+}
+
+/// The policy hook a surface consults (POL-1), with who is calling and where.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SurfacePolicy {
+    /// The hook.
+    pub hook: Arc<dyn PolicyHook>,
+    /// The caller, when the surface knows one (an OAuth subject, a peer's identity).
+    pub caller: Option<String>,
+    /// The surface.
+    pub surface: SurfaceKind,
+}
+
+impl SurfacePolicy {
+    /// `hook` on `surface`, for `caller`.
+    pub fn new(hook: Arc<dyn PolicyHook>, surface: SurfaceKind, caller: Option<String>) -> Self {
+        SurfacePolicy { hook, caller, surface }
+    }
+}
+
+impl std::fmt::Debug for SurfacePolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SurfacePolicy").field("caller", &self.caller).field("surface", &self.surface).finish()
+    }
 }
 
 /// A surface's answer for a gated call.
@@ -168,6 +197,11 @@ pub trait Surface: Send {
     /// Step 6: approve a gated call.
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<Self::Halt>;
 
+    /// The policy hook to consult for calls on this surface (POL-1); none by default.
+    fn policy(&self) -> Option<SurfacePolicy> {
+        None
+    }
+
     /// Step 7: whether the surface was cancelled; then nothing starts. Never cancelled by default.
     fn cancelled(&self) -> bool {
         false
@@ -193,6 +227,16 @@ pub async fn dispatch<S: Surface + ?Sized>(
         Ok(arguments) => arguments,
         Err(refusal) => return Outcome::Refused(refusal),
     };
+    let policy = surface.policy();
+    // Steps 4a (POL-2..4): the hook narrows what selection and validation allowed; a rewrite is checked again.
+    let (rewritten, arguments, asked) = match &policy {
+        None => (None, arguments, false),
+        Some(p) => match consult(p, selected, arguments).await {
+            Ok(consulted) => consulted,
+            Err(outcome) => return outcome.into(),
+        },
+    };
+    let input = rewritten.as_ref().unwrap_or(input);
     let tool = surface.instance(selected).clone();
     // Step 5: a call that cannot be prepared is refused as invalid, before anyone is asked to approve it.
     let prepared = match tool.prepare(input, &arguments) {
@@ -202,8 +246,10 @@ pub async fn dispatch<S: Surface + ?Sized>(
             return Outcome::Refused(Refusal::Invalid { tool: selected.spec().name().to_owned(), error, command });
         }
     };
-    if let Some(trigger) = selected.gate_trigger() {
-        let gated = Gated { tool: selected, input, arguments: &arguments, display: prepared.display(), trigger };
+    if let Some(trigger) = selected.gate_trigger().or(asked.then_some("policy")) {
+        let display = prepared.display();
+        let gated =
+            Gated { tool: selected, input, arguments: &arguments, display, trigger, rewritten: rewritten.is_some() };
         match surface.approve(&gated).await {
             Approval::Approved => {}
             Approval::Declined(out) => return Outcome::Declined(out),
@@ -213,5 +259,62 @@ pub async fn dispatch<S: Surface + ?Sized>(
     if surface.cancelled() {
         return Outcome::Cancelled;
     }
-    Outcome::Ran(surface.run(Ready { tool: &tool, input, prepared }).await)
+    let out = surface.run(Ready { tool: &tool, input, prepared }).await;
+    // POL-5: the hook sees the result and may replace it before the caller or any record does.
+    match &policy {
+        Some(p) => {
+            let call = policy_call(p, selected, &arguments);
+            Outcome::Ran(p.hook.after(&call, &out).await.unwrap_or(out))
+        }
+        None => Outcome::Ran(out),
+    }
+}
+
+/// What a hook's verdict ends a call with before the gate.
+enum Stopped {
+    Denied(ToolOutput),
+    Refused(Refusal),
+}
+
+impl<H> From<Stopped> for Outcome<H> {
+    fn from(stopped: Stopped) -> Self {
+        match stopped {
+            Stopped::Denied(out) => Outcome::Declined(out),
+            Stopped::Refused(refusal) => Outcome::Refused(refusal),
+        }
+    }
+}
+
+fn policy_call<'a>(
+    p: &'a SurfacePolicy,
+    selected: &'a SelectedTool,
+    arguments: &'a serde_json::Value,
+) -> PolicyCall<'a> {
+    PolicyCall {
+        tool: selected.spec().name(),
+        input: arguments,
+        caller: p.caller.as_deref(),
+        surface: p.surface,
+        gated_by: selected.gate_trigger(),
+    }
+}
+
+/// Ask the hook before the gate: the input to run (rewritten, and validated again), its arguments, and whether the
+/// hook asked for approval; or how the call ends.
+async fn consult(
+    p: &SurfacePolicy,
+    selected: &SelectedTool,
+    arguments: serde_json::Value,
+) -> Result<(Option<ToolInput>, serde_json::Value, bool), Stopped> {
+    let verdict = p.hook.before(&policy_call(p, selected, &arguments)).await;
+    match verdict {
+        Verdict::Allow => Ok((None, arguments, false)),
+        Verdict::Ask => Ok((None, arguments, true)),
+        Verdict::Rewrite(value) => {
+            let input = ToolInput::from_value(&value);
+            let arguments = check::check(selected.spec(), &input).map_err(Stopped::Refused)?;
+            Ok((Some(input), arguments, false))
+        }
+        Verdict::Deny(reason) => Err(Stopped::Denied(crate::policy::denied(&reason))),
+    }
 }

@@ -15,6 +15,8 @@ use crate::warning::Warning;
 pub(crate) struct Served {
     pub(crate) tools: Toolset,
     pub(crate) warnings: Vec<Warning>,
+    /// The harness's policy hook (POL-1), which the server consults on every call.
+    pub(crate) policy: Option<std::sync::Arc<dyn crate::policy::PolicyHook>>,
 }
 
 #[cfg(feature = "mcp")]
@@ -81,7 +83,7 @@ pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
              imported tools never are)"
         }));
     }
-    Ok(Served { tools: served, warnings })
+    Ok(Served { tools: served, warnings, policy: None })
 }
 
 #[cfg(feature = "nats")]
@@ -136,7 +138,7 @@ pub(crate) fn a2a(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
              the removal of gated, invalid-name and empty-description commands",
         ));
     }
-    Ok(Served { tools: served, warnings })
+    Ok(Served { tools: served, warnings, policy: None })
 }
 
 /// SEL-11: `expose.agent.tools` narrows, never re-adds.

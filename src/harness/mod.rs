@@ -50,6 +50,7 @@
 #[cfg(any(feature = "mcp", feature = "nats"))]
 mod expose;
 mod pipeline;
+mod policy;
 mod stores;
 
 #[cfg(any(feature = "mcp", feature = "nats"))]
@@ -92,6 +93,7 @@ pub struct Harness {
     agent_tools: AgentTools,
     for_agent: bool,
     pinning: pipeline::Pinning,
+    policy: Option<Arc<dyn crate::policy::PolicyHook>>,
 }
 
 /// The names of the agent-only tools the harness made, to tell whether any survived selection.
@@ -177,6 +179,11 @@ impl Harness {
         self.pinning.store.as_ref()
     }
 
+    /// The policy hook every surface built from this harness consults (POL-1), if any.
+    pub fn policy(&self) -> Option<&Arc<dyn crate::policy::PolicyHook>> {
+        self.policy.as_ref()
+    }
+
     /// Whether it was built for an agent ([`HarnessBuilder::for_agent`]).
     pub fn is_for_agent(&self) -> bool {
         self.for_agent
@@ -205,6 +212,7 @@ pub struct HarnessBuilder {
     memory: Option<Arc<dyn MemoryStore>>,
     sessions: Option<Arc<dyn SessionStore>>,
     pins: Option<Arc<dyn PinStore>>,
+    policy: Option<Arc<dyn crate::policy::PolicyHook>>,
     prompter: Option<Arc<dyn Prompter>>,
     working_dir: Option<PathBuf>,
     store_base: Option<PathBuf>,
@@ -228,6 +236,7 @@ impl Default for HarnessBuilder {
             memory: None,
             sessions: None,
             pins: None,
+            policy: None,
             prompter: None,
             working_dir: None,
             store_base: None,
@@ -382,6 +391,13 @@ impl HarnessBuilder {
         self
     }
 
+    /// Consult `hook` on every call of every surface (POL-1), instead of `harness.policy.command`.
+    #[must_use]
+    pub fn policy(mut self, hook: Arc<dyn crate::policy::PolicyHook>) -> Self {
+        self.policy = Some(hook);
+        self
+    }
+
     /// Use this session store instead of opening the configured backend (OVR-7).
     #[must_use]
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
@@ -471,6 +487,7 @@ impl HarnessBuilder {
             store_base: self.store_base.as_deref(),
         };
         let (mut candidates, env, pinning) = pipeline::load(&config, inputs, &mut warnings).await?;
+        let policy = policy::resolve(&config, self.policy.take(), &env)?;
         candidates.extend(std::mem::take(&mut self.tools));
         let prompter: Arc<dyn Prompter> = self.prompter.take().unwrap_or_else(|| Arc::new(NoOperator));
         let builtin_env = BuiltinEnv::new(&config, prompter.clone())?;
@@ -516,6 +533,7 @@ impl HarnessBuilder {
             agent_tools,
             for_agent: self.for_agent,
             pinning,
+            policy,
         })
     }
 

@@ -4,9 +4,10 @@
 use super::{Dispatch, Ended, Run};
 use crate::agent::events::RunEvent;
 use crate::agent::search::{self, Route, SEARCH_TOOLS};
-use crate::dispatch::{self, Approval, Gated, Outcome, Ready, Refusal, Surface};
+use crate::dispatch::{self, Approval, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy};
 use crate::gate::{ConfirmRequest, Decision, DeclineReason, Remember, call_digest, declined};
 use crate::llm::Block;
+use crate::policy::SurfaceKind;
 use crate::select::SelectedTool;
 use crate::session::{ConfirmChoice, ConfirmRecord, Payload};
 use crate::telemetry;
@@ -80,6 +81,12 @@ impl Surface for AgentSurface<'_, '_> {
         }
     }
 
+    /// POL-1: the harness's hook, for the model's calls.
+    fn policy(&self) -> Option<SurfacePolicy> {
+        let hook = self.run.inner.policy.clone()?;
+        Some(SurfacePolicy::new(hook, SurfaceKind::Agent, None))
+    }
+
     /// Never spawn for a cancelled run (the loop ends at its next check).
     fn cancelled(&self) -> bool {
         self.run.cancel.is_cancelled()
@@ -106,7 +113,13 @@ async fn ask(
     digest: impl Fn() -> String,
 ) -> Result<Option<DeclineReason>, Halt> {
     let remember = run.inner.config.harness.approvals.remember;
-    let req = ConfirmRequest::new(name, call.tool.spec().display_path(), call.display, call.trigger)
+    // POL-4: the operator approves the rewritten call and is told it was rewritten.
+    let line = if call.rewritten {
+        format!("{} (input rewritten by a policy)", call.display)
+    } else {
+        call.display.to_owned()
+    };
+    let req = ConfirmRequest::new(name, call.tool.spec().display_path(), &line, call.trigger)
         .with_input(call.arguments.clone())
         .with_remember(remember);
     let choice = match run.inner.gate.confirm(&req).await {

@@ -4,9 +4,10 @@
 use super::card::CardBody;
 use super::events::{A2aEvent, A2aEventSink};
 use crate::config::format_duration;
-use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
+use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy, dispatch};
 use crate::gate::sanitize;
 use crate::nats::wire::{self, ExecResult, MessageKind, Rejection, ToolReply, ToolReplyBody};
+use crate::policy::SurfaceKind;
 use crate::select::Toolset;
 use crate::tool::{CallContext, ToolInput, ToolOutput};
 use async_nats::service::Request;
@@ -24,6 +25,8 @@ const DISPLAY_LIMIT: usize = 2000;
 
 /// What every request handler shares.
 pub(crate) struct Shared {
+    /// The harness's policy hook (POL-1).
+    pub(crate) policy: Option<Arc<dyn crate::policy::PolicyHook>>,
     pub(crate) identity: String,
     pub(crate) tools: Toolset,
     pub(crate) card: CardBody,
@@ -200,6 +203,12 @@ struct A2aSurface<'a> {
 #[async_trait]
 impl Surface for A2aSurface<'_> {
     type Halt = std::convert::Infallible;
+
+    /// POL-1: the harness's hook, with the calling peer's identity.
+    fn policy(&self) -> Option<SurfacePolicy> {
+        let hook = self.shared.policy.clone()?;
+        Some(SurfacePolicy::new(hook, SurfaceKind::A2a, Some(self.caller.to_owned())))
+    }
 
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<Self::Halt> {
         Approval::Declined(ToolOutput::error(format!(

@@ -277,7 +277,8 @@ async fn serving_harness(
         let config = harness.config().clone();
         let mut warnings = harness::check_a2a(&config)?;
         warnings.extend(harness.warnings().iter().cloned());
-        let served = harness::a2a_served(&config, harness.toolset(), warnings)?;
+        let mut served = harness::a2a_served(&config, harness.toolset(), warnings)?;
+        served.policy = harness.policy().cloned();
         return Ok((config, served));
     }
     let config = config.ok_or_else(|| Error::config("an a2a server needs a configuration"))?;
@@ -288,7 +289,9 @@ async fn serving_harness(
             let parts = parts.unwrap_or_default().for_agent(false);
             let harness = parts.config(config.clone()).build().await?;
             warnings.extend(harness.warnings().iter().cloned());
-            harness::a2a_served(&config, harness.toolset(), warnings)?
+            let mut served = harness::a2a_served(&config, harness.toolset(), warnings)?;
+            served.policy = harness.policy().cloned();
+            served
         }
     };
     Ok((config, served))
@@ -392,7 +395,7 @@ impl A2aServerBuilder {
     /// selection error when no tool can be served (A2A-5) or the card is too large; a NATS error when the
     /// connection cannot be made.
     pub async fn build(self) -> Result<A2aServer> {
-        let (config, harness::Served { tools, warnings }) =
+        let (config, harness::Served { tools, warnings, policy }) =
             serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
         let a2a = &config.expose.agent.a2a;
         let identity = config.identity()?;
@@ -421,6 +424,7 @@ impl A2aServerBuilder {
             waiting: Arc::new(Semaphore::new(a2a.queue())),
             inbox_prefix: inbox_prefix(nats.client()),
             any_reply_subject: a2a.any_reply_subject,
+            policy,
         };
         Ok(A2aServer { shared: Arc::new(shared), nats, warnings, version, max_concurrent })
     }

@@ -91,7 +91,8 @@ async fn serving_harness(
         let config = harness.config().clone();
         let mut warnings = harness::check_mcp(&config)?;
         warnings.extend(harness.warnings().iter().cloned());
-        let served = harness::mcp_served(&config, harness.toolset(), warnings)?;
+        let mut served = harness::mcp_served(&config, harness.toolset(), warnings)?;
+        served.policy = harness.policy().cloned();
         return Ok((config, served));
     }
     let config = config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
@@ -101,7 +102,9 @@ async fn serving_harness(
         None => {
             let harness = parts.config(config.clone()).build().await?;
             warnings.extend(harness.warnings().iter().cloned());
-            harness::mcp_served(&config, harness.toolset(), warnings)?
+            let mut served = harness::mcp_served(&config, harness.toolset(), warnings)?;
+            served.policy = harness.policy().cloned();
+            served
         }
     };
     Ok((config, served))
@@ -237,7 +240,7 @@ impl McpServerBuilder {
     /// identity is invalid; an introspection or source error when a tool source cannot be loaded; a selection error on
     /// a name collision or when no tool can be served (MCP-7).
     pub async fn build(self) -> Result<McpServer> {
-        let (config, harness::Served { tools, mut warnings }) =
+        let (config, harness::Served { tools, mut warnings, policy }) =
             serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
         let mcp = config.expose.agent.mcp.clone().unwrap_or_default();
         let identity = config.identity()?;
@@ -274,6 +277,7 @@ impl McpServerBuilder {
             calls_cancel: CancellationToken::new(),
             tasks: tasks::Tasks::new(mcp.task_ttl(), mcp.tasks.max()),
             scopes,
+            policy,
         };
         let shared = Arc::new(shared);
         let sessions = sessions::BoundedSessions::new(mcp.max_sessions(), mcp.session_idle_timeout());

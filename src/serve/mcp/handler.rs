@@ -7,8 +7,9 @@ use super::events::{Denial, GatedBehavior, McpEvent};
 pub(crate) use super::shared::{InFlight, Shared, caller_of};
 use super::tasks::Owner;
 use crate::config::{ConfirmOverMcp, format_duration};
-use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, dispatch};
+use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy, dispatch};
 use crate::gate::{PROMPT_LIMIT, sanitize};
+use crate::policy::SurfaceKind;
 use crate::select::SelectedTool;
 use crate::telemetry;
 use crate::tool::{CallContext, ToolInput, ToolOutput};
@@ -445,8 +446,23 @@ impl McpSurface<'_> {
 impl Surface for McpSurface<'_> {
     type Halt = CallToolResponse;
 
+    /// POL-1: the harness's hook, with the token's subject (or client) as the caller.
+    fn policy(&self) -> Option<SurfacePolicy> {
+        let hook = self.shared.policy.clone()?;
+        let caller = caller_of(self.context).and_then(|c| c.subject().or(c.client_id()).map(str::to_owned));
+        Some(SurfacePolicy::new(hook, SurfaceKind::Mcp, caller))
+    }
+
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<CallToolResponse> {
-        let display = self.display(call.display);
+        // POL-4: a rewritten call says so wherever it is shown for approval.
+        let rewritten;
+        let raw = if call.rewritten {
+            rewritten = format!("{} (input rewritten by a policy)", call.display);
+            rewritten.as_str()
+        } else {
+            call.display
+        };
+        let display = self.display(raw);
         self.shared.approve(self.request, self.context, self.task, call.tool, &display, call.trigger).await
     }
 

@@ -17,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Everything a request needs, built once and shared by every client.
 pub(crate) struct Shared {
+    /// The harness's policy hook (POL-1).
+    pub(crate) policy: Option<Arc<dyn crate::policy::PolicyHook>>,
     pub(crate) identity: String,
     pub(crate) info: ServerConfig,
     pub(crate) tools: Toolset,

@@ -1,0 +1,64 @@
+//! Policy hooks over MCP (POL-1, POL-2, POL-5): a host's [`PolicyHook`] given to the harness is consulted by the
+//! MCP server's dispatch path, with the surface named, for calls from the official Rust SDK client.
+#![cfg(feature = "mcp")]
+
+mod common;
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+
+use fisk_ai::async_trait;
+use fisk_ai::harness::Harness;
+use fisk_ai::policy::{PolicyCall, PolicyHook, SurfaceKind, Verdict};
+use fisk_ai::serve::mcp::McpServer;
+use fisk_ai::tool::ToolOutput;
+use mcp_support::*;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+/// Denies encoding `deny`, redacts results holding `aGk` (base64 of `hi`), records what it saw.
+#[derive(Default)]
+struct Rules {
+    seen: Mutex<Vec<(String, SurfaceKind, Option<String>)>>,
+}
+
+#[async_trait]
+impl PolicyHook for Rules {
+    async fn before(&self, call: &PolicyCall<'_>) -> Verdict {
+        self.seen.lock().unwrap().push((call.tool.to_owned(), call.surface, call.caller.map(str::to_owned)));
+        if call.input["text"] == "deny" { Verdict::Deny("not this text".into()) } else { Verdict::Allow }
+    }
+
+    async fn after(&self, _call: &PolicyCall<'_>, output: &ToolOutput) -> Option<ToolOutput> {
+        // A redaction keeps the shape the tool's output schema declares; a typed result that breaks it is refused.
+        output.content().contains("aGk").then(|| ToolOutput::json(&json!({"encoded": "[redacted]"})))
+    }
+}
+
+#[tokio::test]
+async fn pol_1_the_mcp_surface_consults_the_harness_hook_before_and_after_each_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = Arc::new(Rules::default());
+    let harness = Harness::builder().config(config(dir.path(), &[])).for_agent(false).policy(rules.clone());
+    let server = McpServer::builder().harness(Arc::new(harness.build().await.unwrap())).build().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(server.serve(listener, stop.clone().cancelled_owned()));
+
+    let client = connect(&url, TestClient::new(false, Answer::Decline), Era::Legacy).await;
+    let denied = call(&client, "base64_encode", json!({"text": "deny"})).await;
+    assert!(text(&denied).contains("not this text") && text(&denied).contains(r#""allowed":false"#), "{denied:?}");
+    let redacted = call(&client, "base64_encode", json!({"text": "hi"})).await;
+    assert_eq!(text(&redacted), r#"{"encoded":"[redacted]"}"#);
+    let plain = call(&client, "base64_encode", json!({"text": "ok"})).await;
+    assert_eq!(text(&plain), r#"{"encoded":"b2s="}"#);
+    client.cancel().await.unwrap();
+    let seen = rules.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen.iter()
+            .all(|(tool, surface, caller)| tool == "base64_encode" && *surface == SurfaceKind::Mcp && caller.is_none())
+    );
+    stop.cancel();
+    task.await.unwrap().unwrap();
+}
