@@ -142,6 +142,17 @@ async fn pol_3_ask_routes_an_ungated_call_to_the_gate_and_allow_never_skips_the_
     assert_eq!(s.ran(), ["think plain"]);
 }
 
+/// A tool-wide allowance never covers a call a policy asked about: each such call is asked again.
+#[tokio::test]
+async fn pol_3_a_policy_ask_is_not_covered_by_a_tool_wide_allowance() {
+    let s = Setup::new();
+    let calls = [("c1", "say", r#"{"message":"ask me"}"#), ("c2", "say", r#"{"message":"ask me again"}"#)];
+    let (results, gate) = run(&s, &calls, &[Decision::ForConversation, Decision::Decline], "5s").await;
+    assert_eq!(gate.asked(), ["say", "say"]);
+    assert!(!results[0].0.contains("allowed") && results[1].0.contains(r#""allowed":false"#), "{results:?}");
+    assert_eq!(s.ran(), ["say ask me"]);
+}
+
 #[tokio::test]
 async fn pol_4_a_rewrite_is_validated_again_shown_to_the_operator_and_run() {
     let s = Setup::new();

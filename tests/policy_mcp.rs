@@ -25,7 +25,11 @@ struct Rules {
 impl PolicyHook for Rules {
     async fn before(&self, call: &PolicyCall<'_>) -> Verdict {
         self.seen.lock().unwrap().push((call.tool.to_owned(), call.surface, call.caller.map(str::to_owned)));
-        if call.input["text"] == "deny" { Verdict::Deny("not this text".into()) } else { Verdict::Allow }
+        match call.input["text"].as_str() {
+            Some("deny") => Verdict::Deny("not this text".into()),
+            Some("ask") => Verdict::Ask,
+            _ => Verdict::Allow,
+        }
     }
 
     async fn after(&self, _call: &PolicyCall<'_>, output: &ToolOutput) -> Option<ToolOutput> {
@@ -50,11 +54,14 @@ async fn pol_1_the_mcp_surface_consults_the_harness_hook_before_and_after_each_c
     assert!(text(&denied).contains("not this text") && text(&denied).contains(r#""allowed":false"#), "{denied:?}");
     let redacted = call(&client, "base64_encode", json!({"text": "hi"})).await;
     assert_eq!(text(&redacted), r#"{"encoded":"[redacted]"}"#);
+    // POL-3: a client that cannot be asked never gets a policy-asked call run, whatever confirm_over_mcp says.
+    let asked = call(&client, "base64_encode", json!({"text": "ask"})).await;
+    assert!(is_error(&asked) && !text(&asked).contains("encoded"), "{asked:?}");
     let plain = call(&client, "base64_encode", json!({"text": "ok"})).await;
     assert_eq!(text(&plain), r#"{"encoded":"b2s="}"#);
     client.cancel().await.unwrap();
     let seen = rules.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 3);
+    assert_eq!(seen.len(), 4);
     assert!(
         seen.iter()
             .all(|(tool, surface, caller)| tool == "base64_encode" && *surface == SurfaceKind::Mcp && caller.is_none())

@@ -92,6 +92,9 @@ pub struct Gated<'a> {
     /// Whether a policy hook rewrote the input (POL-4): the operator's line shows the rewritten call, and a gate
     /// should say so.
     pub rewritten: bool,
+    /// Whether a policy hook asked for approval of a call its tool's tags do not gate (POL-3): a surface must ask a
+    /// human or decline, never run it under an "ungated" setting or a tool-wide allowance.
+    pub policy_ask: bool,
 }
 
 /// The policy hook a surface consults (POL-1), with who is calling and where.
@@ -197,7 +200,9 @@ pub trait Surface: Send {
     /// Step 6: approve a gated call.
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<Self::Halt>;
 
-    /// The policy hook to consult for calls on this surface (POL-1); none by default.
+    /// The policy hook to consult for calls on this surface (POL-1); none by default. A host's own surface built
+    /// on a [`Harness`](crate::harness::Harness) must return [`Harness::policy`](crate::harness::Harness::policy)
+    /// here, or the configured hook is not consulted on it.
     fn policy(&self) -> Option<SurfacePolicy> {
         None
     }
@@ -248,8 +253,8 @@ pub async fn dispatch<S: Surface + ?Sized>(
     };
     if let Some(trigger) = selected.gate_trigger().or(asked.then_some("policy")) {
         let display = prepared.display();
-        let gated =
-            Gated { tool: selected, input, arguments: &arguments, display, trigger, rewritten: rewritten.is_some() };
+        let (rewritten, policy_ask) = (rewritten.is_some(), asked && selected.gate_trigger().is_none());
+        let gated = Gated { tool: selected, input, arguments: &arguments, display, trigger, rewritten, policy_ask };
         match surface.approve(&gated).await {
             Approval::Approved => {}
             Approval::Declined(out) => return Outcome::Declined(out),
@@ -264,7 +269,12 @@ pub async fn dispatch<S: Surface + ?Sized>(
     match &policy {
         Some(p) => {
             let call = policy_call(p, selected, &arguments);
-            Outcome::Ran(p.hook.after(&call, &out).await.unwrap_or(out))
+            // A panicking hook withholds the result rather than passing it on unchecked.
+            let after = AssertUnwindSafe(p.hook.after(&call, &out)).catch_unwind().await;
+            Outcome::Ran(match after {
+                Ok(replaced) => replaced.unwrap_or(out),
+                Err(_) => ToolOutput::error("the result was withheld: the policy hook failed internally"),
+            })
         }
         None => Outcome::Ran(out),
     }
@@ -306,7 +316,11 @@ async fn consult(
     selected: &SelectedTool,
     arguments: serde_json::Value,
 ) -> Result<(Option<ToolInput>, serde_json::Value, bool), Stopped> {
-    let verdict = p.hook.before(&policy_call(p, selected, &arguments)).await;
+    // A panicking hook denies (POL-7).
+    let verdict = AssertUnwindSafe(p.hook.before(&policy_call(p, selected, &arguments)))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| Verdict::Deny("the policy hook failed internally".to_owned()));
     match verdict {
         Verdict::Allow => Ok((None, arguments, false)),
         Verdict::Ask => Ok((None, arguments, true)),

@@ -196,9 +196,10 @@ impl Approvals {
         self.exact.range((tool.to_owned(), String::new())..).next().is_some_and(|(t, _)| t == tool)
     }
 
-    /// Whether `tool` called with the input of `digest` is allowed, for any arguments or for exactly these.
+    /// Whether `tool` called with the input of `digest` has an exact allowance (a tool-wide one is
+    /// [`is_allowed`](Self::is_allowed)).
     pub fn is_allowed_exact(&self, tool: &str, digest: &str) -> bool {
-        self.is_allowed(tool) || self.exact.contains(&(tool.to_owned(), digest.to_owned()))
+        self.exact.contains(&(tool.to_owned(), digest.to_owned()))
     }
 
     /// Drop every allowance (a context reset or a forced resume across drift, GATE-15).

@@ -59,6 +59,8 @@ pub(crate) use expose::Served;
 pub(crate) use expose::{a2a as a2a_served, check_a2a};
 #[cfg(feature = "mcp")]
 pub(crate) use expose::{check_mcp, mcp as mcp_served};
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) use policy::resolve as resolve_policy;
 
 use crate::builtin::{BuiltinEnv, BuiltinFactory, BuiltinRegistry};
 use crate::config::{Config, Mode};

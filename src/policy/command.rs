@@ -110,15 +110,24 @@ impl CommandPolicy {
         self.env.apply(cmd.as_std_mut(), false);
         let mut child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
         let body = serde_json::to_vec(request).map_err(|e| e.to_string())?;
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let exchange = async {
-            if let Some(mut stdin) = child.stdin.take() {
-                // A hook that does not read its input still gets to answer.
-                let _ = stdin.write_all(&body).await;
-            }
-            let mut out = Vec::new();
-            if let Some(stdout) = child.stdout.take() {
-                stdout.take(MAX_REPLY + 1).read_to_end(&mut out).await.map_err(|e| e.to_string())?;
-            }
+            // Written while the answer is read, so a hook that answers before reading a large input is not stuck on
+            // a full pipe; stdin closes when written, stdout when read (a flooding hook then gets EPIPE).
+            let write = async move {
+                if let Some(mut stdin) = stdin {
+                    let _ = stdin.write_all(&body).await;
+                }
+            };
+            let read = async move {
+                let mut out = Vec::new();
+                if let Some(stdout) = stdout {
+                    stdout.take(MAX_REPLY + 1).read_to_end(&mut out).await.map_err(|e| e.to_string())?;
+                }
+                Ok::<_, String>(out)
+            };
+            let ((), out) = tokio::join!(write, read);
+            let out = out?;
             let status = child.wait().await.map_err(|e| e.to_string())?;
             Ok::<_, String>((status, out))
         };
@@ -179,7 +188,9 @@ impl PolicyHook for CommandPolicy {
         let mut req = request("after", call);
         req["output"] = Value::String(output.content().to_owned());
         req["is_error"] = Value::Bool(output.is_error());
+        // The reason can quote what the hook printed (GATE-8).
         let withheld = |why: String| {
+            let why = crate::gate::sanitize(&why, 500);
             Some(ToolOutput::error(format!("the result was withheld: the policy hook {} failed: {why}", self.name())))
         };
         match self.ask(&req).await {

@@ -57,7 +57,9 @@ pub struct PolicyCall<'a> {
     pub tool: &'a str,
     /// The validated input, parsed (`{}` for none). Model or client text: never trust it.
     pub input: &'a Value,
-    /// Who is calling: the OAuth subject over MCP, the peer's identity over a2a, `None` in an agent run.
+    /// Who is calling: the verified OAuth subject (else client id) over MCP; over a2a the identity the peer
+    /// claims in its request, which NATS does not verify (authorize on it only with NATS permissions that pin it);
+    /// `None` in an agent run or an unauthenticated MCP session.
     pub caller: Option<&'a str>,
     /// The surface.
     pub surface: SurfaceKind,

@@ -49,9 +49,10 @@ impl Surface for AgentSurface<'_, '_> {
         let recorded = run.answers.get(id).copied();
         // The input is digested only when an exact allowance could match or be given.
         let digest = || call_digest(call.arguments, call.display);
+        // POL-3: a policy's ask is never covered by a tool-wide allowance, only by one for these exact arguments.
+        let tool_wide = !call.policy_ask && run.approvals.is_allowed(name);
         if recorded.is_none()
-            && (run.approvals.is_allowed(name)
-                || (run.approvals.has_exact(name) && run.approvals.is_allowed_exact(name, &digest())))
+            && (tool_wide || (run.approvals.has_exact(name) && run.approvals.is_allowed_exact(name, &digest())))
         {
             return Approval::Approved;
         }

@@ -284,7 +284,13 @@ async fn serving_harness(
     let config = config.ok_or_else(|| Error::config("an a2a server needs a configuration"))?;
     let mut warnings = harness::check_a2a(&config)?;
     let served = match toolset {
-        Some(toolset) => harness::a2a_served(&config, &toolset, warnings)?,
+        Some(toolset) => {
+            // POL-1: a configured hook applies to a given tool set too, never dropped silently.
+            let mut served = harness::a2a_served(&config, &toolset, warnings)?;
+            let env = crate::exec::ChildEnv::new().with_scrubbed_all(config.bearer_token_envs());
+            served.policy = harness::resolve_policy(&config, None, &env)?;
+            served
+        }
         None => {
             let parts = parts.unwrap_or_default().for_agent(false);
             let harness = parts.config(config.clone()).build().await?;

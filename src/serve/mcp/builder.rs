@@ -98,7 +98,13 @@ async fn serving_harness(
     let config = config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
     let mut warnings = harness::check_mcp(&config)?;
     let served = match toolset {
-        Some(toolset) => harness::mcp_served(&config, &toolset, warnings)?,
+        Some(toolset) => {
+            // POL-1: a configured hook applies to a given tool set too, never dropped silently.
+            let mut served = harness::mcp_served(&config, &toolset, warnings)?;
+            let env = crate::exec::ChildEnv::new().with_scrubbed_all(config.bearer_token_envs());
+            served.policy = harness::resolve_policy(&config, None, &env)?;
+            served
+        }
         None => {
             let harness = parts.config(config.clone()).build().await?;
             warnings.extend(harness.warnings().iter().cloned());

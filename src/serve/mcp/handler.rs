@@ -355,10 +355,10 @@ impl Shared {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         task: Option<&TaskContext>,
-        tool: &SelectedTool,
+        gated: &Gated<'_>,
         display: &str,
-        trigger: &str,
     ) -> Approval<CallToolResponse> {
+        let (tool, trigger) = (gated.tool, gated.trigger);
         // MCP-9: a legacy session's capabilities are the ones it negotiated at initialize, not per-request
         // metadata; a 2026-07-28 client declares them with each request.
         let negotiated = context.peer.peer_info();
@@ -372,7 +372,17 @@ impl Shared {
             let text = self.denial(why, (tool, display), caller.as_deref(), detail.as_deref());
             Approval::Declined(ToolOutput::error(text))
         };
-        match self.gated_behavior(capabilities.as_ref()) {
+        let behavior = match self.gated_behavior(capabilities.as_ref()) {
+            // POL-3: a policy's ask is a human's approval or nothing: never run ungated.
+            _ if gated.policy_ask => {
+                match confirm::behavior(self.confirm, confirm::can_elicit(capabilities.as_ref())) {
+                    GatedBehavior::Asked => GatedBehavior::Asked,
+                    _ => GatedBehavior::Refused,
+                }
+            }
+            other => other,
+        };
+        match behavior {
             GatedBehavior::Asked if let Some(task) = task => {
                 self.ask_task(task, display, trigger).await.map_or_else(denied, |()| Approval::Approved)
             }
@@ -463,7 +473,7 @@ impl Surface for McpSurface<'_> {
             call.display
         };
         let display = self.display(raw);
-        self.shared.approve(self.request, self.context, self.task, call.tool, &display, call.trigger).await
+        self.shared.approve(self.request, self.context, self.task, call, &display).await
     }
 
     async fn run(&mut self, call: Ready<'_>) -> ToolOutput {
