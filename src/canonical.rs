@@ -36,3 +36,14 @@ pub(crate) fn write_canonical(out: &mut Vec<u8>, v: &Value) {
         }
     }
 }
+
+/// `bytes` as lowercase hex (digests in records, pins and approval keys).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}

@@ -34,6 +34,8 @@ pub enum ErrorKind {
     /// A run ended short of an answer: a budget, the iteration limit, cancellation, a truncated or refused reply,
     /// an interrupted approval, or an internal failure (SPEC section 9).
     Run,
+    /// The audit trail could not be opened or written (AUD-6).
+    Audit,
 }
 
 impl fmt::Display for ErrorKind {
@@ -48,6 +50,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Provider => "model provider error",
             ErrorKind::Nats => "NATS error",
             ErrorKind::Run => "run error",
+            ErrorKind::Audit => "audit error",
         })
     }
 }
@@ -224,6 +227,11 @@ impl Error {
     /// A run that ended short of an answer.
     pub fn run(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Run, message)
+    }
+
+    /// An [`ErrorKind::Audit`] error: `message` names the sink.
+    pub fn audit(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Audit, message)
     }
 
     /// A NATS connection or request error.

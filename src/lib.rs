@@ -129,6 +129,7 @@ compile_error!(
 );
 
 pub mod agent;
+pub mod audit;
 pub mod builtin;
 mod canonical;
 pub mod config;

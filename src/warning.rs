@@ -214,6 +214,19 @@ pub enum Warning {
         /// Why (sanitized).
         reason: String,
     },
+    /// AUD-6: `harness.audit.fail_open` is set: a call whose records cannot be written runs unrecorded.
+    AuditFailOpen {
+        /// The sinks.
+        sinks: String,
+    },
+    /// AUD-6: records of a call could not be written and it went on (`fail_open`), or its last records were lost
+    /// after it ran.
+    AuditUnwritten {
+        /// The tool.
+        tool: String,
+        /// Why.
+        error: String,
+    },
 }
 
 impl Warning {
@@ -248,6 +261,8 @@ impl Warning {
             Warning::PinNew { .. } => "pin_new",
             Warning::PinFirstUse { .. } => "pin_first_use",
             Warning::PinUnchecked { .. } => "pin_unchecked",
+            Warning::AuditFailOpen { .. } => "audit_fail_open",
+            Warning::AuditUnwritten { .. } => "audit_unwritten",
         }
     }
 }
@@ -364,6 +379,13 @@ impl fmt::Display for Warning {
                     f,
                     "{server}: its tools are offered unchecked (pins: warn) because its pins cannot be read: {reason}"
                 )
+            }
+            Warning::AuditFailOpen { sinks } => write!(
+                f,
+                "harness.audit.fail_open is set: a call whose records cannot be written to {sinks} runs unrecorded"
+            ),
+            Warning::AuditUnwritten { tool, error } => {
+                write!(f, "the audit records of a call of \"{tool}\" were not written: {error}")
             }
         }
     }

@@ -7,6 +7,7 @@
 //! ```
 
 mod a2a;
+mod audit;
 mod chat;
 mod chat_input;
 mod info;
@@ -68,6 +69,8 @@ enum Command {
     A2a(a2a::A2aArgs),
     /// List, accept and forget the pins of imported tools (trust on first use).
     Pins(pins::PinsArgs),
+    /// Check an audit trail's hash chain.
+    Audit(audit::AuditArgs),
 }
 
 #[tokio::main]
@@ -83,6 +86,7 @@ async fn main() -> ExitCode {
         Command::Mcp(args) => mcp::run(args).await.map(|()| true),
         Command::A2a(args) => a2a::run(args).await.map(|()| true),
         Command::Pins(args) => pins::run(args).await.map(|()| true),
+        Command::Audit(args) => audit::run(args).await,
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

@@ -259,6 +259,7 @@ impl AgentBuilder {
             sessions: harness.sessions_result(),
             built: harness.agent_tools().clone(),
             policy: harness.policy().cloned(),
+            audit: harness.audit().cloned(),
         };
         Ok(finish(config.clone(), model, provider, self.gate.take(), tools, warnings, self.trace_content))
     }
@@ -319,6 +320,7 @@ struct Tools {
     sessions: std::result::Result<Arc<dyn SessionStore>, String>,
     built: AgentTools,
     policy: Option<Arc<dyn crate::policy::PolicyHook>>,
+    audit: Option<Arc<crate::audit::AuditTrail>>,
 }
 
 /// The notes, warnings, tool-search plan and fingerprint of a built agent.
@@ -331,7 +333,7 @@ fn finish(
     mut warnings: Vec<Warning>,
     trace_content: bool,
 ) -> Agent {
-    let Tools { toolset, memory, prompter, sessions, built, policy } = tools;
+    let Tools { toolset, memory, prompter, sessions, built, policy, audit } = tools;
     let harness = &config.harness;
     let mut system: Vec<String> = config.system_prompt.iter().cloned().collect();
     // The notes (LOOP-2) and HITL-11 concern the tools that survived selection, not the ones configured.
@@ -394,6 +396,7 @@ fn finish(
         sessions,
         fingerprint,
         policy,
+        audit,
     };
     Agent { inner: Arc::new(inner) }
 }

@@ -63,6 +63,8 @@ struct Inner {
     gate: Arc<dyn ConfirmGate>,
     /// The harness's policy hook (POL-1).
     policy: Option<Arc<dyn crate::policy::PolicyHook>>,
+    /// The harness's audit trail (AUD-1).
+    audit: Option<Arc<crate::audit::AuditTrail>>,
     /// What every request carries.
     plan: ToolPlan,
     /// The selected tools.

@@ -40,6 +40,38 @@ pub struct Harness {
     /// `harness.policy` (POL-6): an external policy hook asked about every call on every surface.
     #[serde(deserialize_with = "de::nullable")]
     pub policy: Policy,
+    /// `harness.audit` (AUD-1..12): the hash-chained record of every decision point on every surface.
+    #[serde(deserialize_with = "de::nullable")]
+    pub audit: Audit,
+}
+
+/// `harness.audit`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
+#[non_exhaustive]
+pub struct Audit {
+    /// `file`: the JSON-lines trail; a relative path is taken from the configuration file's directory.
+    #[serde(deserialize_with = "de::opt_path")]
+    pub file: Option<PathBuf>,
+    /// `stream`: a JetStream stream (feature `nats`) the operator made, with one subject.
+    #[serde(deserialize_with = "de::opt_name")]
+    pub stream: Option<String>,
+    /// `include_input`: put the input text in `requested` records, not only its digest.
+    #[serde(deserialize_with = "de::nullable")]
+    pub include_input: bool,
+    /// `fail_open`: run calls whose records cannot be written (with a warning) instead of refusing them.
+    #[serde(deserialize_with = "de::nullable")]
+    pub fail_open: bool,
+    /// `rotate_bytes`: the size a file may reach before it is rotated; unset means 64 MiB.
+    #[serde(deserialize_with = "de::nullable")]
+    pub rotate_bytes: Option<u64>,
+}
+
+impl Audit {
+    /// Whether any sink is configured.
+    pub fn is_enabled(&self) -> bool {
+        self.file.is_some() || self.stream.is_some()
+    }
 }
 
 /// `harness.policy`.

@@ -61,7 +61,8 @@ pub use expose::{
     DEFAULT_TOOL_TIMEOUT, Expose, ExposeAgent, MAX_A2A_QUEUE, MAX_MCP_SESSIONS, MAX_MCP_TASKS, McpExpose, McpTasks,
 };
 pub use harness::{
-    Approvals, Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, Policy, Remember, SessionOptions, Sessions,
+    Approvals, Audit, Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, Policy, Remember, SessionOptions,
+    Sessions,
 };
 pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
@@ -348,7 +349,7 @@ fn with_some_location(yaml: &str, err: Error) -> Error {
 /// agent and the MCP server call before anything starts) refuses them with their location rather than silently
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
 fn refuse_unbuilt(cfg: &Config) -> Result<()> {
-    let unbuilt: [(&str, bool, &str); 5] = [
+    let unbuilt: [(&str, bool, &str); 6] = [
         // Built with the `mcp` feature (source::mcp).
         (
             "mcp_servers",
@@ -377,6 +378,11 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             "harness.sessions.backend",
             !cfg!(feature = "nats") && cfg.harness.sessions.backend == "jetstream",
             "this build has no `nats` feature, which keeps sessions in JetStream",
+        ),
+        (
+            "harness.audit.stream",
+            !cfg!(feature = "nats") && cfg.harness.audit.stream.is_some(),
+            "this build has no `nats` feature, which writes the audit trail to a JetStream stream",
         ),
     ];
     match unbuilt.into_iter().find(|(_, used, _)| *used) {

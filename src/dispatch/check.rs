@@ -28,6 +28,13 @@ pub enum Refusal {
         /// Whether the tool runs a command (the text says "the command did not run").
         command: bool,
     },
+    /// The call's audit records could not be written, so it did not run (AUD-6).
+    Unrecorded {
+        /// The tool.
+        tool: String,
+        /// Why, naming the sink.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -39,6 +46,7 @@ impl fmt::Display for Refusal {
                 let what = if *command { "command" } else { "tool" };
                 write!(f, "tool \"{tool}\": {error}; the {what} did not run")
             }
+            Refusal::Unrecorded { reason, .. } => f.write_str(reason),
         }
     }
 }

@@ -12,12 +12,16 @@
 //! 8. the call, with a panicking tool turned into an error result;
 //! 9. the [`Outcome`], which the surface turns into its own result shape and events.
 //!
+//! When the surface has an [audit trail](crate::audit) ([`Surface::audit`]), each step leaves its record, and the
+//! records up to `run` are durable before the call starts: a trail that cannot be written refuses the call
+//! ([`Refusal::Unrecorded`]).
+//!
 //! Validation happens before the gate on every surface: an operator is never asked about a call that cannot run,
 //! and no tool ever receives input that fails its schema.
 //!
 //! ```
 //! use fisk_ai::async_trait;
-//! use fisk_ai::dispatch::{Approval, Gated, Outcome, Surface, dispatch};
+//! use fisk_ai::dispatch::{Answer, Approval, Gated, Outcome, Surface, dispatch};
 //! use fisk_ai::select::Selection;
 //! use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 //! use serde_json::json;
@@ -42,7 +46,7 @@
 //! impl Surface for Batch {
 //!     type Halt = ();
 //!     async fn approve(&mut self, call: &Gated<'_>) -> Approval<()> {
-//!         Approval::Declined(ToolOutput::error(format!("{} needs approval", call.display)))
+//!         Approval::Declined(Answer::NoHuman, ToolOutput::error(format!("{} needs approval", call.display)))
 //!     }
 //! }
 //!
@@ -63,10 +67,12 @@
 
 mod check;
 
+pub use crate::audit::{Answer, AuditScope};
 pub use check::Refusal;
 #[cfg(feature = "mcp")]
 pub(crate) use check::parse_unique;
 
+use crate::audit::{Event, Recorder};
 use crate::policy::{PolicyCall, PolicyHook, SurfaceKind, Verdict};
 use crate::select::{SelectedTool, Toolset};
 use crate::tool::{CallContext, Prepared, Tool, ToolInput, ToolOutput};
@@ -122,13 +128,13 @@ impl std::fmt::Debug for SurfacePolicy {
     }
 }
 
-/// A surface's answer for a gated call.
+/// A surface's answer for a gated call, and how it was given (the [`Answer`] the audit trail records).
 #[derive(Debug)]
 pub enum Approval<H> {
     /// Run it.
-    Approved,
+    Approved(Answer),
     /// Do not run it; the caller reads this result (a decline, a denial, a timeout).
-    Declined(ToolOutput),
+    Declined(Answer, ToolOutput),
     /// End the call with something of the surface's own instead of a result (an aborted run, a journal failure,
     /// an MCP `InputRequiredResult` round).
     Halt(H),
@@ -207,6 +213,13 @@ pub trait Surface: Send {
         None
     }
 
+    /// The audit trail this surface's calls are recorded in, with who is calling (AUD-1); none by default. A host's
+    /// own surface built on a [`Harness`](crate::harness::Harness) must return one made from
+    /// [`Harness::audit`](crate::harness::Harness::audit) here, or its calls are not recorded.
+    fn audit(&self) -> Option<AuditScope> {
+        None
+    }
+
     /// Step 7: whether the surface was cancelled; then nothing starts. Never cancelled by default.
     fn cancelled(&self) -> bool {
         false
@@ -225,20 +238,26 @@ pub async fn dispatch<S: Surface + ?Sized>(
     name: &str,
     input: &ToolInput,
 ) -> Outcome<S::Halt> {
+    let mut rec = Recorder::start(surface.audit(), name, input.as_str());
     let Some(selected) = tools.get(name) else {
-        return Outcome::Refused(Refusal::UnknownTool { name: name.to_owned() });
+        return refuse(&mut rec, Refusal::UnknownTool { name: name.to_owned() }).await;
     };
     let arguments = match check::check(selected.spec(), input) {
         Ok(arguments) => arguments,
-        Err(refusal) => return Outcome::Refused(refusal),
+        Err(refusal) => return refuse(&mut rec, refusal).await,
     };
+    rec.note(Event::Validated, |_| {});
     let policy = surface.policy();
     // Steps 4a (POL-2..4): the hook narrows what selection and validation allowed; a rewrite is checked again.
     let (rewritten, arguments, asked) = match &policy {
         None => (None, arguments, false),
-        Some(p) => match consult(p, selected, arguments).await {
+        Some(p) => match consult(p, selected, arguments, &mut rec).await {
             Ok(consulted) => consulted,
-            Err(outcome) => return outcome.into(),
+            Err(Stopped::Refused(refusal)) => return refuse(&mut rec, refusal).await,
+            Err(Stopped::Denied(out)) => {
+                rec.settle().await;
+                return Outcome::Declined(out);
+            }
         },
     };
     let input = rewritten.as_ref().unwrap_or(input);
@@ -248,51 +267,108 @@ pub async fn dispatch<S: Surface + ?Sized>(
         Ok(prepared) => prepared,
         Err(error) => {
             let command = selected.spec().kind() == crate::tool::ToolKind::Command;
-            return Outcome::Refused(Refusal::Invalid { tool: selected.spec().name().to_owned(), error, command });
+            let tool = selected.spec().name().to_owned();
+            return refuse(&mut rec, Refusal::Invalid { tool, error, command }).await;
         }
     };
     if let Some(trigger) = selected.gate_trigger().or(asked.then_some("policy")) {
         let display = prepared.display();
+        rec.note(Event::Gated, |e| (e.trigger, e.command) = (Some(trigger.to_owned()), Some(display.to_owned())));
+        // Nobody is asked about a call that could not be recorded.
+        if let Err(reason) = rec.flush().await {
+            return Outcome::Refused(Refusal::Unrecorded { tool: selected.spec().name().to_owned(), reason });
+        }
         let (rewritten, policy_ask) = (rewritten.is_some(), asked && selected.gate_trigger().is_none());
         let gated = Gated { tool: selected, input, arguments: &arguments, display, trigger, rewritten, policy_ask };
         match surface.approve(&gated).await {
-            Approval::Approved => {}
-            Approval::Declined(out) => return Outcome::Declined(out),
-            Approval::Halt(h) => return Outcome::Halted(h),
+            Approval::Approved(answer) => rec.note(Event::Approved, |e| e.answer = Some(answer)),
+            Approval::Declined(answer, out) => {
+                rec.note(Event::Declined, |e| (e.answer, e.reason) = (Some(answer), Some(out.content().to_owned())));
+                rec.settle().await;
+                return Outcome::Declined(out);
+            }
+            Approval::Halt(h) => {
+                rec.note(Event::Halted, |_| {});
+                rec.settle().await;
+                return Outcome::Halted(h);
+            }
         }
     }
     if surface.cancelled() {
+        rec.note(Event::Cancelled, |e| e.reason = Some("cancelled before it ran".to_owned()));
+        rec.settle().await;
         return Outcome::Cancelled;
     }
-    let out = surface.run(Ready { tool: &tool, input, prepared }).await;
+    run(surface, (selected, &tool, input, &arguments), prepared, policy.as_ref(), &mut rec).await
+}
+
+/// Steps 8 and 9 once everything allowed the call: `run` recorded durably first (AUD-6), then the call, the
+/// policy's look at the result, and how it ended.
+async fn run<S: Surface + ?Sized>(
+    surface: &mut S,
+    (selected, tool, input, arguments): (&SelectedTool, &Arc<dyn Tool>, &ToolInput, &serde_json::Value),
+    prepared: Prepared,
+    policy: Option<&SurfacePolicy>,
+    rec: &mut Recorder,
+) -> Outcome<S::Halt> {
+    if rec.is_on() {
+        let (argv, display) = (prepared.argv().map(<[String]>::to_vec), prepared.display().to_owned());
+        rec.note(Event::Run, |e| (e.argv, e.command) = (argv, Some(display)));
+        if let Err(reason) = rec.flush().await {
+            return Outcome::Refused(Refusal::Unrecorded { tool: selected.spec().name().to_owned(), reason });
+        }
+    }
+    let out = surface.run(Ready { tool, input, prepared }).await;
+    // How it ended, before a redaction replaces the result.
+    let facts = (out.interrupted(), out.exec_report().map(|r| (r.exit_code, r.truncated)));
     // POL-5: the hook sees the result and may replace it before the caller or any record does.
-    match &policy {
+    let out = match policy {
         Some(p) => {
-            let call = policy_call(p, selected, &arguments);
+            let call = policy_call(p, selected, arguments);
             // A panicking hook withholds the result rather than passing it on unchecked.
             let after = AssertUnwindSafe(p.hook.after(&call, &out)).catch_unwind().await;
-            Outcome::Ran(match after {
-                Ok(replaced) => replaced.unwrap_or(out),
-                Err(_) => ToolOutput::error("the result was withheld: the policy hook failed internally"),
-            })
+            match after {
+                Ok(None) => out,
+                Ok(Some(replaced)) => {
+                    rec.note(Event::Redacted, |_| {});
+                    replaced
+                }
+                Err(_) => {
+                    rec.note(Event::Redacted, |e| e.reason = Some("the policy hook failed internally".to_owned()));
+                    ToolOutput::error("the result was withheld: the policy hook failed internally")
+                }
+            }
         }
-        None => Outcome::Ran(out),
+        None => out,
+    };
+    if rec.is_on() {
+        let (interrupted, exec) = facts;
+        let event = match interrupted {
+            Some(crate::tool::Interrupted::TimedOut) => Event::TimedOut,
+            Some(_) => Event::Cancelled,
+            None => Event::Finished,
+        };
+        rec.note(event, |e| {
+            (e.bytes, e.is_error) = (Some(out.content().len() as u64), Some(out.is_error()));
+            (e.exit_code, e.truncated) = (exec.map(|x| x.0), exec.map(|x| x.1));
+            e.reason = interrupted.map(|_| out.content().to_owned());
+        });
+        rec.settle().await;
     }
+    Outcome::Ran(out)
+}
+
+/// Refuse the call before the gate, with its record.
+async fn refuse<H>(rec: &mut Recorder, refusal: Refusal) -> Outcome<H> {
+    rec.note(Event::Refused, |e| e.reason = Some(refusal.to_string()));
+    rec.settle().await;
+    Outcome::Refused(refusal)
 }
 
 /// What a hook's verdict ends a call with before the gate.
 enum Stopped {
     Denied(ToolOutput),
     Refused(Refusal),
-}
-
-impl<H> From<Stopped> for Outcome<H> {
-    fn from(stopped: Stopped) -> Self {
-        match stopped {
-            Stopped::Denied(out) => Outcome::Declined(out),
-            Stopped::Refused(refusal) => Outcome::Refused(refusal),
-        }
-    }
 }
 
 fn policy_call<'a>(
@@ -315,6 +391,7 @@ async fn consult(
     p: &SurfacePolicy,
     selected: &SelectedTool,
     arguments: serde_json::Value,
+    rec: &mut Recorder,
 ) -> Result<(Option<ToolInput>, serde_json::Value, bool), Stopped> {
     // A panicking hook denies (POL-7).
     let verdict = AssertUnwindSafe(p.hook.before(&policy_call(p, selected, &arguments)))
@@ -322,13 +399,24 @@ async fn consult(
         .await
         .unwrap_or_else(|_| Verdict::Deny("the policy hook failed internally".to_owned()));
     match verdict {
-        Verdict::Allow => Ok((None, arguments, false)),
-        Verdict::Ask => Ok((None, arguments, true)),
+        Verdict::Allow => {
+            rec.policy("allow", None, None);
+            Ok((None, arguments, false))
+        }
+        Verdict::Ask => {
+            rec.policy("ask", None, None);
+            Ok((None, arguments, true))
+        }
         Verdict::Rewrite(value) => {
             let input = ToolInput::from_value(&value);
+            rec.policy("rewrite", None, Some(input.as_str()));
             let arguments = check::check(selected.spec(), &input).map_err(Stopped::Refused)?;
             Ok((Some(input), arguments, false))
         }
-        Verdict::Deny(reason) => Err(Stopped::Denied(crate::policy::denied(&reason))),
+        Verdict::Deny(reason) => {
+            let out = crate::policy::denied(&reason);
+            rec.policy("deny", Some(out.content()), None);
+            Err(Stopped::Denied(out))
+        }
     }
 }

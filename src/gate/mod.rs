@@ -239,16 +239,12 @@ impl Approvals {
 /// ```
 pub fn call_digest(arguments: &serde_json::Value, display: &str) -> String {
     use sha2::{Digest, Sha256};
-    use std::fmt::Write;
     let mut canonical = Vec::new();
     crate::canonical::write_canonical(&mut canonical, arguments);
     // A separator no canonical JSON contains keeps the two parts apart.
     canonical.push(0);
     canonical.extend_from_slice(display.as_bytes());
-    Sha256::digest(&canonical).iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    crate::canonical::hex(&Sha256::digest(&canonical))
 }
 
 /// Why a gated call did not run; each becomes the GATE-10 result the model reads.

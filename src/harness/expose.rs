@@ -17,6 +17,8 @@ pub(crate) struct Served {
     pub(crate) warnings: Vec<Warning>,
     /// The harness's policy hook (POL-1), which the server consults on every call.
     pub(crate) policy: Option<std::sync::Arc<dyn crate::policy::PolicyHook>>,
+    /// The harness's audit trail (AUD-1), which the server writes on every call.
+    pub(crate) audit: Option<std::sync::Arc<crate::audit::AuditTrail>>,
 }
 
 #[cfg(feature = "mcp")]
@@ -83,7 +85,7 @@ pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
              imported tools never are)"
         }));
     }
-    Ok(Served { tools: served, warnings, policy: None })
+    Ok(Served { tools: served, warnings, policy: None, audit: None })
 }
 
 #[cfg(feature = "nats")]
@@ -138,7 +140,7 @@ pub(crate) fn a2a(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
              the removal of gated, invalid-name and empty-description commands",
         ));
     }
-    Ok(Served { tools: served, warnings, policy: None })
+    Ok(Served { tools: served, warnings, policy: None, audit: None })
 }
 
 /// SEL-11: `expose.agent.tools` narrows, never re-adds.

@@ -48,11 +48,14 @@
 //! ```
 
 #[cfg(any(feature = "mcp", feature = "nats"))]
+mod audit;
 mod expose;
 mod pipeline;
 mod policy;
 mod stores;
 
+#[cfg(any(feature = "mcp", feature = "nats"))]
+pub(crate) use audit::open_audit;
 #[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use expose::Served;
 #[cfg(feature = "nats")]
@@ -96,6 +99,7 @@ pub struct Harness {
     for_agent: bool,
     pinning: pipeline::Pinning,
     policy: Option<Arc<dyn crate::policy::PolicyHook>>,
+    audit: Option<Arc<crate::audit::AuditTrail>>,
 }
 
 /// The names of the agent-only tools the harness made, to tell whether any survived selection.
@@ -186,6 +190,11 @@ impl Harness {
         self.policy.as_ref()
     }
 
+    /// The audit trail every surface built from this harness writes (AUD-1), if any.
+    pub fn audit(&self) -> Option<&Arc<crate::audit::AuditTrail>> {
+        self.audit.as_ref()
+    }
+
     /// Whether it was built for an agent ([`HarnessBuilder::for_agent`]).
     pub fn is_for_agent(&self) -> bool {
         self.for_agent
@@ -215,6 +224,7 @@ pub struct HarnessBuilder {
     sessions: Option<Arc<dyn SessionStore>>,
     pins: Option<Arc<dyn PinStore>>,
     policy: Option<Arc<dyn crate::policy::PolicyHook>>,
+    audit: Option<Arc<crate::audit::AuditTrail>>,
     prompter: Option<Arc<dyn Prompter>>,
     working_dir: Option<PathBuf>,
     store_base: Option<PathBuf>,
@@ -239,6 +249,7 @@ impl Default for HarnessBuilder {
             sessions: None,
             pins: None,
             policy: None,
+            audit: None,
             prompter: None,
             working_dir: None,
             store_base: None,
@@ -400,6 +411,13 @@ impl HarnessBuilder {
         self
     }
 
+    /// Record every call of every surface in `trail` (AUD-1), instead of opening `harness.audit`'s sinks.
+    #[must_use]
+    pub fn audit(mut self, trail: crate::audit::AuditTrail) -> Self {
+        self.audit = Some(Arc::new(trail));
+        self
+    }
+
     /// Use this session store instead of opening the configured backend (OVR-7).
     #[must_use]
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
@@ -490,6 +508,7 @@ impl HarnessBuilder {
         };
         let (mut candidates, env, pinning) = pipeline::load(&config, inputs, &mut warnings).await?;
         let policy = policy::resolve(&config, self.policy.take(), &env)?;
+        let audit = audit::open_audit(&config, self.audit.take(), nats.as_ref(), &mut warnings).await?;
         candidates.extend(std::mem::take(&mut self.tools));
         let prompter: Arc<dyn Prompter> = self.prompter.take().unwrap_or_else(|| Arc::new(NoOperator));
         let builtin_env = BuiltinEnv::new(&config, prompter.clone())?;
@@ -536,53 +555,8 @@ impl HarnessBuilder {
             for_agent: self.for_agent,
             pinning,
             policy,
+            audit,
         })
-    }
-
-    /// Open only the stores the configuration names, as [`build`](Self::build) would (the same registered
-    /// backends, injected stores, options, store base and one shared NATS connection), without loading any tool.
-    /// For a host's own tooling: the example CLI's `session` and `info` commands use it.
-    ///
-    /// # Errors
-    ///
-    /// A configuration error: no configuration, an unregistered backend name, an option a backend refuses. A store
-    /// that cannot be reached is not an error here: [`Stores`] keeps it for each store.
-    pub async fn open_stores(mut self) -> Result<Stores> {
-        let config = self.config.take().ok_or_else(|| Error::config("opening stores needs a configuration"))?;
-        config.validate(Mode::Lenient)?;
-        config.check_supported()?;
-        stores::check_registered(&config, &self.memory_backends, &self.session_backends)?;
-        let nats = self.shared_nats(&config);
-        let builtin_env = BuiltinEnv::new(&config, Arc::new(NoOperator))?;
-        let places = Places {
-            working_dir: &builtin_env.working_dir,
-            store_base: self.store_base.as_deref(),
-            nats: nats.as_ref(),
-        };
-        let injected = stores::Injected { memory: self.memory.take(), sessions: self.sessions.take() };
-        stores::open_both(&config, injected, (&self.memory_backends, &self.session_backends), &places).await
-    }
-
-    /// Open only the pin store a build would check imports against (PIN-5, PIN-6): the injected
-    /// [`pin_store`](Self::pin_store), else the `pins_bucket` KV bucket when sessions live in JetStream, else the
-    /// file store under the store base or the state directory. For a host's own tooling: the example CLI's `pins`
-    /// and `info` commands use it.
-    ///
-    /// # Errors
-    ///
-    /// No configuration, an identity that cannot name the store, no state directory, or a bucket that does not
-    /// exist or cannot be reached.
-    pub async fn open_pin_store(mut self) -> Result<Arc<dyn PinStore>> {
-        let config = self.config.take().ok_or_else(|| Error::config("opening the pin store needs a configuration"))?;
-        if let Some(store) = self.pins.take() {
-            return Ok(store);
-        }
-        #[cfg(feature = "nats")]
-        let nats = self.shared_nats(&config);
-        #[cfg(feature = "nats")]
-        return stores::open_pins(&config, self.store_base.as_deref(), nats.as_ref()).await;
-        #[cfg(not(feature = "nats"))]
-        stores::open_pins(&config, self.store_base.as_deref()).await
     }
 
     /// CFG-15: one connection for remote hosts and JetStream stores, made when the first of them needs it.

@@ -177,13 +177,7 @@ impl fmt::Display for Drift {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest.iter() {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
+    crate::canonical::hex(&Sha256::digest(bytes))
 }
 
 #[cfg(test)]

@@ -100,6 +100,7 @@ pub(crate) fn tool_refused(span: &Span, refusal: &Refusal) {
         Refusal::UnknownTool { .. } => "unknown_tool",
         Refusal::Missing(_) => "missing_required",
         Refusal::Invalid { .. } => "invalid_arguments",
+        Refusal::Unrecorded { .. } => "unrecorded",
     };
     span.record(TOOL_OUTCOME, "refused");
     failed(span, why, &"the call was refused before it ran");

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 pub use decorate::Decorated;
 pub use input::ToolInput;
-pub use output::{ExecReport, ToolOutput};
+pub use output::{ExecReport, Interrupted, ToolOutput};
 pub use schema::InputError;
 pub(crate) use spec::MakeSchema;
 pub use spec::{Exposure, Origin, ToolKind, ToolSpec};
@@ -152,6 +152,18 @@ impl Prepared {
     /// The operator's line.
     pub fn display(&self) -> &str {
         &self.display
+    }
+}
+
+/// The argument vector a command call runs (without the binary), kept as a [`Prepared`] call's state by a tool that
+/// runs a command: the [audit trail](crate::audit) records it, and the tool reads it back to run exactly that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argv(pub Vec<String>);
+
+impl Prepared {
+    /// The argument vector, when the state is an [`Argv`].
+    pub fn argv(&self) -> Option<&[String]> {
+        self.state.as_deref()?.downcast_ref::<Argv>().map(|a| a.0.as_slice())
     }
 }
 

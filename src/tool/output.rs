@@ -10,6 +10,17 @@ pub struct ToolOutput {
     is_error: bool,
     // Boxed: most outputs are not a command's, and the captured text is kept beside the JSON for a2a (A2A-9).
     exec: Option<Box<(ExecReport, String)>>,
+    interrupted: Option<Interrupted>,
+}
+
+/// Why a call stopped before it finished on its own (AUD-1: recorded as `timed_out` or `cancelled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Interrupted {
+    /// Its deadline passed.
+    TimedOut,
+    /// It was cancelled: by the caller, the run, or a shutting-down server.
+    Cancelled,
 }
 
 /// What happened when a command ran: the facts of the EXEC-13 result, kept apart for serving paths (A2A-9) so
@@ -44,12 +55,12 @@ impl ExecReport {
 impl ToolOutput {
     /// A normal result with `content` as its text.
     pub fn success(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), is_error: false, exec: None }
+        ToolOutput { content: content.into(), is_error: false, exec: None, interrupted: None }
     }
 
     /// An error result the model reads; `message` names what went wrong.
     pub fn error(message: impl Into<String>) -> Self {
-        ToolOutput { content: message.into(), is_error: true, exec: None }
+        ToolOutput { content: message.into(), is_error: true, exec: None, interrupted: None }
     }
 
     /// A normal result holding `value` serialized as compact JSON.
@@ -72,7 +83,22 @@ impl ToolOutput {
         };
         // Serializing strings and integers cannot fail.
         let content = serde_json::to_string(&json).unwrap_or_default();
-        ToolOutput { content, is_error: false, exec: Some(Box::new((report, output))) }
+        ToolOutput { content, is_error: false, exec: Some(Box::new((report, output))), interrupted: None }
+    }
+
+    /// An error result for a call stopped by its deadline; `message` says so.
+    pub fn timed_out(message: impl Into<String>) -> Self {
+        ToolOutput { interrupted: Some(Interrupted::TimedOut), ..Self::error(message) }
+    }
+
+    /// An error result for a call that was cancelled; `message` says by whom.
+    pub fn cancelled(message: impl Into<String>) -> Self {
+        ToolOutput { interrupted: Some(Interrupted::Cancelled), ..Self::error(message) }
+    }
+
+    /// Why the call stopped before it finished, if it did.
+    pub fn interrupted(&self) -> Option<Interrupted> {
+        self.interrupted
     }
 
     /// The text the model reads.

@@ -13,7 +13,7 @@ pub struct Approving;
 impl Surface for Approving {
     type Halt = ();
     async fn approve(&mut self, _call: &Gated<'_>) -> Approval<()> {
-        Approval::Approved
+        Approval::Approved(fisk_ai::dispatch::Answer::Ungated)
     }
 }
 

@@ -4,7 +4,7 @@
 use super::{Dispatch, Ended, Run};
 use crate::agent::events::RunEvent;
 use crate::agent::search::{self, Route, SEARCH_TOOLS};
-use crate::dispatch::{self, Approval, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy};
+use crate::dispatch::{self, Answer, Approval, AuditScope, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy};
 use crate::gate::{ConfirmRequest, Decision, DeclineReason, Remember, call_digest, declined};
 use crate::llm::Block;
 use crate::policy::SurfaceKind;
@@ -51,34 +51,37 @@ impl Surface for AgentSurface<'_, '_> {
         let digest = || call_digest(call.arguments, call.display);
         // POL-3: a policy's ask is never covered by a tool-wide allowance, only by one for these exact arguments.
         let tool_wide = !call.policy_ask && run.approvals.is_allowed(name);
-        if recorded.is_none()
-            && (tool_wide || (run.approvals.has_exact(name) && run.approvals.is_allowed_exact(name, &digest())))
-        {
-            return Approval::Approved;
+        if recorded.is_none() {
+            if tool_wide {
+                return Approval::Approved(Answer::Allowance);
+            }
+            if run.approvals.has_exact(name) && run.approvals.is_allowed_exact(name, &digest()) {
+                return Approval::Approved(Answer::AllowanceExact);
+            }
         }
         let gate = &run.inner.gate;
         let refusal = match recorded {
-            Some(ConfirmChoice::Once | ConfirmChoice::Always | ConfirmChoice::AlwaysExact) => None,
-            Some(_) => Some(DeclineReason::Operator),
-            None if !gate.can_ask() => Some(DeclineReason::NoOperator),
-            None if run.cancel.is_cancelled() => Some(DeclineReason::Cancelled),
+            Some(ConfirmChoice::Once | ConfirmChoice::Always | ConfirmChoice::AlwaysExact) => Ok(Answer::Recorded),
+            Some(_) => Err(DeclineReason::Operator),
+            None if !gate.can_ask() => Err(DeclineReason::NoOperator),
+            None if run.cancel.is_cancelled() => Err(DeclineReason::Cancelled),
             None => match ask(run, id, call, name, digest).await {
                 Ok(refusal) => refusal,
                 Err(halt) => return Approval::Halt(halt),
             },
         };
         match refusal {
-            Some(reason) => {
-                let why = match reason {
-                    DeclineReason::Operator => "operator",
-                    DeclineReason::NoOperator => "no_operator",
-                    DeclineReason::Cancelled => "cancelled",
+            Err(reason) => {
+                let (why, answer) = match reason {
+                    DeclineReason::Operator => ("operator", Answer::Declined),
+                    DeclineReason::NoOperator => ("no_operator", Answer::NoHuman),
+                    DeclineReason::Cancelled => ("cancelled", Answer::Cancelled),
                 };
                 // Inside the call's `execute_tool` span.
                 telemetry::tool_declined(&Span::current(), why);
-                Approval::Declined(declined(reason))
+                Approval::Declined(answer, declined(reason))
             }
-            None => Approval::Approved,
+            Ok(answer) => Approval::Approved(answer),
         }
     }
 
@@ -86,6 +89,14 @@ impl Surface for AgentSurface<'_, '_> {
     fn policy(&self) -> Option<SurfacePolicy> {
         let hook = self.run.inner.policy.clone()?;
         Some(SurfacePolicy::new(hook, SurfaceKind::Agent, None))
+    }
+
+    /// AUD-1: the local operator's calls, by session and tool-use id.
+    fn audit(&self) -> Option<AuditScope> {
+        let trail = self.run.inner.audit.clone()?;
+        let session = self.run.checkpoint.as_ref().map(|c| c.id.to_string());
+        let scope = AuditScope::new(trail, SurfaceKind::Agent).caller(Some(crate::audit::local_user()));
+        Some(scope.session(session).request(Some(self.id.to_owned())))
     }
 
     /// Never spawn for a cancelled run (the loop ends at its next check).
@@ -105,14 +116,14 @@ impl Surface for AgentSurface<'_, '_> {
 }
 
 /// Ask the gate, journal the answer (GATE-13: before the command runs or the denial is recorded), and remember an
-/// allowance; what refuses the call, if anything.
+/// allowance; the answer, or what refuses the call.
 async fn ask(
     run: &mut Run<'_>,
     id: &str,
     call: &Gated<'_>,
     name: &str,
     digest: impl Fn() -> String,
-) -> Result<Option<DeclineReason>, Halt> {
+) -> Result<Result<Answer, DeclineReason>, Halt> {
     let remember = run.inner.config.harness.approvals.remember;
     // POL-4: the operator approves the rewritten call and is told it was rewritten.
     let line = if call.rewritten {
@@ -140,18 +151,18 @@ async fn ask(
         run.record(Payload::Confirm(answer)).await.map_err(Halt::Failed)?;
     }
     match (choice, exact) {
-        (ConfirmChoice::Once, _) => Ok(None),
+        (ConfirmChoice::Once, _) => Ok(Ok(Answer::Once)),
         (ConfirmChoice::Always, _) => {
             run.approvals.allow(name);
             run.emit(RunEvent::Allowed { name, command: &req.command });
-            Ok(None)
+            Ok(Ok(Answer::Conversation))
         }
         (ConfirmChoice::AlwaysExact, Some(digest)) => {
             run.approvals.allow_exact(name, digest);
             run.emit(RunEvent::AllowedExact { name, command: &req.command });
-            Ok(None)
+            Ok(Ok(Answer::Exact))
         }
-        _ => Ok(Some(DeclineReason::Operator)),
+        _ => Ok(Err(DeclineReason::Operator)),
     }
 }
 
@@ -260,6 +271,9 @@ impl Run<'_> {
             Refusal::Missing(m) => Warning::MissingRequired { tool: m.tool.clone(), missing: m.missing.clone() },
             Refusal::Invalid { tool, error, .. } => {
                 Warning::InvalidArguments { tool: tool.clone(), reason: error.to_string() }
+            }
+            Refusal::Unrecorded { tool, reason } => {
+                Warning::AuditUnwritten { tool: tool.clone(), error: reason.clone() }
             }
         };
         self.emit(RunEvent::Warning(&w));

@@ -4,7 +4,7 @@
 use super::card::CardBody;
 use super::events::{A2aEvent, A2aEventSink};
 use crate::config::format_duration;
-use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy, dispatch};
+use crate::dispatch::{Answer, Approval, AuditScope, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy, dispatch};
 use crate::gate::sanitize;
 use crate::nats::wire::{self, ExecResult, MessageKind, Rejection, ToolReply, ToolReplyBody};
 use crate::policy::SurfaceKind;
@@ -27,6 +27,8 @@ const DISPLAY_LIMIT: usize = 2000;
 pub(crate) struct Shared {
     /// The harness's policy hook (POL-1).
     pub(crate) policy: Option<Arc<dyn crate::policy::PolicyHook>>,
+    /// The harness's audit trail (AUD-1).
+    pub(crate) audit: Option<Arc<crate::audit::AuditTrail>>,
     pub(crate) identity: String,
     pub(crate) tools: Toolset,
     pub(crate) card: CardBody,
@@ -82,6 +84,13 @@ impl Shared {
         };
         if self.tools.get(&message.name).is_none() {
             let output = format!("tool {:?} is not available", message.name);
+            if let Some(trail) = self.audit.clone() {
+                let caller = sanitize(&message.header.sender.name, 128);
+                let scope = AuditScope::new(trail, SurfaceKind::A2a).caller(Some(caller));
+                let scope = scope.request(Some(sanitize(&message.header.request, 128)));
+                let input = message.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
+                crate::audit::refused(Some(scope), &message.name, input.as_str(), &output).await;
+            }
             respond(request, self.reply(&message.header, ToolReplyBody { is_error: true, output, exec: None })).await;
             return None;
         }
@@ -93,7 +102,8 @@ impl Shared {
     pub(crate) async fn call(&self, request: &Request, call: Call, permit: OwnedSemaphorePermit) {
         // The schema holds the name to [a-zA-Z0-9_-]; only its length is the peer's choice.
         let caller = sanitize(&call.header.sender.name, 128);
-        let mut surface = A2aSurface { shared: self, caller: &caller };
+        let request_id = sanitize(&call.header.request, 128);
+        let mut surface = A2aSurface { shared: self, caller: &caller, request: &request_id };
         let outcome = dispatch(&mut surface, &self.tools, &call.name, &call.input).await;
         drop(permit);
         let body = match outcome {
@@ -198,6 +208,7 @@ fn body(out: ToolOutput) -> ToolReplyBody {
 struct A2aSurface<'a> {
     shared: &'a Shared,
     caller: &'a str,
+    request: &'a str,
 }
 
 #[async_trait]
@@ -210,11 +221,21 @@ impl Surface for A2aSurface<'_> {
         Some(SurfacePolicy::new(hook, SurfaceKind::A2a, Some(self.caller.to_owned())))
     }
 
+    /// AUD-1: the calling peer's identity (claimed, as the a2a protocol has it) and its request id.
+    fn audit(&self) -> Option<AuditScope> {
+        let trail = self.shared.audit.clone()?;
+        let scope = AuditScope::new(trail, SurfaceKind::A2a).caller(Some(self.caller.to_owned()));
+        Some(scope.request(Some(self.request.to_owned())))
+    }
+
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<Self::Halt> {
-        Approval::Declined(ToolOutput::error(format!(
-            "tool {:?} needs an operator's approval, which cannot be given over a2a",
-            call.tool.spec().name()
-        )))
+        Approval::Declined(
+            Answer::NoHuman,
+            ToolOutput::error(format!(
+                "tool {:?} needs an operator's approval, which cannot be given over a2a",
+                call.tool.spec().name()
+            )),
+        )
     }
 
     fn cancelled(&self) -> bool {
@@ -232,9 +253,9 @@ impl Surface for A2aSurface<'_> {
         tokio::select! {
             out = call.run(ctx) => out,
             _ = token.cancelled() => {
-                ToolOutput::error(format!("the call of {name:?} was stopped: the server is shutting down"))
+                ToolOutput::cancelled(format!("the call of {name:?} was stopped: the server is shutting down"))
             }
-            _ = tokio::time::sleep(timeout.saturating_add(BACKSTOP_GRACE)) => ToolOutput::error(format!(
+            _ = tokio::time::sleep(timeout.saturating_add(BACKSTOP_GRACE)) => ToolOutput::timed_out(format!(
                 "tool {name:?} did not finish within {} and was stopped",
                 format_duration(timeout)
             )),

@@ -279,6 +279,7 @@ async fn serving_harness(
         warnings.extend(harness.warnings().iter().cloned());
         let mut served = harness::a2a_served(&config, harness.toolset(), warnings)?;
         served.policy = harness.policy().cloned();
+        served.audit = harness.audit().cloned();
         return Ok((config, served));
     }
     let config = config.ok_or_else(|| Error::config("an a2a server needs a configuration"))?;
@@ -289,6 +290,8 @@ async fn serving_harness(
             let mut served = harness::a2a_served(&config, &toolset, warnings)?;
             let env = crate::exec::ChildEnv::new().with_scrubbed_all(config.bearer_token_envs());
             served.policy = harness::resolve_policy(&config, None, &env)?;
+            // AUD-1: so is a configured trail (a stream sink needs the harness's NATS connection).
+            served.audit = harness::open_audit(&config, None, None, &mut served.warnings).await?;
             served
         }
         None => {
@@ -297,6 +300,7 @@ async fn serving_harness(
             warnings.extend(harness.warnings().iter().cloned());
             let mut served = harness::a2a_served(&config, harness.toolset(), warnings)?;
             served.policy = harness.policy().cloned();
+            served.audit = harness.audit().cloned();
             served
         }
     };
@@ -401,7 +405,7 @@ impl A2aServerBuilder {
     /// selection error when no tool can be served (A2A-5) or the card is too large; a NATS error when the
     /// connection cannot be made.
     pub async fn build(self) -> Result<A2aServer> {
-        let (config, harness::Served { tools, warnings, policy }) =
+        let (config, harness::Served { tools, warnings, policy, audit }) =
             serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
         let a2a = &config.expose.agent.a2a;
         let identity = config.identity()?;
@@ -431,6 +435,7 @@ impl A2aServerBuilder {
             inbox_prefix: inbox_prefix(nats.client()),
             any_reply_subject: a2a.any_reply_subject,
             policy,
+            audit,
         };
         Ok(A2aServer { shared: Arc::new(shared), nats, warnings, version, max_concurrent })
     }

@@ -93,6 +93,7 @@ async fn serving_harness(
         warnings.extend(harness.warnings().iter().cloned());
         let mut served = harness::mcp_served(&config, harness.toolset(), warnings)?;
         served.policy = harness.policy().cloned();
+        served.audit = harness.audit().cloned();
         return Ok((config, served));
     }
     let config = config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
@@ -103,6 +104,8 @@ async fn serving_harness(
             let mut served = harness::mcp_served(&config, &toolset, warnings)?;
             let env = crate::exec::ChildEnv::new().with_scrubbed_all(config.bearer_token_envs());
             served.policy = harness::resolve_policy(&config, None, &env)?;
+            // AUD-1: so is a configured trail (a stream sink needs the harness's NATS connection).
+            served.audit = harness::open_audit(&config, None, None, &mut served.warnings).await?;
             served
         }
         None => {
@@ -110,6 +113,7 @@ async fn serving_harness(
             warnings.extend(harness.warnings().iter().cloned());
             let mut served = harness::mcp_served(&config, harness.toolset(), warnings)?;
             served.policy = harness.policy().cloned();
+            served.audit = harness.audit().cloned();
             served
         }
     };
@@ -246,7 +250,7 @@ impl McpServerBuilder {
     /// identity is invalid; an introspection or source error when a tool source cannot be loaded; a selection error on
     /// a name collision or when no tool can be served (MCP-7).
     pub async fn build(self) -> Result<McpServer> {
-        let (config, harness::Served { tools, mut warnings, policy }) =
+        let (config, harness::Served { tools, mut warnings, policy, audit }) =
             serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
         let mcp = config.expose.agent.mcp.clone().unwrap_or_default();
         let identity = config.identity()?;
@@ -284,6 +288,7 @@ impl McpServerBuilder {
             tasks: tasks::Tasks::new(mcp.task_ttl(), mcp.tasks.max()),
             scopes,
             policy,
+            audit,
         };
         let shared = Arc::new(shared);
         let sessions = sessions::BoundedSessions::new(mcp.max_sessions(), mcp.session_idle_timeout());

@@ -7,7 +7,7 @@ use super::events::{Denial, GatedBehavior, McpEvent};
 pub(crate) use super::shared::{InFlight, Shared, caller_of};
 use super::tasks::Owner;
 use crate::config::{ConfirmOverMcp, format_duration};
-use crate::dispatch::{Approval, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy, dispatch};
+use crate::dispatch::{Answer, Approval, AuditScope, Gated, Outcome, Ready, Refusal, Surface, SurfacePolicy, dispatch};
 use crate::gate::{PROMPT_LIMIT, sanitize};
 use crate::policy::SurfaceKind;
 use crate::select::SelectedTool;
@@ -248,7 +248,7 @@ impl Shared {
             if request_ct.is_cancelled() {
                 self.events.emit(&McpEvent::Cancelled { name: &name, display, caller });
             }
-            return ToolOutput::error(format!("the call of \"{name}\" was cancelled before it ran"));
+            return ToolOutput::cancelled(format!("the call of \"{name}\" was cancelled before it ran"));
         };
         self.events.emit(&McpEvent::ToolCall { name: &name, display, caller });
         let token = self.calls_cancel.child_token();
@@ -264,13 +264,13 @@ impl Shared {
             out = call.run(ctx) => out,
             _ = request_ct.cancelled() => {
                 self.events.emit(&McpEvent::Cancelled { name: &name, display, caller });
-                ToolOutput::error(format!("the call of \"{name}\" was cancelled by the client"))
+                ToolOutput::cancelled(format!("the call of \"{name}\" was cancelled by the client"))
             }
-            _ = token.cancelled() => ToolOutput::error(format!("the call of \"{name}\" was stopped: the server is shutting down")),
+            _ = token.cancelled() => ToolOutput::cancelled(format!("the call of \"{name}\" was stopped: the server is shutting down")),
             _ = tokio::time::sleep(self.tool_timeout.saturating_add(BACKSTOP_GRACE)) => {
                 let why = "the tool did not finish within tool_timeout and was stopped";
                 telemetry::tool_timeout(self.tool_timeout, why);
-                ToolOutput::error(format!(
+                ToolOutput::timed_out(format!(
                     "tool \"{name}\" did not finish within {} and was stopped",
                     format_duration(self.tool_timeout)
                 ))
@@ -313,7 +313,9 @@ impl Shared {
         {
             let refusal = Refusal::duplicate(tool.spec(), key);
             telemetry::tool_refused(span, &refusal);
-            return error_result(refusal.to_string());
+            let text = refusal.to_string();
+            crate::audit::refused(audit_scope(self, &context), &request.name, input.as_str(), &text).await;
+            return error_result(text);
         }
         let mut surface = McpSurface { shared: self, request: &request, context: &context, task, display: None };
         let outcome = dispatch(&mut surface, &self.tools, &request.name, &input).await;
@@ -370,7 +372,14 @@ impl Shared {
         let caller = caller_of(context);
         let denied = |(why, detail): (Denial, Option<String>)| {
             let text = self.denial(why, (tool, display), caller.as_deref(), detail.as_deref());
-            Approval::Declined(ToolOutput::error(text))
+            let answer = match why {
+                Denial::Refused => Answer::Declined,
+                Denial::Dismissed => Answer::Cancelled,
+                Denial::TimedOut => Answer::TimedOut,
+                Denial::Failed => Answer::Failed,
+                Denial::CannotAsk => Answer::NoHuman,
+            };
+            Approval::Declined(answer, ToolOutput::error(text))
         };
         let behavior = match self.gated_behavior(capabilities.as_ref()) {
             // POL-3: a policy's ask is a human's approval or nothing: never run ungated.
@@ -383,18 +392,20 @@ impl Shared {
             other => other,
         };
         match behavior {
-            GatedBehavior::Asked if let Some(task) = task => {
-                self.ask_task(task, display, trigger).await.map_or_else(denied, |()| Approval::Approved)
-            }
+            GatedBehavior::Asked if let Some(task) = task => self
+                .ask_task(task, display, trigger)
+                .await
+                .map_or_else(denied, |()| Approval::Approved(Answer::Accepted)),
             GatedBehavior::Asked if is_modern(context) => match request.request_state.as_deref() {
                 None => Approval::Halt(self.ask_modern(request, (tool, display), caller.as_deref(), trigger)),
-                Some(state) => {
-                    self.judge_modern(request, state, caller.as_deref()).map_or_else(denied, |()| Approval::Approved)
-                }
+                Some(state) => self
+                    .judge_modern(request, state, caller.as_deref())
+                    .map_or_else(denied, |()| Approval::Approved(Answer::Accepted)),
             },
-            GatedBehavior::Asked => {
-                self.ask_legacy(context, display, trigger).await.map_or_else(denied, |()| Approval::Approved)
-            }
+            GatedBehavior::Asked => self
+                .ask_legacy(context, display, trigger)
+                .await
+                .map_or_else(denied, |()| Approval::Approved(Answer::Accepted)),
             GatedBehavior::Refused => denied((Denial::CannotAsk, None)),
             GatedBehavior::RunUngated | GatedBehavior::NoneGated => {
                 if self.confirm == ConfirmOverMcp::Auto {
@@ -406,7 +417,7 @@ impl Shared {
                     telemetry::warning(&warning, false);
                     self.events.emit(&McpEvent::Warning(&warning));
                 }
-                Approval::Approved
+                Approval::Approved(Answer::Ungated)
             }
         }
     }
@@ -435,6 +446,24 @@ impl Shared {
     }
 }
 
+/// Who calls on this request, for its records: the token's subject and client, the MCP session (HTTP) and the
+/// JSON-RPC request id, each bounded (the client chose them).
+pub(super) fn audit_scope(shared: &Shared, context: &RequestContext<RoleServer>) -> Option<AuditScope> {
+    let trail = shared.audit.clone()?;
+    let caller = caller_of(context);
+    let session = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get(super::http::SESSION_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .map(|s| sanitize(s, 128));
+    let scope = AuditScope::new(trail, SurfaceKind::Mcp)
+        .caller(caller.as_ref().and_then(|c| c.subject()).map(str::to_owned))
+        .client(caller.as_ref().and_then(|c| c.client_id()).map(str::to_owned))
+        .session(session);
+    Some(scope.request(Some(sanitize(&context.id.to_string(), 128))))
+}
+
 /// One `tools/call` request as a dispatch surface.
 struct McpSurface<'a> {
     shared: &'a Shared,
@@ -461,6 +490,11 @@ impl Surface for McpSurface<'_> {
         let hook = self.shared.policy.clone()?;
         let caller = caller_of(self.context).and_then(|c| c.subject().or(c.client_id()).map(str::to_owned));
         Some(SurfacePolicy::new(hook, SurfaceKind::Mcp, caller))
+    }
+
+    /// AUD-1: the token's subject and client, the MCP session and the JSON-RPC request id.
+    fn audit(&self) -> Option<AuditScope> {
+        audit_scope(self.shared, self.context)
     }
 
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<CallToolResponse> {
@@ -533,11 +567,13 @@ impl ServerHandler for Handler {
         let _busy = self.0.in_flight.enter();
         // AUTH-5: a tool the caller's scopes do not cover is not there for this caller.
         if !self.0.shown(&request.name, caller_of(&context).as_deref()) {
+            let text = format!("unknown tool \"{}\"; tools/list names the tools this server offers", request.name);
+            if self.0.audit.is_some() {
+                let input = request.arguments.as_ref().map_or_else(ToolInput::empty, ToolInput::from_map);
+                crate::audit::refused(audit_scope(&self.0, &context), &request.name, input.as_str(), &text).await;
+            }
             let _span = span.entered();
-            return Ok(error_result(format!(
-                "unknown tool \"{}\"; tools/list names the tools this server offers",
-                request.name
-            )));
+            return Ok(error_result(text));
         }
         if let Some(response) = super::tasks::start(&self.0, &request, &context) {
             return Ok(response);

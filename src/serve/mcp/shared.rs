@@ -19,6 +19,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct Shared {
     /// The harness's policy hook (POL-1).
     pub(crate) policy: Option<Arc<dyn crate::policy::PolicyHook>>,
+    /// The harness's audit trail (AUD-1).
+    pub(crate) audit: Option<Arc<crate::audit::AuditTrail>>,
     pub(crate) identity: String,
     pub(crate) info: ServerConfig,
     pub(crate) tools: Toolset,

@@ -28,7 +28,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exec::{self as process, Capture, ChildEnv, RunError};
 use crate::tool::{
-    CallContext, ExecReport, InputError, MakeSchema, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec,
+    Argv, CallContext, ExecReport, InputError, MakeSchema, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec,
 };
 use crate::warning::Warning;
 use async_trait::async_trait;
@@ -373,9 +373,6 @@ impl std::fmt::Debug for CommandTool {
     }
 }
 
-/// A command's argv, mapped once by [`Tool::prepare`] and run by [`Tool::call`].
-struct Argv(Vec<String>);
-
 impl CommandTool {
     /// The input validated against the schema and mapped (a call that did not come through the dispatch path).
     fn checked_argv(&self, input: &ToolInput) -> std::result::Result<Vec<String>, ToolOutput> {
@@ -448,12 +445,12 @@ impl Tool for CommandTool {
             Err(RunError::Io(e)) => ToolOutput::error(format!("reading the output of \"{command}\" failed: {e}")),
             Err(RunError::TimedOut(d)) => {
                 crate::telemetry::tool_timeout(d, "the command did not finish within its timeout and was killed");
-                ToolOutput::error(format!(
+                ToolOutput::timed_out(format!(
                     "\"{command}\" did not finish within {} and was killed",
                     crate::config::format_duration(d)
                 ))
             }
-            Err(RunError::Cancelled) => ToolOutput::error(format!("\"{command}\" was cancelled and killed")),
+            Err(RunError::Cancelled) => ToolOutput::cancelled(format!("\"{command}\" was cancelled and killed")),
             Err(RunError::TooLarge(_)) => ToolOutput::error("output exceeded its limit"),
         }
     }

@@ -207,7 +207,7 @@ impl Connection {
         let outcome = tokio::select! {
             biased;
             _ = cancel.cancelled() => {
-                return ToolOutput::error(format!("mcp server {}: the call to {tool} was cancelled", self.server));
+                return ToolOutput::cancelled(format!("mcp server {}: the call to {tool} was cancelled", self.server));
             }
             r = tokio::time::timeout(timeout, work) => r,
         };

@@ -88,13 +88,7 @@ impl Fingerprint {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
+use crate::canonical::hex;
 
 /// One pinned tool: its fingerprint and when it was pinned (RFC 3339, UTC).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

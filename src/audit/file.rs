@@ -1,0 +1,305 @@
+//! The file sink (AUD-4): JSON lines in a 0600 file, fsynced per write, rotated by size with the chain continued.
+//!
+//! One writer thread owns the file, so the chain has one order; records that arrive while it syncs are written
+//! together and synced once (group commit), and every caller's records are durable when its append returns. A lock
+//! file keeps a second process from writing the same trail, which would fork the chain. A rotated file is renamed
+//! `<file>.<seq of its first record, 20 digits>`, and the new file's first record links to the rotated one's last.
+
+use super::record::{Chain, Entry};
+use crate::error::{Error, Result};
+use async_trait::async_trait;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+/// The default size a file may reach before it is rotated: 64 MiB.
+pub const DEFAULT_ROTATE_BYTES: u64 = 64 << 20;
+
+/// The longest record line read back when a trail is reopened or verified.
+pub(crate) const MAX_LINE: usize = 16 << 20;
+
+struct Job {
+    entries: Vec<Entry>,
+    done: tokio::sync::oneshot::Sender<std::result::Result<(), String>>,
+}
+
+/// JSON lines in a file (AUD-4). See the [module docs](super).
+///
+/// ```no_run
+/// use fisk_ai::audit::{AuditTrail, FileSink};
+/// use std::sync::Arc;
+///
+/// let sink = FileSink::open("/var/log/fisk/audit.jsonl", 64 << 20)?;
+/// let trail = AuditTrail::new(Arc::new(sink)).agent("ops");
+/// # let _ = trail;
+/// # Ok::<(), fisk_ai::Error>(())
+/// ```
+pub struct FileSink {
+    path: PathBuf,
+    jobs: mpsc::Sender<Job>,
+}
+
+impl std::fmt::Debug for FileSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileSink").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl FileSink {
+    /// Open (or create, 0600, in a 0700 directory when it is missing) the trail at `path`, continuing its chain,
+    /// rotating when a file would grow past `rotate_bytes`.
+    ///
+    /// # Errors
+    ///
+    /// An audit error naming the file: it cannot be created or locked (another process writes it), it is not a
+    /// regular file of this user's, group or others may read or write it, or its last record is incomplete.
+    pub fn open(path: impl Into<PathBuf>, rotate_bytes: u64) -> Result<Self> {
+        let path = path.into();
+        let writer = Writer::open(&path, rotate_bytes.max(1))?;
+        let (jobs, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("fisk-audit".to_owned())
+            .spawn(move || writer.serve(&rx))
+            .map_err(|e| Error::audit(format!("audit file {}: cannot start its writer: {e}", path.display())))?;
+        Ok(FileSink { path, jobs })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[async_trait]
+impl super::AuditSink for FileSink {
+    async fn append(&self, entries: &[Entry]) -> Result<()> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        let fail = |why: &str| Error::audit(format!("audit file {}: {why}", self.path.display()));
+        self.jobs.send(Job { entries: entries.to_vec(), done }).map_err(|_| fail("its writer stopped"))?;
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(fail(&why)),
+            Err(_) => Err(fail("its writer stopped")),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("file {}", self.path.display())
+    }
+}
+
+struct Writer {
+    path: PathBuf,
+    file: File,
+    size: u64,
+    /// The seq of the current file's first record, which names it when rotated.
+    first: Option<u64>,
+    chain: Chain,
+    rotate_bytes: u64,
+    /// Held for the writer's life: a second writer would fork the chain.
+    _lock: File,
+    /// Once a write failed, nothing more is written: the chain's state is no longer known.
+    broken: Option<String>,
+}
+
+impl Writer {
+    fn open(path: &Path, rotate_bytes: u64) -> Result<Self> {
+        let fail = |why: String| Error::audit(format!("audit file {}: {why}", path.display()));
+        let dir = parent(path);
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let lock = open_private(&sibling(path, "lock"), false).map_err(&fail)?;
+        lock.try_lock().map_err(|e| match e {
+            std::fs::TryLockError::WouldBlock => fail("another process is writing this trail".to_owned()),
+            std::fs::TryLockError::Error(e) => fail(format!("cannot lock it: {e}")),
+        })?;
+        let mut file = open_private(path, true).map_err(&fail)?;
+        let size = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+        let (chain, first) = if size == 0 {
+            // A rotation that stopped after the rename leaves an empty file: the chain goes on from the last one.
+            let chain = match rotated(path).map_err(&fail)?.last() {
+                Some(last) => tail_chain(&mut File::open(last).map_err(|e| fail(e.to_string()))?)
+                    .map_err(|why| Error::audit(format!("audit file {}: {why}", last.display())))?,
+                None => Chain::genesis(),
+            };
+            (chain, None)
+        } else {
+            let chain = tail_chain(&mut file).map_err(&fail)?;
+            (chain, Some(first_seq(&mut file).map_err(&fail)?))
+        };
+        Ok(Writer { path: path.to_owned(), file, size, first, chain, rotate_bytes, _lock: lock, broken: None })
+    }
+
+    /// Write each batch of jobs that arrived together, sync once, answer each.
+    fn serve(mut self, jobs: &mpsc::Receiver<Job>) {
+        while let Ok(job) = jobs.recv() {
+            let mut batch = vec![job];
+            batch.extend(jobs.try_iter());
+            let result = self.write(&batch);
+            for job in batch {
+                let _ = job.done.send(result.clone());
+            }
+        }
+    }
+
+    fn write(&mut self, batch: &[Job]) -> std::result::Result<(), String> {
+        if let Some(why) = &self.broken {
+            return Err(why.clone());
+        }
+        let result = self.write_batch(batch);
+        if let Err(why) = &result {
+            self.broken = Some(format!("an earlier write failed ({why}); restart to reopen it"));
+        }
+        result
+    }
+
+    fn write_batch(&mut self, batch: &[Job]) -> std::result::Result<(), String> {
+        let mut buf = Vec::new();
+        for entry in batch.iter().flat_map(|job| &job.entries) {
+            let seq = self.chain.next_seq();
+            let line = self.chain.seal(entry);
+            let grown = self.size + (buf.len() + line.len() + 1) as u64;
+            if self.size + buf.len() as u64 > 0 && grown > self.rotate_bytes {
+                self.put(&buf)?;
+                buf.clear();
+                self.rotate()?;
+            }
+            self.first.get_or_insert(seq);
+            buf.extend_from_slice(&line);
+            buf.push(b'\n');
+        }
+        self.put(&buf)?;
+        self.file.sync_data().map_err(|e| format!("cannot sync it: {e}"))
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
+        self.file.write_all(bytes).map_err(|e| format!("cannot write it: {e}"))?;
+        self.size += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Rename the full file after its first record's seq, and start an empty one.
+    fn rotate(&mut self) -> std::result::Result<(), String> {
+        self.file.sync_data().map_err(|e| format!("cannot sync it: {e}"))?;
+        let first = self.first.unwrap_or(self.chain.next_seq());
+        let to = sibling(&self.path, &format!("{first:020}"));
+        std::fs::rename(&self.path, &to).map_err(|e| format!("cannot rotate it to {}: {e}", to.display()))?;
+        self.file = open_private(&self.path, true)?;
+        File::open(parent(&self.path))
+            .and_then(|d| d.sync_all())
+            .map_err(|e| format!("cannot sync its directory: {e}"))?;
+        self.size = 0;
+        self.first = None;
+        Ok(())
+    }
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// `<path>.<suffix>`.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The rotated files of the trail at `path`, oldest first.
+pub(crate) fn rotated(path: &Path) -> std::result::Result<Vec<PathBuf>, String> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return Ok(Vec::new()) };
+    let dir = parent(path);
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
+    };
+    let mut found: Vec<(u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name();
+            let seq = file.to_str()?.strip_prefix(name)?.strip_prefix('.')?;
+            (seq.len() == 20 && seq.bytes().all(|b| b.is_ascii_digit())).then(|| Some((seq.parse().ok()?, e.path())))?
+        })
+        .collect();
+    found.sort();
+    Ok(found.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Open `path` for appending (or reading, for the lock), created 0600; refused unless it is a regular file this
+/// user owns that nobody else may read or write.
+fn open_private(path: &Path, append: bool) -> std::result::Result<File, String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .append(append)
+        .write(!append)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(format!("{} belongs to another user (uid {})", path.display(), meta.uid()));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!("{} has mode {mode:03o}; the trail must be 0600 (chmod 600 it)", path.display()));
+    }
+    Ok(file)
+}
+
+/// The chain after the file's last record; the file must end with a complete line. Read backwards, a window that
+/// doubles until it holds the whole last line.
+fn tail_chain(file: &mut File) -> std::result::Result<Chain, String> {
+    let len = file.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+    let mut window: u64 = 64 << 10;
+    loop {
+        let start = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+        let mut tail = Vec::new();
+        file.take(len - start).read_to_end(&mut tail).map_err(|e| e.to_string())?;
+        let Some(body) = tail.strip_suffix(b"\n") else {
+            return Err(
+                "its last record is incomplete (no newline): verify it with `audit verify`, then move it aside"
+                    .to_owned(),
+            );
+        };
+        let line = match memchr::memrchr(b'\n', body) {
+            Some(at) => &body[at + 1..],
+            None if start == 0 => body,
+            None if window > MAX_LINE as u64 => return Err(format!("its last line is longer than {MAX_LINE} bytes")),
+            None => {
+                window *= 4;
+                continue;
+            }
+        };
+        return Chain::after(line).map_err(|why| format!("its last line is {why}; verify it with `audit verify`"));
+    }
+}
+
+/// The seq of the file's first record.
+fn first_seq(file: &mut File) -> std::result::Result<u64, String> {
+    use std::io::BufRead;
+    file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(file.take(MAX_LINE as u64)).read_until(b'\n', &mut line).map_err(|e| e.to_string())?;
+    let link: super::record::Link = serde_json::from_slice(line.strip_suffix(b"\n").unwrap_or(&line))
+        .map_err(|e| format!("its first line is not an audit record: {e}"))?;
+    Ok(link.seq)
+}
