@@ -38,7 +38,20 @@ struct Job {
 /// ```
 pub struct FileSink {
     path: PathBuf,
-    jobs: mpsc::Sender<Job>,
+    /// `None` only while dropping.
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for FileSink {
+    /// The writer finishes what it was given and releases the trail's lock before this returns, so the trail can
+    /// be opened again at once.
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for FileSink {
@@ -59,11 +72,11 @@ impl FileSink {
         let path = path.into();
         let writer = Writer::open(&path, rotate_bytes.max(1))?;
         let (jobs, rx) = mpsc::channel();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("fisk-audit".to_owned())
             .spawn(move || writer.serve(&rx))
             .map_err(|e| Error::audit(format!("audit file {}: cannot start its writer: {e}", path.display())))?;
-        Ok(FileSink { path, jobs })
+        Ok(FileSink { path, jobs: Some(jobs), writer: Some(writer) })
     }
 
     /// The file.
@@ -77,7 +90,8 @@ impl super::AuditSink for FileSink {
     async fn append(&self, entries: &[Entry]) -> Result<()> {
         let (done, rx) = tokio::sync::oneshot::channel();
         let fail = |why: &str| Error::audit(format!("audit file {}: {why}", self.path.display()));
-        self.jobs.send(Job { entries: entries.to_vec(), done }).map_err(|_| fail("its writer stopped"))?;
+        let jobs = self.jobs.as_ref().ok_or_else(|| fail("it is closed"))?;
+        jobs.send(Job { entries: entries.to_vec(), done }).map_err(|_| fail("its writer stopped"))?;
         match rx.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(why)) => Err(fail(&why)),
