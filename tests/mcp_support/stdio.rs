@@ -21,9 +21,14 @@ pub struct StdioServer {
 impl StdioServer {
     /// Start the server with these `mcp` settings; its stdin and stdout are the caller's to use.
     pub fn start(mcp: &[&str]) -> (StdioServer, ChildStdout, ChildStdin) {
+        Self::start_with(mcp, "")
+    }
+
+    /// [`start`](Self::start), with `extra` top-level configuration (lines under `harness:`, indented by two).
+    pub fn start_with(mcp: &[&str], extra: &str) -> (StdioServer, ChildStdout, ChildStdin) {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("agent.yaml");
-        std::fs::write(&config, super::config_yaml(dir.path(), mcp, "")).unwrap();
+        std::fs::write(&config, super::config_yaml(dir.path(), mcp, extra)).unwrap();
         let mut child = Command::new(crate::common::example("cli"))
             .args(["mcp", "--stdio", "--config"])
             .arg(&config)
