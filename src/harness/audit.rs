@@ -13,6 +13,15 @@ use crate::warning::Warning;
 use std::sync::Arc;
 
 impl HarnessBuilder {
+    /// `nats`, unless a connection was given already: a server's own connection serves its harness's stores too.
+    #[cfg(feature = "nats")]
+    pub(crate) fn nats_or(mut self, nats: &crate::nats::NatsConnection) -> Self {
+        if self.nats.is_none() {
+            self.nats = Some(nats.clone());
+        }
+        self
+    }
+
     /// Open only the stores the configuration names, as [`build`](Self::build) would (the same registered
     /// backends, injected stores, options, store base and one shared NATS connection), without loading any tool.
     /// For a host's own tooling: the example CLI's `session` and `info` commands use it.

@@ -405,8 +405,13 @@ impl A2aServerBuilder {
     /// selection error when no tool can be served (A2A-5) or the card is too large; a NATS error when the
     /// connection cannot be made.
     pub async fn build(self) -> Result<A2aServer> {
+        // The server's connection, when given, is the one its harness's JetStream stores use (CFG-15).
+        let parts = match &self.nats {
+            Some(nats) => Some(self.parts.unwrap_or_default().nats_or(nats)),
+            None => self.parts,
+        };
         let (config, harness::Served { tools, warnings, policy, audit }) =
-            serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
+            serving_harness(self.config, self.harness, parts, self.touched, self.toolset).await?;
         let a2a = &config.expose.agent.a2a;
         let identity = config.identity()?;
         let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
