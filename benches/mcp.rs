@@ -7,6 +7,9 @@
 //! (`expose.agent.mcp.auth`, keys from a local JWKS, each client sending one token as the SDKs do): the target is
 //! at most 1.05x the time per call of the server without `auth` once the keys are cached (AUTH-10).
 //!
+//! A third server writes the audit trail to a file (`harness.audit.file`, fsynced, AUD-9): the target is at most
+//! 1.05x the time per call of the server without it.
+//!
 //! Before the criterion groups it prints, for 1,000 sequential calls on one session, the p50/p99 latency (target:
 //! p99 under 5 ms) and the server's CPU per call: the server runs on its own runtime whose worker threads are
 //! named, and their user+system time is read from `/proc/self/task/*/stat` (the children's CPU is not in it).
@@ -48,7 +51,7 @@ fn server_cpu_ticks() -> u64 {
     total
 }
 
-fn sequential_report(rt: &tokio::runtime::Runtime, url: &str, app: &Path, token: Option<&str>) {
+fn sequential_report(rt: &tokio::runtime::Runtime, url: &str, app: &Path, token: Option<&str>, what: &str) {
     const CALLS: usize = 1000;
     let client = rt.block_on(SdkClient::open_with(url, token));
     rt.block_on(async {
@@ -79,7 +82,6 @@ fn sequential_report(rt: &tokio::runtime::Runtime, url: &str, app: &Path, token:
         stats::percentile(v, p)
     };
     let tick_ms = 1000.0 / 100.0; // USER_HZ is 100 on Linux
-    let what = if token.is_some() { "mcp+auth" } else { "mcp" };
     eprintln!(
         "{what} sequential ({CALLS} calls, one session, kept-alive): p50 {:?} p99 {:?} | direct spawn p50 {:?} p99 {:?} \
          | server CPU {:.3} ms/call",
@@ -108,8 +110,14 @@ fn benches(c: &mut Criterion) {
     let url = server_rt.block_on(start(&yaml));
     let (auth_yaml, token) = auth::setup(dir.path(), &yaml);
     let auth_url = server_rt.block_on(start(&auth_yaml));
-    sequential_report(&rt, &url, &app, None);
-    sequential_report(&rt, &auth_url, &app, Some(&token));
+    let audit_yaml = yaml.replace(
+        "expose:",
+        &format!("harness:\n  audit:\n    file: {}\nexpose:", dir.path().join("audit.jsonl").display()),
+    );
+    let audit_url = server_rt.block_on(start(&audit_yaml));
+    sequential_report(&rt, &url, &app, None, "mcp");
+    sequential_report(&rt, &auth_url, &app, Some(&token), "mcp+auth");
+    sequential_report(&rt, &audit_url, &app, None, "mcp+audit");
 
     let mut g = c.benchmark_group("mcp");
     g.sample_size(20);
@@ -129,6 +137,13 @@ fn benches(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("mcp_sdk_pattern_auth", n), &n, |b, _| {
             b.iter(|| {
                 rt.block_on(async { black_box(futures::future::join_all(authed.iter().map(SdkClient::call)).await) })
+            })
+        });
+        let audited: Vec<SdkClient> =
+            rt.block_on(futures::future::join_all((0..n).map(|_| SdkClient::open(&audit_url))));
+        g.bench_with_input(BenchmarkId::new("mcp_sdk_pattern_audit", n), &n, |b, _| {
+            b.iter(|| {
+                rt.block_on(async { black_box(futures::future::join_all(audited.iter().map(SdkClient::call)).await) })
             })
         });
     }
