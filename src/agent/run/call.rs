@@ -184,6 +184,7 @@ impl Run<'_> {
             Route::Bad(text) => {
                 let span = telemetry::tool_span(name, Some(id), None, false);
                 telemetry::tool_ended(&span, "refused");
+                crate::audit::refused(AgentSurface { run: self, id }.audit(), name, input.as_str(), text).await;
                 self.emit(RunEvent::ToolRefused { id, name, reason: text });
                 return self.finish_call(Block::tool_result(id, text.clone(), true), false).instrument(span).await;
             }
