@@ -34,7 +34,8 @@ impl Recorder {
     /// Records for a call of `tool` with `input` in `scope`, starting with `requested`.
     pub(crate) fn start(scope: Option<AuditScope>, tool: &str, input: &str) -> Self {
         let Some(scope) = scope else { return Recorder { inner: None } };
-        let mut open = Open { scope, call: call_id(), tool: tool.to_owned(), pending: Vec::with_capacity(4) };
+        let tool = bounded(tool).into_owned();
+        let mut open = Open { scope, call: call_id(), tool, pending: Vec::with_capacity(4) };
         let include = open.scope.trail.include_input;
         let entry = open.push(Event::Requested);
         entry.input_digest = Some(digest(input));
@@ -124,6 +125,21 @@ pub(crate) async fn refused(scope: Option<AuditScope>, tool: &str, input: &str, 
     let mut rec = Recorder::start(scope, tool, input);
     rec.note(Event::Refused, |e| e.reason = Some(reason.to_owned()));
     rec.settle().await;
+}
+
+/// The longest tool name a record keeps: a valid name has at most 64 characters, and an unknown one is the caller's
+/// choice, so it is cut (on a character boundary) rather than copied into every record of the call.
+const MAX_TOOL_NAME: usize = 256;
+
+fn bounded(tool: &str) -> std::borrow::Cow<'_, str> {
+    if tool.len() <= MAX_TOOL_NAME {
+        return std::borrow::Cow::Borrowed(tool);
+    }
+    let mut end = MAX_TOOL_NAME;
+    while !tool.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}...", &tool[..end]))
 }
 
 /// SHA-256 (hex) of an input's text.
