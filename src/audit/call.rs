@@ -77,7 +77,7 @@ impl Recorder {
         open.pending.clear();
         if let Err(e) = written {
             let warning = Warning::AuditUnwritten { tool: open.tool.clone(), error: e.to_string() };
-            crate::telemetry::warning(&warning, false);
+            warn(&warning);
         }
     }
 
@@ -95,7 +95,7 @@ impl Recorder {
             Ok(()) => Ok(()),
             Err(e) if trail.fail_open => {
                 let warning = Warning::AuditUnwritten { tool: open.tool.clone(), error: e.to_string() };
-                crate::telemetry::warning(&warning, false);
+                warn(&warning);
                 Ok(())
             }
             Err(e) => Err(format!("tool \"{}\" did not run: its audit record could not be written ({e})", open.tool)),
@@ -140,6 +140,13 @@ fn bounded(tool: &str) -> std::borrow::Cow<'_, str> {
         end -= 1;
     }
     std::borrow::Cow::Owned(format!("{}...", &tool[..end]))
+}
+
+/// Log `w` as the telemetry module logs warnings (its target and kind field), without importing it: telemetry
+/// reads the dispatch path's types, and the dispatch path writes records (HARNESS-8, no import cycle).
+fn warn(w: &Warning) {
+    const KIND: &str = "fisk_ai.warning.kind";
+    tracing::warn!(target: "fisk_ai::telemetry", { { KIND } = w.kind() }, "{w}");
 }
 
 /// SHA-256 (hex) of an input's text.
