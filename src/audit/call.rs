@@ -28,6 +28,28 @@ struct Open {
     call: String,
     tool: String,
     pending: Vec<Entry>,
+    /// Whether `run` was written and no record of how the call ended yet.
+    running: bool,
+}
+
+/// A call dropped after its `run` record (a task's TTL, a host's `select!`, a client gone) still gets an ending:
+/// `cancelled`, written in the background since a drop cannot wait.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let Some(open) = &mut self.inner else { return };
+        if !open.running {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        open.pending.clear();
+        open.push(Event::Cancelled).reason = Some("the call was dropped before it ended".to_owned());
+        let (trail, entries, tool) = (open.scope.trail.clone(), std::mem::take(&mut open.pending), open.tool.clone());
+        runtime.spawn(async move {
+            if let Err(e) = trail.append(&entries).await {
+                warn(&Warning::AuditUnwritten { tool, error: e.to_string() });
+            }
+        });
+    }
 }
 
 impl Recorder {
@@ -35,17 +57,22 @@ impl Recorder {
     pub(crate) fn start(scope: Option<AuditScope>, tool: &str, input: &str) -> Self {
         let Some(scope) = scope else { return Recorder { inner: None } };
         let tool = bounded(tool).into_owned();
-        let mut open = Open { scope, call: call_id(), tool, pending: Vec::with_capacity(4) };
+        let mut open = Open { scope, call: call_id(), tool, pending: Vec::with_capacity(4), running: false };
         let include = open.scope.trail.include_input;
         let entry = open.push(Event::Requested);
         entry.input_digest = Some(digest(input));
-        entry.input = include.then(|| input.to_owned());
+        entry.input = include.then(|| cut(input, MAX_INPUT).into_owned());
         Recorder { inner: Some(open) }
     }
 
     /// Whether records are kept.
     pub(crate) fn is_on(&self) -> bool {
         self.inner.is_some()
+    }
+
+    /// Whether records may carry the input (or text quoting it): `include_input`.
+    pub(crate) fn includes_input(&self) -> bool {
+        self.inner.as_ref().is_some_and(|o| o.scope.trail.include_input)
     }
 
     /// Add a record of `event`, completed by `fill`.
@@ -63,7 +90,7 @@ impl Recorder {
         entry.verdict = Some(verdict.to_owned());
         entry.reason = reason.map(str::to_owned);
         entry.input_digest = rewritten.map(digest);
-        entry.input = rewritten.filter(|_| include).map(str::to_owned);
+        entry.input = rewritten.filter(|_| include).map(|i| cut(i, MAX_INPUT).into_owned());
     }
 
     /// Write the pending records of a call that is over or never ran: a failure cannot refuse anything any more,
@@ -73,6 +100,8 @@ impl Recorder {
         if open.pending.is_empty() {
             return;
         }
+        open.running = false;
+        open.bound();
         let written = open.scope.trail.append(&open.pending).await;
         open.pending.clear();
         if let Err(e) = written {
@@ -88,18 +117,23 @@ impl Recorder {
         if open.pending.is_empty() {
             return Ok(());
         }
+        open.bound();
+        let ran = open.pending.iter().any(|e| e.event == Event::Run);
         let trail = &open.scope.trail;
         let written = trail.append(&open.pending).await;
         open.pending.clear();
-        match written {
-            Ok(()) => Ok(()),
-            Err(e) if trail.fail_open => {
-                let warning = Warning::AuditUnwritten { tool: open.tool.clone(), error: e.to_string() };
-                warn(&warning);
-                Ok(())
-            }
-            Err(e) => Err(format!("tool \"{}\" did not run: its audit record could not be written ({e})", open.tool)),
+        let Err(e) = written else {
+            open.running |= ran;
+            return Ok(());
+        };
+        // The details (a path, a stream, an OS error) are the operator's, logged here; the caller reads only that
+        // the call was not recorded.
+        warn(&Warning::AuditUnwritten { tool: open.tool.clone(), error: e.to_string() });
+        if trail.fail_open {
+            open.running |= ran;
+            return Ok(());
         }
+        Err(format!("tool \"{}\" did not run: its audit record could not be written", open.tool))
     }
 }
 
@@ -117,6 +151,18 @@ impl Open {
         let last = self.pending.len() - 1;
         &mut self.pending[last]
     }
+
+    /// Cut what a caller or a tool chose to the bounds a record keeps (AUD-2), so one record always fits a line the
+    /// reader accepts and a NATS message.
+    fn bound(&mut self) {
+        for e in &mut self.pending {
+            for text in [&mut e.reason, &mut e.command, &mut e.request, &mut e.session, &mut e.caller, &mut e.client] {
+                if let Some(t) = text.as_mut().filter(|t| t.len() > MAX_TEXT) {
+                    *t = cut(t, MAX_TEXT).into_owned();
+                }
+            }
+        }
+    }
 }
 
 /// Record a call a surface refused before the dispatch path saw it (a tool hidden from this caller, a duplicate
@@ -131,15 +177,26 @@ pub(crate) async fn refused(scope: Option<AuditScope>, tool: &str, input: &str, 
 /// choice, so it is cut (on a character boundary) rather than copied into every record of the call.
 const MAX_TOOL_NAME: usize = 256;
 
+/// The longest reason, command line, request, session or caller a record keeps.
+const MAX_TEXT: usize = 4096;
+
+/// The longest input text a record keeps (`include_input`); its digest always covers the whole input.
+const MAX_INPUT: usize = 256 << 10;
+
 fn bounded(tool: &str) -> std::borrow::Cow<'_, str> {
-    if tool.len() <= MAX_TOOL_NAME {
-        return std::borrow::Cow::Borrowed(tool);
+    cut(tool, MAX_TOOL_NAME)
+}
+
+/// `text` cut to `max` bytes on a character boundary, marked `...` when cut.
+fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
     }
-    let mut end = MAX_TOOL_NAME;
-    while !tool.is_char_boundary(end) {
+    let mut end = max;
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    std::borrow::Cow::Owned(format!("{}...", &tool[..end]))
+    std::borrow::Cow::Owned(format!("{}...", &text[..end]))
 }
 
 /// Log `w` as the telemetry module logs warnings (its target and kind field), without importing it: telemetry

@@ -143,16 +143,20 @@ impl AuditTrail {
         self.sinks.iter().map(|s| s.describe()).collect()
     }
 
-    /// Store `entries` in every sink.
+    /// Store `entries` in every sink, each tried whatever the others did.
     ///
     /// # Errors
     ///
-    /// The first sink's failure, naming the sink.
+    /// The first failure, naming its sink.
     pub async fn append(&self, entries: &[Entry]) -> Result<()> {
+        // Every sink gets the records even when one fails, so a healthy sink never misses what a broken one did.
+        let mut failed = None;
         for sink in &self.sinks {
-            sink.append(entries).await?;
+            if let Err(e) = sink.append(entries).await {
+                failed.get_or_insert(e);
+            }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 }
 

@@ -224,7 +224,6 @@ pub struct Chain {
 #[derive(Deserialize)]
 pub(crate) struct Link {
     pub(crate) seq: u64,
-    pub(crate) prev: String,
 }
 
 impl Chain {
@@ -240,7 +239,8 @@ impl Chain {
     /// Why `line` is not a record.
     pub fn after(line: &[u8]) -> Result<Self, String> {
         let link: Link = serde_json::from_slice(line).map_err(|e| format!("not an audit record: {e}"))?;
-        Ok(Chain { seq: link.seq.saturating_add(1), prev: hash(line) })
+        let seq = link.seq.checked_add(1).ok_or("not an audit record: its seq is the last there can be")?;
+        Ok(Chain { seq, prev: hash(line) })
     }
 
     /// The next record's place in the chain.
@@ -259,7 +259,8 @@ impl Chain {
         // Strings, numbers and enums only: serializing cannot fail.
         let line = serde_json::to_vec(&sealed).unwrap_or_default();
         self.prev = hash(&line);
-        self.seq += 1;
+        // Saturating: a hostile last record at the end of the range breaks verification, never a writer.
+        self.seq = self.seq.saturating_add(1);
         line
     }
 
@@ -269,19 +270,23 @@ impl Chain {
     ///
     /// What breaks the link: not a record, the wrong place, or a `prev` that is not the previous record's hash.
     pub fn check(&mut self, line: &[u8]) -> Result<(), String> {
-        let link: Link = serde_json::from_slice(line).map_err(|e| format!("not an audit record: {e}"))?;
-        if link.seq != self.seq {
-            return Err(format!(
-                "its seq is {} where {} was expected (a record is missing or moved)",
-                link.seq, self.seq
-            ));
+        let record: Record = serde_json::from_slice(line).map_err(|e| format!("not an audit record: {e}"))?;
+        if record.seq != self.seq {
+            let (found, expected) = (record.seq, self.seq);
+            return Err(format!("its seq is {found} where {expected} was expected (a record is missing or moved)"));
         }
-        if link.prev != self.prev {
+        if record.prev != self.prev {
             return Err("its prev is not the hash of the record before it (that record was edited, removed or moved)"
                 .to_owned());
         }
+        // Written exactly as this crate writes it: no field added, repeated, reordered or respelled, the version
+        // this reader knows, so what a verified trail says is what every reader of it reads.
+        let sealed = Sealed { v: RECORD_VERSION, seq: record.seq, prev: &record.prev, entry: &record.entry };
+        if record.v != RECORD_VERSION || serde_json::to_vec(&sealed).ok().as_deref() != Some(line) {
+            return Err("it is not written in the record format (a field was added, repeated or changed)".to_owned());
+        }
         self.prev = hash(line);
-        self.seq += 1;
+        self.seq = self.seq.checked_add(1).ok_or("its seq is the last there can be")?;
         Ok(())
     }
 }

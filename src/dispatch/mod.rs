@@ -273,7 +273,9 @@ pub async fn dispatch<S: Surface + ?Sized>(
     };
     if let Some(trigger) = selected.gate_trigger().or(asked.then_some("policy")) {
         let display = prepared.display();
-        rec.note(Event::Gated, |e| (e.trigger, e.command) = (Some(trigger.to_owned()), Some(display.to_owned())));
+        // AUD-8: a command's line is its argv; any other tool's line quotes its input.
+        let shown = (prepared.argv().is_some() || rec.includes_input()).then(|| display.to_owned());
+        rec.note(Event::Gated, |e| (e.trigger, e.command) = (Some(trigger.to_owned()), shown));
         // Nobody is asked about a call that could not be recorded.
         if let Err(reason) = rec.flush().await {
             return Outcome::Refused(Refusal::Unrecorded { tool: selected.spec().name().to_owned(), reason });
@@ -283,7 +285,8 @@ pub async fn dispatch<S: Surface + ?Sized>(
         match surface.approve(&gated).await {
             Approval::Approved(answer) => rec.note(Event::Approved, |e| e.answer = Some(answer)),
             Approval::Declined(answer, out) => {
-                rec.note(Event::Declined, |e| (e.answer, e.reason) = (Some(answer), Some(out.content().to_owned())));
+                let reason = rec.includes_input().then(|| out.content().to_owned());
+                rec.note(Event::Declined, |e| (e.answer, e.reason) = (Some(answer), reason));
                 rec.settle().await;
                 return Outcome::Declined(out);
             }
@@ -312,8 +315,9 @@ async fn run<S: Surface + ?Sized>(
     rec: &mut Recorder,
 ) -> Outcome<S::Halt> {
     if rec.is_on() {
-        let (argv, display) = (prepared.argv().map(<[String]>::to_vec), prepared.display().to_owned());
-        rec.note(Event::Run, |e| (e.argv, e.command) = (argv, Some(display)));
+        let argv = prepared.argv().map(<[String]>::to_vec);
+        let shown = (argv.is_some() || rec.includes_input()).then(|| prepared.display().to_owned());
+        rec.note(Event::Run, |e| (e.argv, e.command) = (argv, shown));
         if let Err(reason) = rec.flush().await {
             return Outcome::Refused(Refusal::Unrecorded { tool: selected.spec().name().to_owned(), reason });
         }
@@ -348,10 +352,18 @@ async fn run<S: Surface + ?Sized>(
             Some(_) => Event::Cancelled,
             None => Event::Finished,
         };
+        // A command's timeout or cancellation text names its argv, recorded already; another tool's may quote input.
+        let quotes = rec.includes_input() || selected.spec().kind() == crate::tool::ToolKind::Command;
+        let reason = match interrupted {
+            Some(_) if quotes => Some(out.content().to_owned()),
+            Some(crate::tool::Interrupted::TimedOut) => Some("stopped by its deadline".to_owned()),
+            Some(_) => Some("cancelled while it ran".to_owned()),
+            None => None,
+        };
         rec.note(event, |e| {
             (e.bytes, e.is_error) = (Some(out.content().len() as u64), Some(out.is_error()));
             (e.exit_code, e.truncated) = (exec.map(|x| x.0), exec.map(|x| x.1));
-            e.reason = interrupted.map(|_| out.content().to_owned());
+            e.reason = reason;
         });
         rec.settle().await;
     }
@@ -360,7 +372,17 @@ async fn run<S: Surface + ?Sized>(
 
 /// Refuse the call before the gate, with its record.
 async fn refuse<H>(rec: &mut Recorder, refusal: Refusal) -> Outcome<H> {
-    rec.note(Event::Refused, |e| e.reason = Some(refusal.to_string()));
+    // AUD-8: a schema error may quote the input; without `include_input` only what kind of refusal it was, and the
+    // property, is kept.
+    let reason = match &refusal {
+        _ if rec.includes_input() => refusal.to_string(),
+        Refusal::Invalid { error, .. } => match error.property() {
+            Some(p) => format!("invalid arguments (property \"{p}\")"),
+            None => "invalid arguments".to_owned(),
+        },
+        other => other.to_string(),
+    };
+    rec.note(Event::Refused, |e| e.reason = Some(reason));
     rec.settle().await;
     Outcome::Refused(refusal)
 }

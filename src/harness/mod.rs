@@ -47,8 +47,8 @@
 //! # }
 //! ```
 
-#[cfg(any(feature = "mcp", feature = "nats"))]
 mod audit;
+#[cfg(any(feature = "mcp", feature = "nats"))]
 mod expose;
 mod pipeline;
 mod policy;
