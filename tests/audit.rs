@@ -13,6 +13,7 @@ use fisk_ai::gate::Decision;
 use fisk_ai::llm::ScriptedProvider;
 use fisk_ai::policy::{PolicyCall, PolicyHook, Verdict};
 use serde_json::{Value, json};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -328,6 +329,8 @@ async fn aud_4_rotation_keeps_one_chain_across_files_and_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trail.jsonl");
     write_trail(&path, 12, 600).await;
+    // A crash midway through a write leaves an incomplete line, never acknowledged: reopening cuts it.
+    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(br#"{"v":1,"seq":12,"pr"#).unwrap();
     // Reopened (a restart): the chain goes on from the last record.
     write_trail(&path, 3, 600).await;
     let verified = verify_file(&path).unwrap();

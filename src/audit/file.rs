@@ -134,7 +134,11 @@ impl Writer {
             std::fs::TryLockError::WouldBlock => fail("another process is writing this trail".to_owned()),
             std::fs::TryLockError::Error(e) => fail(format!("cannot lock it: {e}")),
         })?;
+        check_dir(dir).map_err(&fail)?;
         let mut file = open_private(path, true).map_err(&fail)?;
+        // The file (and the lock) may have just been made: their names must survive a crash like the records.
+        sync_dir(dir).map_err(&fail)?;
+        recover_tail(&mut file).map_err(&fail)?;
         let size = file.metadata().map_err(|e| fail(e.to_string()))?.len();
         let (chain, first) = if size == 0 {
             // A rotation that stopped after the rename leaves an empty file: the chain goes on from the last one.
@@ -204,6 +208,10 @@ impl Writer {
         self.file.sync_data().map_err(|e| format!("cannot sync it: {e}"))?;
         let first = self.first.unwrap_or(self.chain.next_seq());
         let to = sibling(&self.path, &format!("{first:020}"));
+        // Never over an existing file: that would drop records from the chain.
+        if std::fs::symlink_metadata(&to).is_ok() {
+            return Err(format!("cannot rotate it: {} exists already", to.display()));
+        }
         std::fs::rename(&self.path, &to).map_err(|e| format!("cannot rotate it to {}: {e}", to.display()))?;
         self.file = open_private(&self.path, true)?;
         File::open(parent(&self.path))
@@ -220,6 +228,58 @@ fn parent(path: &Path) -> &Path {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     }
+}
+
+/// The trail's directory must be a directory of this user's that nobody else may write (or they could swap files).
+fn check_dir(dir: &Path) -> std::result::Result<(), String> {
+    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || mode & 0o022 != 0 {
+        return Err(format!(
+            "{} must be a directory of this user's that group and others cannot write (it has mode {mode:03o}, uid {})",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> std::result::Result<(), String> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("cannot sync {}: {e}", dir.display()))
+}
+
+/// Cut an incomplete last line (a write that a crash or a full disk stopped midway). Its bytes were never
+/// acknowledged (a record is acknowledged only once its whole line, newline included, is synced), so cutting them
+/// loses nothing that was reported written; it is logged.
+fn recover_tail(file: &mut File) -> std::result::Result<(), String> {
+    let len = file.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8];
+    file.seek(SeekFrom::Start(len - 1)).and_then(|_| file.read_exact(&mut last)).map_err(|e| e.to_string())?;
+    if last == *b"\n" {
+        return Ok(());
+    }
+    let start = len.saturating_sub(MAX_LINE as u64 + 1);
+    file.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+    let mut tail = Vec::new();
+    file.take(len - start).read_to_end(&mut tail).map_err(|e| e.to_string())?;
+    if tail.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = match memchr::memrchr(b'\n', &tail) {
+        Some(at) => start + at as u64 + 1,
+        None if start == 0 => 0,
+        None => return Err(format!("its last line is longer than {MAX_LINE} bytes")),
+    };
+    file.set_len(keep).and_then(|()| file.sync_all()).map_err(|e| format!("cannot cut its incomplete last line: {e}"))?;
+    tracing::warn!(
+        target: "fisk_ai::telemetry",
+        "audit file: cut an incomplete last line of {} bytes (a write that never completed)",
+        len - keep
+    );
+    Ok(())
 }
 
 /// `<path>.<suffix>`.
