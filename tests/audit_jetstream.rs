@@ -15,22 +15,44 @@ async fn connection(server: &NatsServer) -> NatsConnection {
     NatsConnection::borrowed(async_nats::connect(server.url()).await.unwrap(), "test")
 }
 
-/// The stream an operator makes for the trail.
-async fn make_stream(server: &NatsServer, name: &str, subjects: &[&str]) -> async_nats::jetstream::stream::Stream {
+/// The stream an operator makes for the trail (`guarded`: deletes and purges denied, as the sink requires).
+async fn make_stream(
+    server: &NatsServer,
+    name: &str,
+    subjects: &[&str],
+    guarded: bool,
+) -> async_nats::jetstream::stream::Stream {
     let js = async_nats::jetstream::new(async_nats::connect(server.url()).await.unwrap());
     let config = async_nats::jetstream::stream::Config {
         name: name.into(),
         subjects: subjects.iter().map(|s| (*s).to_owned()).collect(),
+        deny_delete: guarded,
+        deny_purge: guarded,
         ..Default::default()
     };
     js.create_stream(config).await.unwrap()
+}
+
+/// Copy the records of `from` into a new unguarded stream `to` (on subject `to`), leaving out message `skip`: what
+/// an operator with delete rights could make of a trail.
+async fn copy_without(server: &NatsServer, from: &str, to: &str, skip: u64) -> async_nats::jetstream::stream::Stream {
+    let target = make_stream(server, to, &[to], false).await;
+    let client = async_nats::connect(server.url()).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let mut source = js.get_stream(from).await.unwrap();
+    let last = source.info().await.unwrap().state.last_sequence;
+    for seq in (1..=last).filter(|s| *s != skip) {
+        let message = source.get_raw_message(seq).await.unwrap();
+        js.publish(to.to_owned(), message.payload).await.unwrap().await.unwrap();
+    }
+    target
 }
 
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn aud_5_two_writers_share_one_chain_in_the_stream_and_a_deleted_record_is_caught() {
     let server = NatsServer::start();
-    let stream = make_stream(&server, "AUDIT", &["fisk.audit"]).await;
+    make_stream(&server, "AUDIT", &["fisk.audit"], true).await;
     let (a, b) = (connection(&server).await, connection(&server).await);
     let (a, b) = (StreamSink::bind(&a, "AUDIT").await.unwrap(), StreamSink::bind(&b, "AUDIT").await.unwrap());
     let write = |sink: StreamSink, who: &'static str| async move {
@@ -44,12 +66,20 @@ async fn aud_5_two_writers_share_one_chain_in_the_stream_and_a_deleted_record_is
     let verified = verify_stream(&connection(&server).await, "AUDIT").await.unwrap().unwrap();
     assert_eq!(verified.records, 60);
 
-    stream.delete_message(7).await.unwrap();
-    let broken = verify_stream(&connection(&server).await, "AUDIT").await.unwrap().unwrap_err();
-    assert_eq!(broken.at, "stream AUDIT message 7", "{broken}");
+    // A record removed (here: a copy of the trail without message 7) breaks the chain there.
+    copy_without(&server, "AUDIT", "COPY", 7).await;
+    let broken = verify_stream(&connection(&server).await, "COPY").await.unwrap().unwrap_err();
+    assert_eq!(broken.at, "stream COPY message 7", "{broken}");
+    // A purge (of a stream that allowed one) is caught too, and no writer starts a new chain after it.
+    let purged = copy_without(&server, "AUDIT", "PURGED", 0).await;
+    purged.purge().await.unwrap();
+    let broken = verify_stream(&connection(&server).await, "PURGED").await.unwrap().unwrap_err();
+    assert!(broken.why.contains("are gone"), "{broken}");
 
     // What cannot hold one chain is refused at bind, naming the key and what to do.
-    make_stream(&server, "WIDE", &["audit.>"]).await;
+    let err = StreamSink::bind(&connection(&server).await, "COPY").await.unwrap_err();
+    assert!(err.to_string().contains("must refuse deletes and purges"), "{err}");
+    make_stream(&server, "WIDE", &["audit.>"], true).await;
     let err = StreamSink::bind(&connection(&server).await, "WIDE").await.unwrap_err();
     assert!(err.to_string().contains("exactly one subject without wildcards"), "{err}");
     let err = StreamSink::bind(&connection(&server).await, "MISSING").await.unwrap_err();
@@ -61,7 +91,7 @@ async fn aud_5_two_writers_share_one_chain_in_the_stream_and_a_deleted_record_is
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn aud_1_a2a_calls_are_recorded_in_the_stream_with_the_calling_peer_and_cli_verifies_it() {
     let server = NatsServer::start();
-    make_stream(&server, "AUDIT", &["fisk.audit"]).await;
+    make_stream(&server, "AUDIT", &["fisk.audit"], true).await;
     let dir = tempfile::tempdir().unwrap();
     let app = common::fake_app(dir.path(), "mcp-app");
     let yaml = format!(
@@ -80,7 +110,14 @@ async fn aud_1_a2a_calls_are_recorded_in_the_stream_with_the_calling_peer_and_cl
     assert_eq!(reply["is_error"], true);
 
     let js = async_nats::jetstream::new(peer.clone());
-    let stream = js.get_stream("AUDIT").await.unwrap();
+    let mut stream = js.get_stream("AUDIT").await.unwrap();
+    // The refusal of an unknown tool is recorded off the intake loop: wait for it.
+    for _ in 0..200 {
+        if stream.info().await.unwrap().state.messages >= 6 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
     let mut all = Vec::new();
     for seq in 1..=6 {
         let message = stream.get_raw_message(seq).await.unwrap();
@@ -114,12 +151,14 @@ async fn aud_1_a2a_calls_are_recorded_in_the_stream_with_the_calling_peer_and_cl
     let out = verify(dir.path());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("6 record(s)"), "{}", String::from_utf8_lossy(&out.stdout));
-    stream.delete_message(2).await.unwrap();
-    let out = verify(dir.path());
+    // A guarded stream refuses the delete itself; a copy without message 2 is what deleting would leave.
+    assert!(stream.delete_message(2).await.is_err(), "deny_delete holds");
+    copy_without(&server, "AUDIT", "COPY", 2).await;
+    let out = common::example_cli(&["audit", "verify", "--stream", "COPY", "--config", "agent.yaml"], dir.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("stream AUDIT message 2"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stream COPY message 2"), "{stderr}");
 }

@@ -1,6 +1,6 @@
 //! The audit trail on the MCP surface (AUD-1, AUD-8): over HTTP with OAuth callers (real signed JWTs, the
 //! official rmcp client) each record names the token's subject and client, the session and the request; over stdio
-//! (`cli mcp --stdio`, a real child) a call stopped by `tool_timeout` is recorded as timed out.
+//! (`cli mcp --stdio`, a real child) the caller is the local user, and a call stopped by `tool_timeout` is recorded as timed out.
 #![cfg(feature = "mcp")]
 
 mod common;
@@ -105,6 +105,7 @@ async fn aud_1_stdio_records_a_call_stopped_by_tool_timeout_as_timed_out() {
     assert_eq!(hang, ["requested", "validated", "run", "timed_out"], "{all:#?}");
     let timed_out = all.iter().find(|r| r["event"] == "timed_out").unwrap();
     assert!(timed_out["reason"].as_str().unwrap().contains("did not finish within 1s"), "{timed_out}");
-    assert!(all.iter().all(|r| r["surface"] == "mcp" && r.get("caller").is_none()), "no token, no caller");
+    let user = fisk_ai::audit::local_user();
+    assert!(all.iter().all(|r| r["surface"] == "mcp" && r["caller"] == user.as_str()), "stdio: the local user");
     fisk_ai::audit::verify_file(&trail).unwrap();
 }

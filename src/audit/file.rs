@@ -273,7 +273,9 @@ fn recover_tail(file: &mut File) -> std::result::Result<(), String> {
         None if start == 0 => 0,
         None => return Err(format!("its last line is longer than {MAX_LINE} bytes")),
     };
-    file.set_len(keep).and_then(|()| file.sync_all()).map_err(|e| format!("cannot cut its incomplete last line: {e}"))?;
+    file.set_len(keep)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot cut its incomplete last line: {e}"))?;
     tracing::warn!(
         target: "fisk_ai::telemetry",
         "audit file: cut an incomplete last line of {} bytes (a write that never completed)",

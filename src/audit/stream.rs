@@ -15,10 +15,11 @@ use tokio::sync::Mutex;
 /// How often one record is re-linked after other writers won the race before the append gives up.
 const MAX_RACES: usize = 64;
 
-/// Records in a JetStream stream the operator made (never created here): one subject, no wildcards, file storage.
+/// Records in a JetStream stream the operator made (never created here): one subject without wildcards, deletes and
+/// purges denied, no limit that drops messages. Only the agents should be allowed to publish to its subject.
 ///
 /// ```text
-/// nats stream add AUDIT --subjects fisk.audit --storage file --retention limits --discard new --defaults
+/// nats stream add AUDIT --subjects fisk.audit --storage file --deny-delete --deny-purge --defaults
 /// ```
 pub struct StreamSink {
     name: String,
@@ -52,7 +53,7 @@ impl StreamSink {
                     key,
                     format!(
                         "audit stream {name} does not exist (context {}); create it with: nats stream add {name} \
-                         --subjects fisk.audit.{name} --storage file --retention limits --discard new --defaults",
+                         --subjects fisk.audit.{name} --storage file --deny-delete --deny-purge --defaults",
                         nats.context()
                     ),
                 )
@@ -61,6 +62,23 @@ impl StreamSink {
             }
         })?;
         let info = stream.info().await.map_err(|e| Error::nats(format!("cannot read audit stream {name}: {e}")))?;
+        // A stream that lets anyone delete or purge records, or that drops them by age or count, cannot keep a trail.
+        let c = &info.config;
+        if !c.deny_delete
+            || !c.deny_purge
+            || c.max_age != std::time::Duration::ZERO
+            || c.max_messages > 0
+            || c.max_bytes > 0
+        {
+            return Err(Error::config_key(
+                key,
+                format!(
+                    "audit stream {name} must refuse deletes and purges and keep every message (deny_delete, \
+                     deny_purge, no max_age, max_msgs or max_bytes); make it with: nats stream add {name} --subjects \
+                     fisk.audit.{name} --storage file --deny-delete --deny-purge --defaults"
+                ),
+            ));
+        }
         let subject = match info.config.subjects.as_slice() {
             [one] if !one.contains(['*', '>']) => one.clone(),
             other => {
@@ -82,6 +100,27 @@ impl StreamSink {
         &self.name
     }
 
+    /// Publish one message, sent again (the same bytes and message id, so the stream stores it once) when its
+    /// acknowledgement did not come in time.
+    async fn send(
+        &self,
+        headers: async_nats::HeaderMap,
+        payload: Bytes,
+    ) -> std::result::Result<jetstream::publish::PublishAck, jetstream::context::PublishError> {
+        let mut attempt = 0;
+        loop {
+            let sent = self.js.publish_with_headers(self.subject.clone(), headers.clone(), payload.clone()).await;
+            let acked = match sent {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            };
+            match acked {
+                Err(e) if matches!(e.kind(), PublishErrorKind::TimedOut) && attempt < 3 => attempt += 1,
+                other => return other,
+            }
+        }
+    }
+
     /// Publish one record linked to `state`, re-linking after another writer's record until it is stored.
     async fn publish(&self, state: &mut (Chain, u64), entry: &Entry) -> Result<()> {
         let fail = |why: String| Error::audit(format!("audit stream {}: {why}", self.name));
@@ -92,11 +131,7 @@ impl StreamSink {
             let mut headers = async_nats::HeaderMap::new();
             headers.insert("Nats-Expected-Last-Sequence", state.1.to_string().as_str());
             headers.insert("Nats-Msg-Id", ours.as_str());
-            let sent = self.js.publish_with_headers(self.subject.clone(), headers, Bytes::from(line)).await;
-            let acked = match sent {
-                Ok(ack) => ack.await,
-                Err(e) => Err(e),
-            };
+            let acked = self.send(headers, Bytes::from(line)).await;
             match acked {
                 Ok(ack) => {
                     *state = (chain, ack.sequence);
@@ -123,6 +158,9 @@ async fn last(stream: &Stream, name: &str) -> Result<(Chain, u64)> {
     let mut stream = stream.clone();
     let info = stream.info().await.map_err(|e| Error::nats(format!("cannot read audit stream {name}: {e}")))?;
     let seq = info.state.last_sequence;
+    if info.state.messages == 0 && seq > 0 {
+        return Err(Error::audit(format!("audit stream {name}: its {seq} record(s) are gone (purged)")));
+    }
     if info.state.messages == 0 {
         return Ok((Chain::genesis(), seq));
     }
@@ -168,8 +206,13 @@ pub async fn verify_stream(nats: &NatsConnection, name: &str) -> Result<std::res
         expected_seq: chain.next_seq(),
         why,
     };
-    if state.messages == 0 {
+    if state.messages == 0 && state.last_sequence == 0 {
         return Ok(Ok(Verified { records: 0, files: Vec::new(), head: chain.prev().to_owned() }));
+    }
+    // Records removed from the start (or all of them, by a purge) leave the stream's first sequence past 1.
+    if state.first_sequence != 1 || state.messages == 0 {
+        let why = format!("messages 1 to {} are gone (deleted or purged)", state.first_sequence.saturating_sub(1));
+        return Ok(Err(broken(1, &chain, why)));
     }
     for seq in state.first_sequence..=state.last_sequence {
         let message = match stream.get_raw_message(seq).await {

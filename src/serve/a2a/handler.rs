@@ -89,7 +89,9 @@ impl Shared {
                 let scope = AuditScope::new(trail, SurfaceKind::A2a).caller(Some(caller));
                 let scope = scope.request(Some(sanitize(&message.header.request, 128)));
                 let input = message.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
-                crate::audit::refused(Some(scope), &message.name, input.as_str(), &output).await;
+                let (name, reason) = (message.name.clone(), output.clone());
+                // Off the intake loop: a flood of unknown names must not stall every other request on the trail.
+                tokio::spawn(async move { crate::audit::refused(Some(scope), &name, input.as_str(), &reason).await });
             }
             respond(request, self.reply(&message.header, ToolReplyBody { is_error: true, output, exec: None })).await;
             return None;

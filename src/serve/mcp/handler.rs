@@ -451,14 +451,18 @@ impl Shared {
 pub(super) fn audit_scope(shared: &Shared, context: &RequestContext<RoleServer>) -> Option<AuditScope> {
     let trail = shared.audit.clone()?;
     let caller = caller_of(context);
-    let session = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.headers.get(super::http::SESSION_HEADER))
-        .and_then(|v| v.to_str().ok())
-        .map(|s| sanitize(s, 128));
+    let http = context.extensions.get::<axum::http::request::Parts>();
+    let session = http.and_then(|p| p.headers.get(super::http::SESSION_HEADER));
+    let session = session.and_then(|v| v.to_str().ok()).map(|s| sanitize(s, 128));
+    // Over stdio the client is whoever started this process: the local user. Over HTTP, the token's subject, or
+    // nobody (an unauthenticated client has no identity to record).
+    let subject = match (&caller, http) {
+        (Some(c), _) => c.subject().map(str::to_owned),
+        (None, None) => Some(crate::audit::local_user()),
+        (None, Some(_)) => None,
+    };
     let scope = AuditScope::new(trail, SurfaceKind::Mcp)
-        .caller(caller.as_ref().and_then(|c| c.subject()).map(str::to_owned))
+        .caller(subject)
         .client(caller.as_ref().and_then(|c| c.client_id()).map(str::to_owned))
         .session(session);
     Some(scope.request(Some(sanitize(&context.id.to_string(), 128))))
