@@ -111,7 +111,8 @@
 //! ```
 //!
 //! The README describes its flags, the checkpoint and resume workflow, and the MCP and NATS setups.
-#![forbid(unsafe_code)]
+// No unsafe code, with one reviewed exception: the post-fork hook that confines a child (sandbox/child.rs, SBX-5).
+#![deny(unsafe_code)]
 // Input from models, configs, CLIs and peers must never panic the library; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -149,6 +150,7 @@ pub mod nats;
 pub mod operator;
 pub mod policy;
 pub mod registry;
+pub mod sandbox;
 pub mod select;
 pub mod serve;
 pub mod session;

@@ -227,6 +227,14 @@ pub enum Warning {
         /// Why.
         error: String,
     },
+    /// SBX-6: `harness.sandbox.best_effort` is set and the kernel cannot enforce a setting, so children run
+    /// without it.
+    SandboxUnenforced {
+        /// The setting under `harness.sandbox` (`fs`, `network`, `limits.processes`, ...).
+        setting: String,
+        /// The missing kernel feature or privilege.
+        why: String,
+    },
 }
 
 impl Warning {
@@ -263,6 +271,7 @@ impl Warning {
             Warning::PinUnchecked { .. } => "pin_unchecked",
             Warning::AuditFailOpen { .. } => "audit_fail_open",
             Warning::AuditUnwritten { .. } => "audit_unwritten",
+            Warning::SandboxUnenforced { .. } => "sandbox_unenforced",
         }
     }
 }
@@ -386,6 +395,9 @@ impl fmt::Display for Warning {
             ),
             Warning::AuditUnwritten { tool, error } => {
                 write!(f, "the audit records of a call of \"{tool}\" were not written: {error}")
+            }
+            Warning::SandboxUnenforced { setting, why } => {
+                write!(f, "harness.sandbox.{setting} is not enforced (best_effort): {why}")
             }
         }
     }

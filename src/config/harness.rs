@@ -43,6 +43,12 @@ pub struct Harness {
     /// `harness.audit` (AUD-1..12): the hash-chained record of every decision point on every surface.
     #[serde(deserialize_with = "de::nullable")]
     pub audit: Audit,
+    /// `harness.sandbox` (SBX-1..): the confinement of every child.
+    #[serde(deserialize_with = "de::nullable")]
+    pub sandbox: super::sandbox::Sandbox,
+    /// `harness.env` (ENV-1..): what children inherit of the agent's environment.
+    #[serde(deserialize_with = "de::nullable")]
+    pub env: super::sandbox::Env,
 }
 
 /// `harness.audit`.

@@ -46,6 +46,7 @@ mod llm;
 mod locate;
 mod origin;
 mod pins;
+mod sandbox;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +69,10 @@ pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };
 pub use pins::PinMode;
+pub use sandbox::{
+    Env as EnvSettings, Fs as SandboxFs, InheritSetting, Limits as SandboxLimits, Network as NetworkSetting,
+    Sandbox as SandboxSettings,
+};
 pub use validate::check_http_url;
 #[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use validate::check_name as check_identity_name;
@@ -349,7 +354,7 @@ fn with_some_location(yaml: &str, err: Error) -> Error {
 /// agent and the MCP server call before anything starts) refuses them with their location rather than silently
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
 fn refuse_unbuilt(cfg: &Config) -> Result<()> {
-    let unbuilt: [(&str, bool, &str); 6] = [
+    let unbuilt: [(&str, bool, &str); 7] = [
         // Built with the `mcp` feature (source::mcp).
         (
             "mcp_servers",
@@ -383,6 +388,11 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             "harness.audit.stream",
             !cfg!(feature = "nats") && cfg.harness.audit.stream.is_some(),
             "this build has no `nats` feature, which writes the audit trail to a JetStream stream",
+        ),
+        (
+            "harness.sandbox.network",
+            cfg.harness.sandbox.network == sandbox::Network::Loopback,
+            "`loopback` is not built yet: a seccomp filter cannot read connect targets; use `none` or `any`",
         ),
     ];
     match unbuilt.into_iter().find(|(_, used, _)| *used) {

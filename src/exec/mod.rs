@@ -51,9 +51,10 @@ mod env;
 mod process;
 
 pub use descendants::CALL_MARKER;
+pub(crate) use env::ChildKind;
 #[cfg(feature = "nats")]
 pub use env::NATS_CREDENTIALS;
-pub use env::{ChildEnv, PROVIDER_CREDENTIALS};
+pub use env::{CORE_VARIABLES, ChildEnv, EnvPolicy, Inherit, PROVIDER_CREDENTIALS};
 #[doc(hidden)]
 pub use process::captured_output;
 pub(crate) use process::{Capture, RunError, into_text, run};

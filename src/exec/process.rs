@@ -5,8 +5,8 @@
 //! or drop; when the call ends, however it ends, every remaining descendant is killed too (EXEC-17). Captured
 //! output is bounded in memory whatever the child writes.
 
-use super::ChildEnv;
 use super::descendants::{Descendants, Marker};
+use super::{ChildEnv, ChildKind};
 use crate::tool::CallContext;
 use std::io;
 use std::path::Path;
@@ -41,6 +41,8 @@ pub(crate) struct Finished {
     pub(crate) output: Vec<u8>,
     pub(crate) truncated: bool,
     pub(crate) exit_code: i32,
+    /// The signal that ended the process, if one did.
+    pub(crate) signal: Option<i32>,
 }
 
 /// Why a process did not produce a result.
@@ -121,7 +123,7 @@ pub(crate) async fn run(
     program: &Path,
     args: &[String],
     env: &ChildEnv,
-    use_working_dir: bool,
+    kind: ChildKind,
     capture: Capture,
     ctx: &CallContext,
 ) -> Result<Finished, RunError> {
@@ -133,9 +135,10 @@ pub(crate) async fn run(
         .stdout(writer.try_clone().map_err(RunError::Spawn)?)
         .stderr(writer)
         .process_group(0)
-        .kill_on_drop(true)
-        .env("LLMFORMAT", "1");
-    env.apply(cmd.as_std_mut(), use_working_dir);
+        .kill_on_drop(true);
+    env.apply(cmd.as_std_mut(), program, kind).map_err(RunError::Spawn)?;
+    // After the policy, which may clear the environment.
+    cmd.env("LLMFORMAT", "1");
     let marker = Marker::prepare(cmd.as_std_mut());
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
     // The Command holds our copies of the pipe's write end; drop it or EOF never arrives.
@@ -205,11 +208,12 @@ pub(crate) async fn run(
     // The normal way out: the child exited and the output closed, so the sweep need not hold the result back.
     guard.end_soon();
     let exit_code = status.and_then(|s| s.code()).unwrap_or(-1);
+    let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
     let (output, truncated) = match capture {
         Capture::HeadTail => head_tail.finish(),
         Capture::Reject(_) => (all, false),
     };
-    Ok(Finished { output, truncated, exit_code })
+    Ok(Finished { output, truncated, exit_code, signal })
 }
 
 fn keep(capture: Capture, head_tail: &mut HeadTail, all: &mut Vec<u8>, data: &[u8]) -> Result<(), RunError> {

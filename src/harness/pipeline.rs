@@ -15,6 +15,7 @@
 use crate::config::Config;
 use crate::error::Result;
 use crate::exec::ChildEnv;
+use crate::sandbox::Confinement;
 use crate::select::{Selection, Toolset};
 use crate::source::fisk::FiskApp;
 use crate::source::pins::{PinMode, PinReport, PinStore};
@@ -99,6 +100,7 @@ pub(crate) async fn load(
     if let Some(dir) = checked_dir("tool working directory", inputs.working_dir)? {
         env = env.with_working_dir(dir);
     }
+    env = confine(config, env, warnings)?;
     let ctx = LoadContext::new(env);
     let mut pinning = Pinning::default();
     let store = pin_store(config, &inputs, &sources).await;
@@ -128,6 +130,29 @@ pub(crate) async fn load(
     // What failed before an `Abort` is reported with it, in order (IMPORT-7).
     joined(failed)?;
     Ok((Candidates { tools }, ctx.env().clone(), pinning))
+}
+
+/// The environment policy (ENV-1) and the confinement (SBX-1) of every child, from `harness.env` and
+/// `harness.sandbox`; a setting the kernel cannot enforce fails here (SBX-6), or is a warning under `best_effort`.
+fn confine(config: &Config, env: ChildEnv, warnings: &mut Vec<Warning>) -> Result<ChildEnv> {
+    let harness = &config.harness;
+    let env = if harness.env.is_set() {
+        env.with_env_policy(&harness.env.policy()).map_err(|e| config.locate(e))?
+    } else {
+        env
+    };
+    if !harness.sandbox.is_enabled() {
+        return Ok(env);
+    }
+    let base = config.file().and_then(std::path::Path::parent);
+    let confinement = Confinement::new(harness.sandbox.profile(base)).map_err(|e| config.locate(e))?;
+    warnings.extend(
+        confinement
+            .unenforced()
+            .iter()
+            .map(|u| Warning::SandboxUnenforced { setting: u.setting.clone(), why: u.why.clone() }),
+    );
+    Ok(env.with_confinement(Arc::new(confinement)))
 }
 
 /// The pin store, when a source is pinned: the host's, else the default one opened now (its failure is each

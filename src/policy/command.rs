@@ -2,7 +2,7 @@
 //! decision on stdout, within a bounded time. Anything but a well-formed decision in time is a denial.
 
 use super::{PolicyCall, PolicyHook, Verdict};
-use crate::exec::ChildEnv;
+use crate::exec::{ChildEnv, ChildKind};
 use crate::tool::ToolOutput;
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -107,7 +107,7 @@ impl CommandPolicy {
             .stderr(Stdio::null())
             .process_group(0)
             .kill_on_drop(true);
-        self.env.apply(cmd.as_std_mut(), false);
+        self.env.apply(cmd.as_std_mut(), &self.program, ChildKind::Hook).map_err(|e| format!("cannot start: {e}"))?;
         let mut child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
         let body = serde_json::to_vec(request).map_err(|e| e.to_string())?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());

@@ -201,7 +201,9 @@ impl LoadContext {
         let program = program.as_ref();
         let ctx = crate::tool::CallContext::new().with_timeout(timeout);
         let shown = program.display();
-        match crate::exec::run(program, args, &self.env, false, Capture::HeadTail, &ctx).await {
+        match crate::exec::run(program, args, &self.env, crate::exec::ChildKind::Introspection, Capture::HeadTail, &ctx)
+            .await
+        {
             Ok(done) => Ok(ProcessOutput {
                 exit_code: done.exit_code,
                 output: crate::exec::into_text(done.output),

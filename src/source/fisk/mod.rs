@@ -26,7 +26,7 @@ pub use model::{AppModel, ArgModel, CmdModel, FlagModel};
 use super::{Loaded, ToolSource};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::exec::{self as process, Capture, ChildEnv, RunError};
+use crate::exec::{self as process, Capture, ChildEnv, ChildKind, RunError};
 use crate::tool::{
     Argv, CallContext, ExecReport, InputError, MakeSchema, Prepared, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec,
 };
@@ -159,7 +159,7 @@ impl FiskApp {
         let args = ["--fisk-introspect".to_owned()];
         let cap = Capture::Reject(INTROSPECTION_LIMIT);
         let ctx = CallContext::new().with_timeout(self.introspect_timeout);
-        let done = process::run(&self.binary, &args, &self.env, false, cap, &ctx).await;
+        let done = process::run(&self.binary, &args, &self.env, ChildKind::Introspection, cap, &ctx).await;
         let done = done.map_err(|e| match e {
             RunError::Spawn(e) => {
                 Error::introspection(format!("cannot run {bin} --fisk-introspect: {e}{}", self.path_hint(&e)))
@@ -430,12 +430,22 @@ impl Tool for CommandTool {
             },
         };
         let command = argv.join(" ");
-        let ran =
-            process::run(&self.command.app.binary, &argv[..], &self.command.app.env, true, Capture::HeadTail, ctx)
-                .await;
+        let ran = process::run(
+            &self.command.app.binary,
+            &argv[..],
+            &self.command.app.env,
+            ChildKind::Tool,
+            Capture::HeadTail,
+            ctx,
+        )
+        .await;
         match ran {
             Ok(done) => {
-                let output = process::into_text(done.output);
+                let mut output = process::into_text(done.output);
+                // SBX-4: a child ended by a limit says which one.
+                if let Some(note) = done.signal.and_then(|s| self.command.app.env.confinement()?.explain_signal(s)) {
+                    output.push_str(&note);
+                }
                 let report = ExecReport { command, exit_code: done.exit_code, truncated: done.truncated };
                 ToolOutput::exec(report, output)
             }

@@ -5,7 +5,8 @@
 use super::connection::source_error;
 use super::lines::BoundedLines;
 use crate::error::Result;
-use crate::exec::{ChildEnv, Descendants, Marker};
+use crate::exec::{ChildEnv, ChildKind, Descendants, Marker};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use tokio::io::AsyncReadExt;
@@ -42,7 +43,8 @@ pub(crate) fn spawn(
         .process_group(0)
         .kill_on_drop(true);
     // MCPI-3: the scrubbed environment, in the process working directory (not the tools' one), no LLMFORMAT.
-    env.apply(cmd.as_std_mut(), false);
+    env.apply(cmd.as_std_mut(), Path::new(program), ChildKind::Server)
+        .map_err(|e| source_error(server, format!("cannot confine {program}: {e}")).with_source(e))?;
     cmd.env_remove("LLMFORMAT");
     let marker = Marker::prepare(cmd.as_std_mut());
     let mut child =

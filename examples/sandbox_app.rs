@@ -1,0 +1,119 @@
+//! A fisk-compatible application whose commands try to escape a sandbox, for tests/sandbox.rs (SBX-1..6).
+//!
+//! Each command takes one positional `target` and prints what happened: `ok ...` when the attempt succeeded,
+//! `denied ...` with the error when it did not (exit 1). Nothing here interprets its input as shell code.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
+
+const COMMANDS: &[(&str, &str)] = &[
+    ("read", "Read the file at target"),
+    ("write", "Write a line to the file at target"),
+    ("exec", "Run the program at target and print its output"),
+    ("tcp", "Connect over TCP to the address target"),
+    ("udp", "Send a UDP datagram to the address target"),
+    ("unix", "Connect to the Unix socket at target"),
+    ("hog", "Allocate and touch target MiB of memory"),
+    ("spin", "Spin on the CPU for target seconds"),
+    ("big", "Write target MiB to the file target.out"),
+    ("files", "Open /dev/null target times"),
+    ("env", "Print the environment (target is ignored)"),
+];
+
+fn introspection() -> String {
+    let commands: Vec<String> = COMMANDS
+        .iter()
+        .map(|(name, help)| {
+            format!(
+                r#"{{"name":"{name}","help":"{help}","args":[{{"name":"target","help":"What to try","required":true}}],"restricted_schema":{{"type":"object","additionalProperties":false,"required":["target"],"properties":{{"target":{{"type":"string","description":"What to try"}}}}}}}}"#
+            )
+        })
+        .collect();
+    format!(r#"{{"name":"sandbox-app","help":"Tries to escape","commands":[{}]}}"#, commands.join(","))
+}
+
+fn attempt(command: &str, target: &str) -> Result<String, String> {
+    let err = |e: std::io::Error| e.to_string();
+    match command {
+        "read" => std::fs::read_to_string(target).map_err(err),
+        "write" => std::fs::write(target, "escaped\n").map(|()| format!("wrote {target}")).map_err(err),
+        "exec" => {
+            let out = std::process::Command::new(target).output().map_err(err)?;
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        }
+        "tcp" => {
+            let addr: SocketAddr = target.parse().map_err(|e| format!("{e}"))?;
+            TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+                .map(|_| format!("connected to {addr}"))
+                .map_err(err)
+        }
+        "udp" => {
+            let socket = UdpSocket::bind("0.0.0.0:0").map_err(err)?;
+            socket.send_to(b"escaped", target).map(|n| format!("sent {n} bytes")).map_err(err)
+        }
+        "unix" => {
+            std::os::unix::net::UnixStream::connect(target).map(|_| format!("connected to {target}")).map_err(err)
+        }
+        "hog" => {
+            let mib: usize = target.parse().map_err(|e| format!("{e}"))?;
+            let mut kept = Vec::new();
+            for _ in 0..mib {
+                let mut chunk = Vec::new();
+                chunk.try_reserve_exact(1 << 20).map_err(|e| format!("allocation failed: {e}"))?;
+                chunk.resize(1 << 20, 1u8);
+                kept.push(chunk);
+            }
+            Ok(format!("held {} MiB", kept.len()))
+        }
+        "spin" => {
+            let secs: u64 = target.parse().map_err(|e| format!("{e}"))?;
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while start.elapsed() < Duration::from_secs(secs) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            Ok(format!("spun {x}"))
+        }
+        "big" => {
+            let mib: usize = target.parse().map_err(|e| format!("{e}"))?;
+            let mut file = std::fs::File::create(format!("{target}.out")).map_err(err)?;
+            let chunk = vec![b'x'; 1 << 20];
+            for _ in 0..mib {
+                file.write_all(&chunk).map_err(err)?;
+            }
+            Ok(format!("wrote {mib} MiB"))
+        }
+        "files" => {
+            let n: usize = target.parse().map_err(|e| format!("{e}"))?;
+            let mut open = Vec::new();
+            for _ in 0..n {
+                open.push(std::fs::File::open("/dev/null").map_err(err)?);
+            }
+            Ok(format!("opened {}", open.len()))
+        }
+        "env" => {
+            Ok(std::env::vars_os().map(|(k, v)| format!("\n{}={}", k.to_string_lossy(), v.to_string_lossy())).collect())
+        }
+        other => Err(format!("unknown command {other}")),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--fisk-introspect") {
+        println!("{}", introspection());
+        return;
+    }
+    let (Some(command), Some(target)) = (args.first(), args.last()) else {
+        eprintln!("usage: sandbox_app COMMAND [--] TARGET");
+        std::process::exit(2);
+    };
+    match attempt(command, target) {
+        Ok(text) => println!("ok {text}"),
+        Err(e) => {
+            println!("denied {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The one place the crate runs code between `fork` and `exec` (SBX-5), and its one `unsafe` block.
+//!
+//! Everything the child installs is prepared in the parent, before the fork: the limit values, the Landlock ruleset
+//! (its own file descriptor, duplicated for this child) and the compiled seccomp filter. The hook only makes system
+//! calls through wrappers that neither allocate nor take locks (checked in nix 0.31's `setrlimit` and `prctl`,
+//! landlock 0.4.8's `RulesetCreated::restrict_self` and seccompiler 0.5.0's `apply_filter`; their errors are
+//! `errno` values, built without allocating), so it is async-signal-safe in a child forked from a multi-threaded
+//! process. No maintained crate installs Landlock and seccomp in another process's child without such a hook.
+#![allow(unsafe_code)]
+
+use landlock::RulesetCreated;
+use nix::sys::resource::{Resource, setrlimit};
+use seccompiler::BpfProgram;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::sync::Arc;
+
+/// What one child installs.
+pub(crate) struct Armed {
+    /// `(resource, soft, hard)`, set first, while the child may still lower its own limits.
+    pub(crate) limits: Arc<[(Resource, u64, u64)]>,
+    /// This child's copy of the ruleset.
+    pub(crate) ruleset: Option<RulesetCreated>,
+    /// The filter, installed last: after it nothing else needs a denied call.
+    pub(crate) filter: Option<Arc<BpfProgram>>,
+}
+
+/// Arm `cmd`: its child installs `armed` right before `exec`. A failure there fails the spawn with the `errno`.
+pub(crate) fn arm(cmd: &mut std::process::Command, armed: Armed) {
+    let mut armed = armed;
+    // SAFETY: the closure runs in the forked child, before exec, where only async-signal-safe work is sound. It
+    // reads memory prepared before the fork and makes system calls through the allocation-free, lock-free wrappers
+    // named in the module docs; `Option::take` moves the ruleset out of the child's own copy of the closure.
+    unsafe {
+        cmd.pre_exec(move || install(&mut armed));
+    }
+}
+
+fn install(armed: &mut Armed) -> io::Result<()> {
+    for &(resource, soft, hard) in armed.limits.iter() {
+        setrlimit(resource, soft, hard).map_err(errno)?;
+    }
+    nix::sys::prctl::set_no_new_privs().map_err(errno)?;
+    if let Some(ruleset) = armed.ruleset.take() {
+        // `restrict_self` reports failure as a value; the errno is still the failing call's.
+        if ruleset.restrict_self().is_err() {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    if let Some(filter) = &armed.filter
+        && seccompiler::apply_filter(filter).is_err()
+    {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn errno(e: nix::errno::Errno) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}

@@ -1,0 +1,288 @@
+//! Confining the processes this crate starts (SBX-1..): what a child may read, write and execute, whether it may
+//! open sockets, and how much it may consume.
+//!
+//! A [`Sandbox`] is the operator's profile (`harness.sandbox`). [`Confinement::new`] checks it against the running
+//! kernel once, when the harness is built, and fails closed: a setting the kernel cannot enforce is an error naming
+//! the setting and the missing feature, unless [`Sandbox::best_effort`] is set, in which case each unenforced part
+//! is listed by [`Confinement::unenforced`] (and becomes a warning). A [`ChildEnv`](crate::exec::ChildEnv) carrying
+//! the confinement applies it to every child it starts: command tools, stdio MCP servers, and introspection (with
+//! the read-only form of the profile, whose writable paths become readable only).
+//!
+//! # The layers, and what each stops
+//!
+//! - **Landlock** (`fs`): the child may read only beneath the `read` paths, write only beneath the `write` paths,
+//!   and execute only what is beneath the `exec` paths. The application's own binary, its ELF interpreter (or a
+//!   script's `#!` interpreter), the shared-library directories, `/etc/ld.so.cache` and `/dev/null` are added
+//!   automatically ([`Confinement::automatic`] lists them). Landlock follows the final file, so a symlink out of
+//!   a writable directory does not widen it. It does not stop reads and writes through file descriptors the child
+//!   inherits (it inherits only `/dev/null` and its output pipe), nor `connect` to a Unix socket by path before
+//!   ABI 9.
+//! - **seccomp** (`network: none`): every `socket(2)` call fails with `EACCES`, whatever its family, so no TCP, UDP,
+//!   raw, netlink or Unix socket can be made; `socketpair(2)` stays, since it reaches nothing outside the child's
+//!   own processes. `io_uring_setup` is refused too (io_uring can create and connect sockets without `socket(2)`),
+//!   and on x86-64 so is every x32 system call (numbers at or above `0x4000_0000`, which would otherwise bypass a
+//!   filter written for x86-64 numbers); a system call of another architecture kills the process. A filter on
+//!   families was chosen over a fresh network namespace because it needs no privilege (a namespace needs
+//!   `CAP_SYS_ADMIN` or a user namespace, whose uid mapping must be written by the parent after the fork) and
+//!   costs nothing per call. `network: loopback` needs the connect target, which a seccomp filter cannot read (it
+//!   is behind a pointer), so it is refused until it is built on a network namespace.
+//! - **Resource limits** (`limits`): `memory` is the address space (`RLIMIT_AS`), `cpu` the CPU seconds
+//!   (`RLIMIT_CPU`: `SIGXCPU` at the limit, `SIGKILL` a second later), `files` the open descriptors
+//!   (`RLIMIT_NOFILE`), `file_size` the largest file it may write (`RLIMIT_FSIZE`), `processes` the processes of the
+//!   agent's user (`RLIMIT_NPROC`). Each limit is a hard limit the child cannot raise, except as root, where
+//!   `CAP_SYS_RESOURCE` lets it, and where `RLIMIT_NPROC` does not bind at all: so as root, `processes` is refused
+//!   (per-call cgroups, which would enforce it, are not built yet).
+//! - **`no_new_privs`** is set whenever any setting is on, so a setuid or file-capability binary runs without the
+//!   rights it would otherwise gain.
+//!
+//! Everything is prepared in the agent before the child is forked (the Landlock ruleset, the filter, the limit
+//! values); the child only installs it, between `fork` and `exec`, with no shell. That hook is the crate's one
+//! `unsafe` block (see the `child` module).
+//!
+//! ```
+//! use fisk_ai::sandbox::{Limits, Network, Sandbox};
+//!
+//! let profile = Sandbox::new()
+//!     .read("/etc/ssl")
+//!     .write("/var/lib/app/out")
+//!     .network(Network::None)
+//!     .limits(Limits::new().cpu_seconds(30).files(256));
+//! assert!(profile.is_enabled());
+//! ```
+
+#[cfg(target_os = "linux")]
+mod child;
+mod confinement;
+#[cfg(target_os = "linux")]
+mod elf;
+#[cfg(target_os = "linux")]
+mod filter;
+#[cfg(target_os = "linux")]
+mod kernel;
+#[cfg(target_os = "linux")]
+mod rules;
+
+pub use confinement::{Automatic, Confinement, Unenforced};
+
+use std::path::{Path, PathBuf};
+
+/// What a confined child may do on the network (`harness.sandbox.network`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Network {
+    /// `any`: no network confinement (the default; today's behaviour).
+    #[default]
+    Any,
+    /// `loopback`: only loopback addresses. Not built yet: [`Confinement::new`] refuses it.
+    Loopback,
+    /// `none`: no socket at all (a seccomp filter; `socketpair` stays).
+    None,
+}
+
+impl Network {
+    /// The configuration spelling: `any`, `loopback` or `none`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Any => "any",
+            Network::Loopback => "loopback",
+            Network::None => "none",
+        }
+    }
+}
+
+/// Resource limits of a confined child (`harness.sandbox.limits`). Unset means unlimited (inherited).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Limits {
+    /// `memory`: address space in bytes.
+    pub memory: Option<u64>,
+    /// `cpu`: CPU time in seconds.
+    pub cpu: Option<u64>,
+    /// `files`: open file descriptors.
+    pub files: Option<u64>,
+    /// `processes`: processes of the agent's user.
+    pub processes: Option<u64>,
+    /// `file_size`: the largest file the child may write, in bytes.
+    pub file_size: Option<u64>,
+}
+
+impl Limits {
+    /// No limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Limit the address space to `bytes`.
+    #[must_use]
+    pub fn memory(mut self, bytes: u64) -> Self {
+        self.memory = Some(bytes);
+        self
+    }
+
+    /// Limit CPU time to `seconds`.
+    #[must_use]
+    pub fn cpu_seconds(mut self, seconds: u64) -> Self {
+        self.cpu = Some(seconds);
+        self
+    }
+
+    /// Limit open file descriptors to `n`.
+    #[must_use]
+    pub fn files(mut self, n: u64) -> Self {
+        self.files = Some(n);
+        self
+    }
+
+    /// Limit the processes of the agent's user to `n` (refused as root: see the module docs).
+    #[must_use]
+    pub fn processes(mut self, n: u64) -> Self {
+        self.processes = Some(n);
+        self
+    }
+
+    /// Limit the size of any file the child writes to `bytes`.
+    #[must_use]
+    pub fn file_size(mut self, bytes: u64) -> Self {
+        self.file_size = Some(bytes);
+        self
+    }
+
+    /// Whether any limit is set.
+    pub fn is_set(&self) -> bool {
+        self.memory.is_some()
+            || self.cpu.is_some()
+            || self.files.is_some()
+            || self.processes.is_some()
+            || self.file_size.is_some()
+    }
+}
+
+/// An operator's confinement profile (`harness.sandbox`): built by value, checked by [`Confinement::new`].
+///
+/// Paths are taken as given (the configuration resolves relative ones against its own directory); each must exist
+/// when the confinement is built.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+    exec: Vec<PathBuf>,
+    network: Network,
+    limits: Limits,
+    best_effort: bool,
+    landlock_abi: Option<u8>,
+}
+
+impl Sandbox {
+    /// A profile that confines nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Allow reading files and listing directories beneath `path`.
+    #[must_use]
+    pub fn read(mut self, path: impl Into<PathBuf>) -> Self {
+        self.read.push(path.into());
+        self
+    }
+
+    /// Allow reading and writing (creating, removing, truncating) beneath `path`.
+    #[must_use]
+    pub fn write(mut self, path: impl Into<PathBuf>) -> Self {
+        self.write.push(path.into());
+        self
+    }
+
+    /// Allow executing (and reading) what is beneath `path`.
+    #[must_use]
+    pub fn exec(mut self, path: impl Into<PathBuf>) -> Self {
+        self.exec.push(path.into());
+        self
+    }
+
+    /// Confine the network.
+    #[must_use]
+    pub fn network(mut self, network: Network) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Set resource limits.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Enforce what the kernel can and report the rest ([`Confinement::unenforced`]) instead of failing.
+    #[must_use]
+    pub fn best_effort(mut self, yes: bool) -> Self {
+        self.best_effort = yes;
+        self
+    }
+
+    /// Require at least this Landlock ABI. By default the profile requires what its rules need: ABI 3 for any `fs`
+    /// rule (the first that controls truncation).
+    #[must_use]
+    pub fn landlock_abi(mut self, abi: u8) -> Self {
+        self.landlock_abi = Some(abi);
+        self
+    }
+
+    /// Whether any setting is on (any path, a network other than `any`, any limit, or a required ABI).
+    pub fn is_enabled(&self) -> bool {
+        self.has_fs() || self.network != Network::Any || self.limits.is_set() || self.landlock_abi.is_some()
+    }
+
+    /// Whether any `fs` path is listed.
+    pub fn has_fs(&self) -> bool {
+        !(self.read.is_empty() && self.write.is_empty() && self.exec.is_empty())
+    }
+
+    /// The readable paths.
+    pub fn read_paths(&self) -> &[PathBuf] {
+        &self.read
+    }
+
+    /// The writable paths.
+    pub fn write_paths(&self) -> &[PathBuf] {
+        &self.write
+    }
+
+    /// The executable paths.
+    pub fn exec_paths(&self) -> &[PathBuf] {
+        &self.exec
+    }
+
+    /// The network setting.
+    pub fn network_setting(&self) -> Network {
+        self.network
+    }
+
+    /// The limits.
+    pub fn limit_settings(&self) -> Limits {
+        self.limits
+    }
+
+    /// Whether unenforceable settings are warnings rather than errors.
+    pub fn is_best_effort(&self) -> bool {
+        self.best_effort
+    }
+
+    /// The Landlock ABI the profile requires: the configured one, else 3 with any `fs` rule, else none.
+    pub fn required_abi(&self) -> Option<u8> {
+        self.landlock_abi.or(self.has_fs().then_some(3))
+    }
+
+    /// The read-only form (introspection's): writable paths become readable only.
+    #[must_use]
+    pub fn read_only(&self) -> Sandbox {
+        let mut p = self.clone();
+        p.read.append(&mut p.write);
+        p
+    }
+
+    /// Whether `path` is listed in any `fs` set (for callers checking their own automatic paths).
+    pub fn lists(&self, path: &Path) -> bool {
+        self.read.iter().chain(&self.write).chain(&self.exec).any(|p| p == path)
+    }
+}

@@ -1,0 +1,237 @@
+//! Confining tool processes (SBX-1..6) against the real kernel: Landlock, seccomp, rlimits and no_new_privs,
+//! with examples/sandbox_app.rs, whose commands try to escape, as the confined application.
+//!
+//! The tests that need the kernel features are `#[ignore = "needs ..."]` (a plain machine may lack Landlock);
+//! .ci/run runs them.
+
+mod common;
+
+use common::*;
+use fisk_ai::exec::ChildEnv;
+use fisk_ai::sandbox::{Confinement, Limits, Network, Sandbox};
+use fisk_ai::source::fisk::FiskApp;
+use fisk_ai::tool::{CallContext, Tool};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The sandbox_app's tools, confined by `profile`, run in `workdir`.
+async fn confined(profile: Sandbox, workdir: &Path) -> HashMap<String, Arc<dyn Tool>> {
+    let confinement = Confinement::new(profile).expect("the profile is enforceable here");
+    let env = ChildEnv::new().with_confinement(Arc::new(confinement)).with_working_dir(workdir);
+    tools(env).await
+}
+
+async fn tools(env: ChildEnv) -> HashMap<String, Arc<dyn Tool>> {
+    // Introspection runs confined too (the read-only form of the profile).
+    let loaded = FiskApp::new(example("sandbox_app")).with_env(env).load().await.expect("introspection");
+    loaded.tools.into_iter().map(|t| (t.spec().name().to_owned(), t)).collect()
+}
+
+/// Runs `command` on `target`; its exit code and output.
+async fn attempt(tools: &HashMap<String, Arc<dyn Tool>>, command: &str, target: &str) -> (i32, String) {
+    let tool = tools.get(command).unwrap_or_else(|| panic!("no tool {command}: {:?}", tools.keys()));
+    let input = serde_json::json!({ "target": target }).to_string();
+    let ctx = CallContext::new().with_timeout(Duration::from_secs(60));
+    let out = tool.call(&raw(&input), &ctx).await;
+    let report = out.exec_report().unwrap_or_else(|| panic!("{command} did not run: {}", out.content()));
+    (report.exit_code, out.exec_output().unwrap_or_default().to_owned())
+}
+
+fn path(p: &Path) -> String {
+    p.to_str().unwrap().to_owned()
+}
+
+/// A work directory (writable by the profile) and an outside directory (listed nowhere).
+fn dirs() -> (PathBuf, PathBuf) {
+    (fresh_dir("sbx-work"), fresh_dir("sbx-outside"))
+}
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_1_reads_only_beneath_the_readable_paths() {
+    let (work, outside) = dirs();
+    let readable = fresh_dir("sbx-readable");
+    std::fs::write(readable.join("ok.txt"), "visible").unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+    let tools = confined(Sandbox::new().read(&readable).write(&work), &work).await;
+
+    let (code, out) = attempt(&tools, "read", &path(&readable.join("ok.txt"))).await;
+    assert_eq!((code, out.trim()), (0, "ok visible"));
+    let (code, out) = attempt(&tools, "read", &path(&outside.join("secret.txt"))).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("denied") && out.contains("Permission denied") && !out.contains("secret"), "{out}");
+}
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_1_writes_only_beneath_the_writable_paths_and_never_through_a_symlink_out() {
+    let (work, outside) = dirs();
+    let readable = fresh_dir("sbx-readable");
+    std::fs::write(outside.join("target.txt"), "untouched").unwrap();
+    std::os::unix::fs::symlink(outside.join("target.txt"), work.join("link")).unwrap();
+    let tools = confined(Sandbox::new().read(&readable).write(&work), &work).await;
+
+    let (code, out) = attempt(&tools, "write", &path(&work.join("new.txt"))).await;
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(std::fs::read_to_string(work.join("new.txt")).unwrap(), "escaped\n");
+
+    for target in [readable.join("new.txt"), outside.join("new.txt"), work.join("link")] {
+        let (code, out) = attempt(&tools, "write", &path(&target)).await;
+        assert_eq!(code, 1, "{}: {out}", target.display());
+        assert!(out.contains("Permission denied"), "{}: {out}", target.display());
+    }
+    assert!(!readable.join("new.txt").exists() && !outside.join("new.txt").exists());
+    assert_eq!(std::fs::read_to_string(outside.join("target.txt")).unwrap(), "untouched");
+}
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_1_executes_only_beneath_the_executable_paths() {
+    let (work, outside) = dirs();
+    let bin = fresh_dir("sbx-bin");
+    let program = which("true");
+    std::fs::copy(&program, bin.join("allowed")).unwrap();
+    std::fs::copy(&program, outside.join("forbidden")).unwrap();
+    // The outside copy is readable, so only the exec right is missing.
+    let tools = confined(Sandbox::new().exec(&bin).read(&outside).write(&work), &work).await;
+
+    let (code, out) = attempt(&tools, "exec", &path(&bin.join("allowed"))).await;
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = attempt(&tools, "exec", &path(&outside.join("forbidden"))).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+}
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_3_network_none_refuses_tcp_udp_and_unix_sockets() {
+    let (work, _) = dirs();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = listener.local_addr().unwrap().to_string();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_addr = udp.local_addr().unwrap().to_string();
+    let socket = work.join("s.sock");
+    let _unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+
+    // The control: the same attempts succeed without the network setting.
+    let open = confined(Sandbox::new().write(&work), &work).await;
+    for (command, target) in [("tcp", &tcp), ("udp", &udp_addr), ("unix", &path(&socket))] {
+        let (code, out) = attempt(&open, command, target).await;
+        assert_eq!(code, 0, "{command} without network none: {out}");
+    }
+
+    let closed = confined(Sandbox::new().write(&work).network(Network::None), &work).await;
+    for (command, target) in [("tcp", &tcp), ("udp", &udp_addr), ("unix", &path(&socket))] {
+        let (code, out) = attempt(&closed, command, target).await;
+        assert_eq!(code, 1, "{command} under network none: {out}");
+        assert!(out.contains("Permission denied"), "{command}: {out}");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_3_network_none_alone_needs_no_landlock() {
+    let (work, _) = dirs();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tools = confined(Sandbox::new().network(Network::None), &work).await;
+    let (code, out) = attempt(&tools, "tcp", &listener.local_addr().unwrap().to_string()).await;
+    assert_eq!(code, 1, "{out}");
+    // Without fs rules everything else stays reachable.
+    let (code, out) = attempt(&tools, "read", "/etc/hostname").await;
+    assert_eq!(code, 0, "{out}");
+}
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_4_limits_stop_a_cpu_spinner_a_memory_hog_a_big_file_and_a_descriptor_leak() {
+    let (work, _) = dirs();
+    let limits = Limits::new().cpu_seconds(1).memory(256 << 20).file_size(1 << 20).files(64);
+    let tools = confined(Sandbox::new().write(&work).limits(limits), &work).await;
+
+    let (code, out) = attempt(&tools, "spin", "120").await;
+    assert_eq!(code, -1, "{out}");
+    assert!(out.contains("stopped at its CPU limit (1s, limits.cpu)"), "{out}");
+
+    let (code, out) = attempt(&tools, "hog", "1024").await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("allocation failed"), "{out}");
+    let (code, out) = attempt(&tools, "hog", "16").await;
+    assert_eq!(code, 0, "a small allocation still works: {out}");
+
+    let (code, out) = attempt(&tools, "big", "4").await;
+    assert_eq!(code, -1, "{out}");
+    assert!(out.contains("stopped at its file size limit (1048576 bytes, limits.file_size)"), "{out}");
+    assert_eq!(std::fs::metadata(work.join("4.out")).unwrap().len(), 1 << 20);
+
+    let (code, out) = attempt(&tools, "files", "200").await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Too many open files"), "{out}");
+}
+
+#[tokio::test]
+#[ignore = "needs root, which makes a setuid binary of another user"]
+async fn sbx_5_no_new_privs_keeps_a_setuid_binary_from_changing_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let (work, _) = dirs();
+    let bin = fresh_dir("sbx-setuid");
+    let id = bin.join("id");
+    std::fs::copy(which("id"), &id).unwrap();
+    std::os::unix::fs::chown(&id, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o4755)).unwrap();
+
+    // The control: unconfined, the setuid bit takes effect.
+    let (code, out) = attempt(&tools(ChildEnv::new().with_working_dir(&work)).await, "exec", &path(&id)).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("euid=65534"), "the setuid copy must work unconfined: {out}");
+
+    // Any setting turns on no_new_privs: here only a limit.
+    let tools = confined(Sandbox::new().limits(Limits::new().files(256)), &work).await;
+    let (code, out) = attempt(&tools, "exec", &path(&id)).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("euid=65534") && out.contains("uid=0("), "{out}");
+}
+
+#[test]
+#[ignore = "needs root, where RLIMIT_NPROC does not bind"]
+fn sbx_4_a_process_limit_is_refused_as_root_until_cgroups_enforce_it() {
+    let err = Confinement::new(Sandbox::new().limits(Limits::new().processes(16))).unwrap_err();
+    assert_eq!(err.key(), Some("harness.sandbox.limits.processes"));
+    assert!(err.to_string().contains("root") && err.to_string().contains("RLIMIT_NPROC"), "{err}");
+    let kept = Confinement::new(Sandbox::new().limits(Limits::new().processes(16)).best_effort(true)).unwrap();
+    assert_eq!(kept.unenforced()[0].setting, "limits.processes");
+}
+
+#[test]
+fn sbx_6_a_landlock_abi_above_the_kernels_fails_the_build_unless_best_effort() {
+    let readable = fresh_dir("sbx-readable");
+    let detected = Confinement::new(Sandbox::new().read(&readable).best_effort(true)).unwrap().landlock_abi();
+    let above = detected + 1;
+    let err = Confinement::new(Sandbox::new().read(&readable).landlock_abi(above)).unwrap_err();
+    assert_eq!(err.key(), Some("harness.sandbox.landlock_abi"));
+    let message = err.to_string();
+    assert!(message.contains(&format!("needs Landlock ABI {above}, and this kernel's is {detected}")), "{message}");
+
+    let kept = Confinement::new(Sandbox::new().read(&readable).landlock_abi(above).best_effort(true)).unwrap();
+    let parts: Vec<String> = kept.unenforced().iter().map(ToString::to_string).collect();
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    assert!(parts[0].starts_with("harness.sandbox.landlock_abi is not enforced"), "{parts:?}");
+}
+
+#[test]
+fn sbx_6_a_missing_path_and_loopback_are_refused_naming_the_setting() {
+    let err = Confinement::new(Sandbox::new().read("/no/such/dir").best_effort(true)).unwrap_err();
+    assert_eq!(err.key(), Some("harness.sandbox.fs.read"));
+    assert!(err.to_string().contains("/no/such/dir"), "{err}");
+    let err = Confinement::new(Sandbox::new().network(Network::Loopback)).unwrap_err();
+    assert_eq!(err.key(), Some("harness.sandbox.network"));
+}
+
+/// `name` on PATH.
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH"))
+}
