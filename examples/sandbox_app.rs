@@ -7,26 +7,32 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;
 
-const COMMANDS: &[(&str, &str)] = &[
-    ("read", "Read the file at target"),
-    ("write", "Write a line to the file at target"),
-    ("exec", "Run the program at target and print its output"),
-    ("tcp", "Connect over TCP to the address target"),
-    ("udp", "Send a UDP datagram to the address target"),
-    ("unix", "Connect to the Unix socket at target"),
-    ("hog", "Allocate and touch target MiB of memory"),
-    ("spin", "Spin on the CPU for target seconds"),
-    ("big", "Write target MiB to the file target.out"),
-    ("files", "Open /dev/null target times"),
-    ("env", "Print the environment (target is ignored)"),
+/// Name, help, tags. A name with a suffix (`write_ro`) acts as its prefix (`write`) under other tags.
+const COMMANDS: &[(&str, &str, &str)] = &[
+    ("read", "Read the file at target", ""),
+    ("write", "Write a line to the file at target", ""),
+    ("exec", "Run the program at target and print its output", ""),
+    ("tcp", "Connect over TCP to the address target", ""),
+    ("udp", "Send a UDP datagram to the address target", ""),
+    ("unix", "Connect to the Unix socket at target", ""),
+    ("hog", "Allocate and touch target MiB of memory", ""),
+    ("spin", "Spin on the CPU for target seconds", ""),
+    ("big", "Write target MiB to the file target.out", ""),
+    ("files", "Open /dev/null target times", ""),
+    ("env", "Print the environment (target is ignored)", ""),
+    ("fork", "Start target processes that wait, then report how many started", ""),
+    ("write_ro", "Write, tagged ai:sandbox=readonly", r#""ai:sandbox=readonly""#),
+    ("write_behavior", "Write, tagged with the behaviour tag ai:read_only", r#""ai:read_only""#),
+    ("tcp_nonet", "Connect, tagged ai:net=none", r#""ai:net=none""#),
+    ("tcp_lo", "Connect, tagged ai:net=loopback", r#""ai:net=loopback""#),
 ];
 
 fn introspection() -> String {
     let commands: Vec<String> = COMMANDS
         .iter()
-        .map(|(name, help)| {
+        .map(|(name, help, tags)| {
             format!(
-                r#"{{"name":"{name}","help":"{help}","args":[{{"name":"target","help":"What to try","required":true}}],"restricted_schema":{{"type":"object","additionalProperties":false,"required":["target"],"properties":{{"target":{{"type":"string","description":"What to try"}}}}}}}}"#
+                r#"{{"name":"{name}","help":"{help}","tags":[{tags}],"args":[{{"name":"target","help":"What to try","required":true}}],"restricted_schema":{{"type":"object","additionalProperties":false,"required":["target"],"properties":{{"target":{{"type":"string","description":"What to try"}}}}}}}}"#
             )
         })
         .collect();
@@ -95,6 +101,18 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
         "env" => {
             Ok(std::env::vars_os().map(|(k, v)| format!("\n{}={}", k.to_string_lossy(), v.to_string_lossy())).collect())
         }
+        "fork" => {
+            let n: usize = target.parse().map_err(|e| format!("{e}"))?;
+            let me = std::env::current_exe().map_err(err)?;
+            let mut started = 0;
+            for _ in 0..n {
+                match std::process::Command::new(&me).arg("park").spawn() {
+                    Ok(_) => started += 1,
+                    Err(e) => return Err(format!("started {started}, then: {e}")),
+                }
+            }
+            Ok(format!("started {started}"))
+        }
         other => Err(format!("unknown command {other}")),
     }
 }
@@ -105,11 +123,16 @@ fn main() {
         println!("{}", introspection());
         return;
     }
+    if args.first().map(String::as_str) == Some("park") {
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
     let (Some(command), Some(target)) = (args.first(), args.last()) else {
         eprintln!("usage: sandbox_app COMMAND [--] TARGET");
         std::process::exit(2);
     };
-    match attempt(command, target) {
+    let base = command.split('_').next().unwrap_or(command);
+    match attempt(base, target) {
         Ok(text) => println!("ok {text}"),
         Err(e) => {
             println!("denied {e}");

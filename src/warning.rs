@@ -19,7 +19,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Warning {
-    /// TAG-6: a tag starting with `ai:` that is not one of the reserved seven.
+    /// TAG-6: a tag starting with `ai:` that is not reserved ([`RESERVED`](crate::tool::tags::RESERVED)).
     UnknownAiTag {
         /// The tag as written.
         tag: String,

@@ -47,6 +47,8 @@ struct Report {
     stores: crate::stores::StoreReach,
     /// Each imported tool's pin state (PIN-8).
     pins: crate::pins::PinSection,
+    /// What every child gets: its variables and its confinement (ENV-4, SBX-1).
+    children: ChildEnv,
 }
 
 pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -56,10 +58,12 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
     config.check_supported()?;
     config.check_application()?;
     let identity = config.identity()?;
+    // MCPI-4: the bearer variables stay out of introspection too; harness.env and harness.sandbox apply to it.
+    let (children, child_warnings) = fisk_ai::harness::child_env(&config)?;
+    warnings.extend(child_warnings);
     let (tools, globals) = match FiskApp::from_config(&config) {
         Some(app) => {
-            // MCPI-4: the bearer variables stay out of introspection too.
-            let app = app.with_env(ChildEnv::new().with_scrubbed_all(config.bearer_token_envs()));
+            let app = app.with_env(children.clone());
             let model = app.introspect().await?;
             let globals = app.describe_globals(&model)?;
             let loaded = app.tools_from_model(model)?;
@@ -96,8 +100,19 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
         eprintln!("warning: {e}");
     }
     let stores = crate::stores::probe(&config).await;
-    let report =
-        Report { config, path: args.config, identity, toolset, globals, warnings, servers, hosts, stores, pins };
+    let report = Report {
+        config,
+        path: args.config,
+        identity,
+        toolset,
+        globals,
+        warnings,
+        servers,
+        hosts,
+        stores,
+        pins,
+        children,
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -268,6 +283,8 @@ impl Report {
         if let Some(rows) = self.sessions() {
             section(&mut out, "Sessions", &rows);
         }
+        let app = self.config.application_path.as_deref();
+        section(&mut out, "Children", &crate::info_children::rows(&self.children, app));
         if !self.toolset.is_empty() {
             out.push_str(&self.tools_table());
             out.push('\n');
@@ -429,6 +446,7 @@ impl Report {
                 _ => json!({"name": name, "alias": alias}),
             }).collect::<Vec<_>>(),
             "pins": self.pins.json(),
+            "children": crate::info_children::json(&self.children, self.config.application_path.as_deref()),
             "warnings": self.warnings.iter().map(|w| json!({"kind": w.kind(), "message": w.to_string()})).collect::<Vec<_>>(),
         })
     }

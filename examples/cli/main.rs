@@ -11,6 +11,7 @@ mod audit;
 mod chat;
 mod chat_input;
 mod info;
+mod info_children;
 mod mcp;
 mod mcp_install;
 mod pins;

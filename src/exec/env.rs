@@ -1,7 +1,7 @@
 //! The child environment (EXEC-8, EXEC-9): what every spawned process inherits.
 
 use crate::error::{Error, Result};
-use crate::sandbox::Confinement;
+use crate::sandbox::{CallGroup, Confinement, Narrowing};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,8 +58,8 @@ struct Vars {
 /// Which kind of child a command is, which decides what of the [`ChildEnv`] it gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ChildKind {
-    /// A command tool: the working directory, the environment policy, the full confinement.
-    Tool,
+    /// A command tool: the working directory, the environment policy, the confinement narrowed by its tags.
+    Tool(Narrowing),
     /// Introspection, or a program a source runs while loading: the policy, the read-only confinement.
     Introspection,
     /// A stdio MCP server: the policy and the full confinement, in the process working directory.
@@ -163,6 +163,11 @@ impl ChildEnv {
         self.confinement.as_ref()
     }
 
+    /// Whether children inherit this process's whole environment (minus the scrub set): `inherit: all`.
+    pub fn inherits_all(&self) -> bool {
+        self.vars.as_ref().is_none_or(|v| !v.clear)
+    }
+
     /// The names of the variables a command tool gets (ENV-4), sorted, never their values: the inherited or
     /// resolved ones, minus the scrub set, plus `LLMFORMAT`.
     pub fn variable_names(&self) -> Vec<String> {
@@ -205,7 +210,7 @@ impl ChildEnv {
         cmd: &mut std::process::Command,
         program: &Path,
         kind: ChildKind,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<Option<CallGroup>> {
         if kind != ChildKind::Hook
             && let Some(vars) = &self.vars
         {
@@ -217,16 +222,33 @@ impl ChildEnv {
         for name in self.scrub.iter() {
             cmd.env_remove(name);
         }
-        if kind == ChildKind::Tool
+        if matches!(kind, ChildKind::Tool(_))
             && let Some(dir) = &self.working_dir
         {
             cmd.current_dir(dir).env("PWD", dir);
         }
+        let narrowing = match kind {
+            ChildKind::Tool(n) => n,
+            ChildKind::Introspection => Narrowing::READ_ONLY,
+            ChildKind::Server => Narrowing::default(),
+            ChildKind::Hook => return Ok(None),
+        };
         match &self.confinement {
-            Some(c) if kind != ChildKind::Hook => c.arm(cmd, program, kind == ChildKind::Introspection),
-            _ => Ok(()),
+            Some(c) => c.arm(cmd, program, narrowing),
+            // A command's own confinement tags apply without any profile (SBX-7).
+            None if narrowing.tagged => unconfined()?.arm(cmd, program, narrowing),
+            None => Ok(None),
         }
     }
+}
+
+/// The empty profile, checked once: what a tagged command narrows when the operator set no `harness.sandbox`.
+fn unconfined() -> std::io::Result<&'static Confinement> {
+    static EMPTY: std::sync::OnceLock<std::result::Result<Confinement, String>> = std::sync::OnceLock::new();
+    EMPTY
+        .get_or_init(|| Confinement::new(crate::sandbox::Sandbox::new()).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| std::io::Error::other(e.clone()))
 }
 
 /// What children inherit of this process's environment (`harness.env.inherit`, ENV-1).

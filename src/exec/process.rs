@@ -7,6 +7,7 @@
 
 use super::descendants::{Descendants, Marker};
 use super::{ChildEnv, ChildKind};
+use crate::sandbox::CallGroup;
 use crate::tool::CallContext;
 use std::io;
 use std::path::Path;
@@ -43,6 +44,8 @@ pub(crate) struct Finished {
     pub(crate) exit_code: i32,
     /// The signal that ended the process, if one did.
     pub(crate) signal: Option<i32>,
+    /// The sandbox limit the call ran into, when a per-call cgroup saw it (SBX-4).
+    pub(crate) limit: Option<String>,
 }
 
 /// Why a process did not produce a result.
@@ -136,7 +139,8 @@ pub(crate) async fn run(
         .stderr(writer)
         .process_group(0)
         .kill_on_drop(true);
-    env.apply(cmd.as_std_mut(), program, kind).map_err(RunError::Spawn)?;
+    // Held to the end of the call: dropping it ends what is left in the call's cgroups.
+    let group = env.apply(cmd.as_std_mut(), program, kind).map_err(RunError::Spawn)?;
     // After the policy, which may clear the environment.
     cmd.env("LLMFORMAT", "1");
     let marker = Marker::prepare(cmd.as_std_mut());
@@ -213,7 +217,12 @@ pub(crate) async fn run(
         Capture::HeadTail => head_tail.finish(),
         Capture::Reject(_) => (all, false),
     };
-    Ok(Finished { output, truncated, exit_code, signal })
+    let limit = group.as_ref().and_then(CallGroup::explain);
+    if let Some(group) = group {
+        // Killing stragglers and removing the group touch cgroupfs: off the async threads.
+        drop(tokio::task::spawn_blocking(move || drop(group)));
+    }
+    Ok(Finished { output, truncated, exit_code, signal, limit })
 }
 
 fn keep(capture: Capture, head_tail: &mut HeadTail, all: &mut Vec<u8>, data: &[u8]) -> Result<(), RunError> {

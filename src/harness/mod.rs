@@ -81,6 +81,22 @@ use crate::warning::Warning;
 use std::path::PathBuf;
 use std::sync::Arc;
 pub use stores::Stores;
+
+/// The children's environment `config` gives without loading anything (ENV-4, SBX-1): the configured credentials
+/// scrubbed, `harness.env`'s policy and `harness.sandbox`'s confinement, with the warnings of an unenforced
+/// setting. What `info` reports, and what a harness built from `config` starts its children with (it scrubs the
+/// credentials of every source and provider it loads besides).
+///
+/// # Errors
+///
+/// As [`HarnessBuilder::build`] for `harness.env` and `harness.sandbox`: a bad policy, a path that cannot be
+/// opened, or a setting the kernel cannot enforce without `best_effort`, located in the configuration.
+pub fn child_env(config: &Config) -> Result<(ChildEnv, Vec<Warning>)> {
+    let mut warnings = Vec::new();
+    let env = ChildEnv::new().with_scrubbed_all(config.bearer_token_envs());
+    let env = pipeline::confine(config, env, &mut warnings)?;
+    Ok((env, warnings))
+}
 use stores::{Places, SharedNats};
 
 /// An assembled tool set with everything its surfaces share: the configuration, the selected tools, the child

@@ -134,7 +134,7 @@ pub(crate) async fn load(
 
 /// The environment policy (ENV-1) and the confinement (SBX-1) of every child, from `harness.env` and
 /// `harness.sandbox`; a setting the kernel cannot enforce fails here (SBX-6), or is a warning under `best_effort`.
-fn confine(config: &Config, env: ChildEnv, warnings: &mut Vec<Warning>) -> Result<ChildEnv> {
+pub(crate) fn confine(config: &Config, env: ChildEnv, warnings: &mut Vec<Warning>) -> Result<ChildEnv> {
     let harness = &config.harness;
     let env = if harness.env.is_set() {
         env.with_env_policy(&harness.env.policy()).map_err(|e| config.locate(e))?

@@ -2,7 +2,7 @@
 //!
 //! Everything the child installs is prepared in the parent, before the fork: the limit values, the Landlock ruleset
 //! (its own file descriptor, duplicated for this child) and the compiled seccomp filter. The hook only makes system
-//! calls through wrappers that neither allocate nor take locks (checked in nix 0.31's `setrlimit` and `prctl`,
+//! calls through wrappers that neither allocate nor take locks (`write(2)` on an open `File`, nix 0.31's `setrlimit` and `prctl`,
 //! landlock 0.4.8's `RulesetCreated::restrict_self` and seccompiler 0.5.0's `apply_filter`; their errors are
 //! `errno` values, built without allocating), so it is async-signal-safe in a child forked from a multi-threaded
 //! process. No maintained crate installs Landlock and seccomp in another process's child without such a hook.
@@ -23,6 +23,8 @@ pub(crate) struct Armed {
     pub(crate) ruleset: Option<RulesetCreated>,
     /// The filter, installed last: after it nothing else needs a denied call.
     pub(crate) filter: Option<Arc<BpfProgram>>,
+    /// The `cgroup.procs` files of the call's cgroups, joined first, so everything after is accounted to them.
+    pub(crate) cgroups: Vec<std::fs::File>,
 }
 
 /// Arm `cmd`: its child installs `armed` right before `exec`. A failure there fails the spawn with the `errno`.
@@ -37,6 +39,7 @@ pub(crate) fn arm(cmd: &mut std::process::Command, armed: Armed) {
 }
 
 fn install(armed: &mut Armed) -> io::Result<()> {
+    super::cgroup::join(&armed.cgroups)?;
     for &(resource, soft, hard) in armed.limits.iter() {
         setrlimit(resource, soft, hard).map_err(errno)?;
     }

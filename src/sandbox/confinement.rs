@@ -1,6 +1,9 @@
 //! A profile checked against the running kernel (SBX-6), ready to arm children.
 
-use super::Sandbox;
+use super::CallGroup;
+#[cfg(target_os = "linux")]
+use super::cgroup::Cgroups;
+use super::{Narrowing, Sandbox};
 #[cfg(target_os = "linux")]
 use super::{Network, child, filter, kernel, rules};
 use crate::error::{Error, Result};
@@ -65,8 +68,16 @@ pub struct Confinement {
 
 #[cfg(target_os = "linux")]
 struct Armed {
+    /// The ABI the `fs` profile is enforced at, when it has rules and the kernel has Landlock.
     landlock: Option<landlock::ABI>,
-    filter: Option<Arc<seccompiler::BpfProgram>>,
+    /// The kernel's ABI, for the read-only narrowing of a profile without `fs` rules.
+    detected: Option<landlock::ABI>,
+    /// The no-socket filter, when the kernel can install it.
+    nosock: Option<Arc<seccompiler::BpfProgram>>,
+    /// Whether `network: none` is enforced for every child.
+    network_none: bool,
+    /// The per-call cgroups of `processes` and `memory`, where they can be made.
+    cgroups: Option<Cgroups>,
     limits: Arc<[(nix::sys::resource::Resource, u64, u64)]>,
     cache: Mutex<Vec<(PathBuf, bool, landlock::RulesetCreated)>>,
 }
@@ -119,7 +130,7 @@ impl Confinement {
 
     #[cfg(target_os = "linux")]
     fn check(profile: Sandbox) -> Result<Confinement> {
-        let abi = if profile.has_fs() || profile.landlock_abi.is_some() { kernel::landlock_abi() } else { 0 };
+        let abi = kernel::landlock_abi();
         let mut unenforced = Vec::new();
         let mut gap = |setting: &str, why: String| unenforced.push(Unenforced { setting: setting.into(), why });
         if let Some(required) = profile.required_abi()
@@ -129,16 +140,22 @@ impl Confinement {
             gap(setting, format!("it needs Landlock ABI {required}, and this kernel's is {abi}"));
         }
         let network_none = profile.network == Network::None;
-        if network_none && !(filter::SUPPORTED && kernel::seccomp_filters()) {
+        let seccomp = filter::SUPPORTED && kernel::seccomp_filters();
+        if network_none && !seccomp {
             gap("network", "`none` needs seccomp filters (CONFIG_SECCOMP_FILTER) on x86-64 or aarch64".into());
         }
-        if profile.limits.processes.is_some() && kernel::is_root() {
+        let l = profile.limits;
+        let cgroups = (l.processes.is_some() || l.memory.is_some()).then(|| Cgroups::new(l.processes, l.memory));
+        if l.processes.is_some() && kernel::is_root() && !matches!(&cgroups, Some(Ok(c)) if c.has_pids()) {
+            let why = cgroups.as_ref().and_then(|c| c.as_ref().err()).cloned().unwrap_or_default();
             gap(
                 "limits.processes",
-                "this agent runs as root, where RLIMIT_NPROC does not bind, and per-call cgroups are not built yet"
-                    .into(),
+                format!(
+                    "this agent runs as root, where RLIMIT_NPROC does not bind, and a per-call cgroup cannot be made ({why})"
+                ),
             );
         }
+        let cgroups = cgroups.and_then(std::result::Result::ok);
         if !profile.best_effort
             && let Some(first) = unenforced.first()
         {
@@ -149,10 +166,18 @@ impl Confinement {
                 landlock::PathFd::new(path).map_err(|e| refuse(key, format!("cannot open {}: {e}", path.display())))?;
             }
         }
-        let landlock = (profile.has_fs() && abi > 0).then(|| kernel::abi(abi));
-        let filter =
-            (network_none && unenforced.iter().all(|u| u.setting != "network")).then(|| Arc::new(filter::no_sockets()));
-        let armed = Armed { landlock, filter, limits: limits(&profile, &unenforced)?.into(), cache: Mutex::default() };
+        let detected = (abi > 0).then(|| kernel::abi(abi));
+        let landlock = detected.filter(|_| profile.has_fs());
+        let nosock = seccomp.then(|| Arc::new(filter::no_sockets()));
+        let armed = Armed {
+            landlock,
+            detected,
+            network_none: network_none && nosock.is_some(),
+            nosock,
+            limits: limits(&profile, &unenforced, cgroups.as_ref())?.into(),
+            cgroups,
+            cache: Mutex::default(),
+        };
         Ok(Confinement { profile, abi, unenforced, armed })
     }
 
@@ -164,6 +189,19 @@ impl Confinement {
     /// The running kernel's Landlock ABI (0 without Landlock, or when no setting needed it).
     pub fn landlock_abi(&self) -> u8 {
         self.abi
+    }
+
+    /// Which limits a per-call cgroup enforces, as their setting names (`processes`, `memory`); the others are
+    /// rlimits.
+    pub fn cgroup_limits(&self) -> Vec<&'static str> {
+        #[cfg(target_os = "linux")]
+        if let Some(c) = &self.armed.cgroups {
+            return [("processes", c.has_pids()), ("memory", c.has_memory())]
+                .into_iter()
+                .filter_map(|(name, on)| on.then_some(name))
+                .collect();
+        }
+        Vec::new()
     }
 
     /// The settings left unenforced under `best_effort`; empty otherwise.
@@ -206,23 +244,49 @@ impl Confinement {
         Some(format!("\n[sandbox: {why}]\n"))
     }
 
-    /// Arm `cmd`, which will run `program`, so its child confines itself before `exec`; `read_only` uses the
-    /// read-only form of the profile (introspection's).
-    pub(crate) fn arm(&self, cmd: &mut std::process::Command, program: &Path, read_only: bool) -> std::io::Result<()> {
+    /// Arm `cmd`, which will run `program`, so its child confines itself before `exec`, narrowed by `narrowing`.
+    ///
+    /// # Errors
+    ///
+    /// A tag's narrowing the kernel cannot enforce (it fails the call, never runs it wider), or a ruleset that
+    /// cannot be built (a path gone since the build).
+    pub(crate) fn arm(
+        &self,
+        cmd: &mut std::process::Command,
+        program: &Path,
+        narrowing: Narrowing,
+    ) -> std::io::Result<Option<CallGroup>> {
         #[cfg(target_os = "linux")]
         {
-            let ruleset = match self.armed.landlock {
-                Some(abi) => Some(self.ruleset(program, read_only, abi)?),
-                None => None,
+            let unsupported = |what: &str| std::io::Error::other(format!("{what}, which this kernel lacks"));
+            let tagged_read_only = narrowing.read_only && narrowing.tagged;
+            let ruleset = match (self.armed.landlock, self.armed.detected) {
+                (Some(abi), _) => Some(self.ruleset(program, narrowing.read_only, abi)?),
+                (None, Some(abi)) if tagged_read_only => Some(self.ruleset(program, true, abi)?),
+                (None, None) if tagged_read_only => {
+                    return Err(unsupported("the command's tag ai:sandbox=readonly needs Landlock"));
+                }
+                (None, _) => None,
             };
-            let armed =
-                child::Armed { limits: Arc::clone(&self.armed.limits), ruleset, filter: self.armed.filter.clone() };
-            // An empty profile (everything unenforced) still sets no_new_privs: it costs the spawn path nothing.
-            child::arm(cmd, armed);
+            let filter = match (self.armed.network_none || narrowing.no_network, &self.armed.nosock) {
+                (false, _) => None,
+                (true, Some(f)) => Some(Arc::clone(f)),
+                (true, None) => return Err(unsupported("the command's tag ai:net needs seccomp filters")),
+            };
+            let mut group = self.armed.cgroups.as_ref().map(Cgroups::call).transpose()?;
+            let cgroups = group.as_mut().map(CallGroup::take_procs).unwrap_or_default();
+            // A profile with everything unenforced still sets no_new_privs: it costs the spawn nothing.
+            child::arm(cmd, child::Armed { limits: Arc::clone(&self.armed.limits), ruleset, filter, cgroups });
+            Ok(group)
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = (cmd, program, read_only);
-        Ok(())
+        {
+            let _ = (cmd, program);
+            if narrowing.tagged {
+                return Err(std::io::Error::other("the command's confinement tags need Linux"));
+            }
+            Ok(None)
+        }
     }
 
     /// This child's copy of `program`'s ruleset, built on first use.
@@ -237,8 +301,14 @@ impl Confinement {
         if let Some((_, _, rs)) = cache.iter().find(|(p, ro, _)| p == program && *ro == read_only) {
             return rs.try_clone();
         }
-        let profile = if read_only { self.profile.read_only() } else { self.profile.clone() };
-        let built = rules::ruleset(&profile, program, abi).map_err(std::io::Error::other)?;
+        let built = if !self.profile.has_fs() {
+            rules::writes_only(abi)
+        } else if read_only {
+            rules::ruleset(&self.profile.read_only(), program, abi)
+        } else {
+            rules::ruleset(&self.profile, program, abi)
+        };
+        let built = built.map_err(std::io::Error::other)?;
         let copy = built.try_clone()?;
         if cache.len() == CACHED {
             cache.remove(0);
@@ -251,15 +321,21 @@ impl Confinement {
 /// The limits as `(resource, soft, hard)`, each capped at this process's own hard limit (which a child could not
 /// exceed anyway, and which an unprivileged child could not be given).
 #[cfg(target_os = "linux")]
-fn limits(profile: &Sandbox, unenforced: &[Unenforced]) -> Result<Vec<(nix::sys::resource::Resource, u64, u64)>> {
+fn limits(
+    profile: &Sandbox,
+    unenforced: &[Unenforced],
+    cgroups: Option<&Cgroups>,
+) -> Result<Vec<(nix::sys::resource::Resource, u64, u64)>> {
     use nix::sys::resource::{Resource, getrlimit};
     let l = profile.limits;
+    // What a cgroup enforces needs no rlimit (and the address space is a poorer measure of memory).
+    let (pids, memory) = cgroups.map_or((false, false), |c| (c.has_pids(), c.has_memory()));
     let wanted = [
-        ("limits.memory", Resource::RLIMIT_AS, l.memory, 0),
+        ("limits.memory", Resource::RLIMIT_AS, l.memory.filter(|_| !memory), 0),
         // SIGXCPU at the limit, SIGKILL a second later for a child that ignores it.
         ("limits.cpu", Resource::RLIMIT_CPU, l.cpu, 1),
         ("limits.files", Resource::RLIMIT_NOFILE, l.files, 0),
-        ("limits.processes", Resource::RLIMIT_NPROC, l.processes, 0),
+        ("limits.processes", Resource::RLIMIT_NPROC, l.processes.filter(|_| !pids), 0),
         ("limits.file_size", Resource::RLIMIT_FSIZE, l.file_size, 0),
     ];
     let mut out = Vec::new();

@@ -51,6 +51,8 @@
 //! ```
 
 #[cfg(target_os = "linux")]
+mod cgroup;
+#[cfg(target_os = "linux")]
 mod child;
 mod confinement;
 #[cfg(target_os = "linux")]
@@ -64,7 +66,49 @@ mod rules;
 
 pub use confinement::{Automatic, Confinement, Unenforced};
 
-use std::path::{Path, PathBuf};
+#[cfg(target_os = "linux")]
+pub(crate) use cgroup::CallGroup;
+
+/// A call's cgroups (none elsewhere than Linux).
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug, Default)]
+pub(crate) struct CallGroup;
+
+#[cfg(not(target_os = "linux"))]
+impl CallGroup {
+    pub(crate) fn explain(&self) -> Option<String> {
+        None
+    }
+}
+
+use crate::tool::Tags;
+use crate::tool::tags::{NET_LOOPBACK, NET_NONE, SANDBOX_READONLY};
+use std::path::PathBuf;
+
+/// How one child's confinement is narrowed from the profile's (SBX-7): by the command's tags, or, for
+/// introspection, to the read-only form. Narrowing only ever removes rights.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Narrowing {
+    /// Writable paths become readable only (no profile: nothing is writable but `/dev/null`).
+    pub(crate) read_only: bool,
+    /// No socket, whatever `network` says.
+    pub(crate) no_network: bool,
+    /// Asked for by the command's own tags, so enforced even without an `fs` profile, and failing the call when
+    /// the kernel cannot (introspection's read-only form applies only to a profile with `fs` rules).
+    pub(crate) tagged: bool,
+}
+
+impl Narrowing {
+    /// Introspection's: read-only.
+    pub(crate) const READ_ONLY: Narrowing = Narrowing { read_only: true, no_network: false, tagged: false };
+
+    /// What a command's confinement tags ask for; behaviour tags (`ai:read_only`, ...) never confine.
+    pub(crate) fn from_tags(tags: &Tags) -> Narrowing {
+        let read_only = tags.contains(SANDBOX_READONLY);
+        let no_network = tags.contains(NET_NONE) || tags.contains(NET_LOOPBACK);
+        Narrowing { read_only, no_network, tagged: read_only || no_network }
+    }
+}
 
 /// What a confined child may do on the network (`harness.sandbox.network`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -279,10 +323,5 @@ impl Sandbox {
         let mut p = self.clone();
         p.read.append(&mut p.write);
         p
-    }
-
-    /// Whether `path` is listed in any `fs` set (for callers checking their own automatic paths).
-    pub fn lists(&self, path: &Path) -> bool {
-        self.read.iter().chain(&self.write).chain(&self.exec).any(|p| p == path)
     }
 }

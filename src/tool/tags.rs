@@ -21,8 +21,29 @@ pub const IDEMPOTENT: &str = "ai:idempotent";
 /// since a command's output may carry secrets.
 pub const PROGRESS: &str = "ai:progress";
 
+/// `ai:sandbox=readonly`: the command's process may write nowhere but `/dev/null`, whatever the operator's
+/// `harness.sandbox.fs.write` allows (SBX-7). Confinement tags only narrow; behaviour tags never confine.
+pub const SANDBOX_READONLY: &str = "ai:sandbox=readonly";
+/// `ai:net=none`: the command's process may open no socket (SBX-7).
+pub const NET_NONE: &str = "ai:net=none";
+/// `ai:net=loopback`: the command needs at most loopback; enforced as `ai:net=none` until loopback confinement
+/// is built (SBX-7), since a tag may only narrow.
+pub const NET_LOOPBACK: &str = "ai:net=loopback";
+
 /// Every reserved `ai:` tag; any other `ai:` tag is unknown (TAG-6).
-pub const RESERVED: [&str; 8] = [DENY, NO_DEFER, CONFIRM, READ_ONLY, DESTRUCTIVE, ADDITIVE, IDEMPOTENT, PROGRESS];
+pub const RESERVED: [&str; 11] = [
+    DENY,
+    NO_DEFER,
+    CONFIRM,
+    READ_ONLY,
+    DESTRUCTIVE,
+    ADDITIVE,
+    IDEMPOTENT,
+    PROGRESS,
+    SANDBOX_READONLY,
+    NET_NONE,
+    NET_LOOPBACK,
+];
 
 /// The tags of a tool, in the application's declared order.
 ///

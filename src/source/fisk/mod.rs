@@ -352,6 +352,11 @@ struct CommandTool {
 }
 
 impl CommandTool {
+    /// A command tool child, narrowed by the command's confinement tags (SBX-7).
+    fn child_kind(&self) -> ChildKind {
+        ChildKind::Tool(crate::sandbox::Narrowing::from_tags(self.spec.tags()))
+    }
+
     /// `f` of the command's shape; an error naming the tool when its flags and args do not decode.
     fn with_shape<R>(&self, f: impl FnOnce(&CommandShape<'_>) -> R) -> std::result::Result<R, String> {
         let shape = self.command.parts.shape().map_err(|e| format!("tool \"{}\": {e}", self.spec.name()))?;
@@ -434,7 +439,7 @@ impl Tool for CommandTool {
             &self.command.app.binary,
             &argv[..],
             &self.command.app.env,
-            ChildKind::Tool,
+            self.child_kind(),
             Capture::HeadTail,
             ctx,
         )
@@ -443,7 +448,8 @@ impl Tool for CommandTool {
             Ok(done) => {
                 let mut output = process::into_text(done.output);
                 // SBX-4: a child ended by a limit says which one.
-                if let Some(note) = done.signal.and_then(|s| self.command.app.env.confinement()?.explain_signal(s)) {
+                let signalled = || done.signal.and_then(|s| self.command.app.env.confinement()?.explain_signal(s));
+                if let Some(note) = done.limit.as_ref().map(|l| format!("\n[sandbox: {l}]\n")).or_else(signalled) {
                     output.push_str(&note);
                 }
                 let report = ExecReport { command, exit_code: done.exit_code, truncated: done.truncated };

@@ -25,6 +25,8 @@ struct Leftovers {
 /// A running stdio server. Dropping it kills the whole process group and every other descendant.
 pub(crate) struct StdioChild {
     guard: Descendants,
+    /// The server's cgroups (SBX-4), ended with it.
+    _group: Option<crate::sandbox::CallGroup>,
     leftovers: Arc<Mutex<Leftovers>>,
 }
 
@@ -43,7 +45,8 @@ pub(crate) fn spawn(
         .process_group(0)
         .kill_on_drop(true);
     // MCPI-3: the scrubbed environment, in the process working directory (not the tools' one), no LLMFORMAT.
-    env.apply(cmd.as_std_mut(), Path::new(program), ChildKind::Server)
+    let group = env
+        .apply(cmd.as_std_mut(), Path::new(program), ChildKind::Server)
         .map_err(|e| source_error(server, format!("cannot confine {program}: {e}")).with_source(e))?;
     cmd.env_remove("LLMFORMAT");
     let marker = Marker::prepare(cmd.as_std_mut());
@@ -68,7 +71,7 @@ pub(crate) fn spawn(
         // rather than when its tools are dropped. It reads /proc, so off the async threads.
         let _ = tokio::task::spawn_blocking(move || sweep.run()).await;
     });
-    Ok((StdioChild { guard, leftovers }, BoundedLines::new(stdout), stdin))
+    Ok((StdioChild { guard, _group: group, leftovers }, BoundedLines::new(stdout), stdin))
 }
 
 impl StdioChild {
