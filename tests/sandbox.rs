@@ -312,3 +312,27 @@ async fn sbx_5_no_new_privs_keeps_a_setuid_binary_from_changing_user() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("euid=65534") && out.contains("uid=0("), "{out}");
 }
+
+#[test]
+fn sbx_6_config_errors_name_the_key_and_its_line() {
+    let yaml = |body: &str| format!("identity: a\nharness:\n  sandbox:\n{body}");
+    let loopback = fisk_ai::Config::from_yaml_str(&yaml("    network: loopback\n")).unwrap();
+    let err = loopback.check_supported().unwrap_err();
+    assert_eq!(err.key(), Some("harness.sandbox.network"));
+    assert_eq!(err.location().map(|l| l.line), Some(4), "{err}");
+    assert!(err.to_string().contains("not supported by this version"), "{err}");
+
+    let err = fisk_ai::Config::from_yaml_str(&yaml("    limits:\n      memory: 12 parsecs\n")).unwrap_err();
+    assert_eq!(err.location().map(|l| l.line), Some(5), "{err}");
+    assert!(err.to_string().contains("unknown unit"), "{err}");
+    let err = fisk_ai::Config::from_yaml_str(&yaml("    limits:\n      files: many\n")).unwrap_err();
+    assert_eq!(err.location().map(|l| l.line), Some(5), "{err}");
+    let err = fisk_ai::Config::from_yaml_str(&yaml("    fss: {}\n")).unwrap_err();
+    assert!(err.to_string().contains("fss"), "{err}");
+    let err = fisk_ai::Config::from_yaml_str("harness:\n  env:\n    inherit: some\n").unwrap_err();
+    assert!(err.to_string().contains("harness.env.inherit: unknown variant `some`"), "{err}");
+
+    let ok = fisk_ai::Config::from_yaml_str(&yaml("    limits: {memory: 512MiB, cpu: 1500ms, files: 64}\n")).unwrap();
+    let limits = ok.harness.sandbox.profile(None).limit_settings();
+    assert_eq!((limits.memory, limits.cpu, limits.files), (Some(512 << 20), Some(2), Some(64)));
+}

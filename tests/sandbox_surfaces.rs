@@ -1,5 +1,6 @@
 //! `harness.sandbox` reaches every child a configured harness starts (SBX-1, SBX-3): command tools in an agent run
 //! and behind `cli mcp --stdio`, and a stdio MCP server it imports from. Each case has its unconfined control.
+#![cfg(feature = "mcp")]
 
 mod common;
 #[path = "mcp_support/mod.rs"]

@@ -45,10 +45,10 @@ pub struct Harness {
     pub audit: Audit,
     /// `harness.sandbox` (SBX-1..): the confinement of every child.
     #[serde(deserialize_with = "de::nullable")]
-    pub sandbox: super::sandbox::Sandbox,
+    pub sandbox: super::sandbox::SandboxSettings,
     /// `harness.env` (ENV-1..): what children inherit of the agent's environment.
     #[serde(deserialize_with = "de::nullable")]
-    pub env: super::sandbox::Env,
+    pub env: super::sandbox::EnvSettings,
 }
 
 /// `harness.audit`.

@@ -69,10 +69,7 @@ pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
 };
 pub use pins::PinMode;
-pub use sandbox::{
-    Env as EnvSettings, Fs as SandboxFs, InheritSetting, Limits as SandboxLimits, Network as NetworkSetting,
-    Sandbox as SandboxSettings,
-};
+pub use sandbox::{EnvSettings, InheritSetting, NetworkSetting, SandboxFs, SandboxLimits, SandboxSettings};
 pub use validate::check_http_url;
 #[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use validate::check_name as check_identity_name;
@@ -391,7 +388,7 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
         ),
         (
             "harness.sandbox.network",
-            cfg.harness.sandbox.network == sandbox::Network::Loopback,
+            cfg.harness.sandbox.network == sandbox::NetworkSetting::Loopback,
             "`loopback` is not built yet: a seccomp filter cannot read connect targets; use `none` or `any`",
         ),
     ];

@@ -15,16 +15,16 @@ use crate::sandbox;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
-pub struct Sandbox {
+pub struct SandboxSettings {
     /// `fs`: the paths children may read, write and execute (Landlock).
     #[serde(deserialize_with = "de::nullable")]
-    pub fs: Fs,
+    pub fs: SandboxFs,
     /// `network`: `any` (the default), `loopback` (not built yet, refused) or `none`.
     #[serde(deserialize_with = "de::nullable")]
-    pub network: Network,
+    pub network: NetworkSetting,
     /// `limits`: resource limits.
     #[serde(deserialize_with = "de::nullable")]
-    pub limits: Limits,
+    pub limits: SandboxLimits,
     /// `best_effort`: enforce what the kernel can, warn about the rest, instead of refusing to start.
     #[serde(deserialize_with = "de::nullable")]
     pub best_effort: bool,
@@ -37,7 +37,7 @@ pub struct Sandbox {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
-pub struct Fs {
+pub struct SandboxFs {
     /// `read`: paths readable beneath.
     #[serde(deserialize_with = "de::nullable")]
     pub read: Vec<PathBuf>,
@@ -53,7 +53,7 @@ pub struct Fs {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase", expecting = "`any`, `loopback` or `none`")]
 #[non_exhaustive]
-pub enum Network {
+pub enum NetworkSetting {
     /// `any`.
     #[default]
     Any,
@@ -68,7 +68,7 @@ pub enum Network {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
-pub struct Limits {
+pub struct SandboxLimits {
     /// `memory`: address space.
     #[serde(deserialize_with = "size")]
     pub memory: Option<u64>,
@@ -86,7 +86,7 @@ pub struct Limits {
     pub file_size: Option<u64>,
 }
 
-impl Sandbox {
+impl SandboxSettings {
     /// Whether any setting is on.
     pub fn is_enabled(&self) -> bool {
         self.profile(None).is_enabled()
@@ -109,9 +109,9 @@ impl Sandbox {
             profile = profile.exec(resolve(p));
         }
         let network = match self.network {
-            Network::Any => sandbox::Network::Any,
-            Network::Loopback => sandbox::Network::Loopback,
-            Network::None => sandbox::Network::None,
+            NetworkSetting::Any => sandbox::Network::Any,
+            NetworkSetting::Loopback => sandbox::Network::Loopback,
+            NetworkSetting::None => sandbox::Network::None,
         };
         let mut limits = sandbox::Limits::new();
         limits.memory = self.limits.memory;
@@ -132,7 +132,7 @@ impl Sandbox {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
-pub struct Env {
+pub struct EnvSettings {
     /// `inherit`: `all` (the default), `core` or `none`.
     #[serde(deserialize_with = "de::nullable")]
     pub inherit: InheritSetting,
@@ -158,10 +158,10 @@ pub enum InheritSetting {
     None,
 }
 
-impl Env {
+impl EnvSettings {
     /// Whether anything differs from inheriting everything.
     pub fn is_set(&self) -> bool {
-        *self != Env::default()
+        *self != EnvSettings::default()
     }
 
     /// The runtime policy.

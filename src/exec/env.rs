@@ -63,6 +63,7 @@ pub(crate) enum ChildKind {
     /// Introspection, or a program a source runs while loading: the policy, the read-only confinement.
     Introspection,
     /// A stdio MCP server: the policy and the full confinement, in the process working directory.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     Server,
     /// The operator's own policy hook: only the scrub (it is not a tool, and is not confined).
     Hook,

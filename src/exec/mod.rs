@@ -30,7 +30,8 @@
 //!
 //! # Descendants: what cannot be caught without a cgroup per call
 //!
-//! Without a cgroup per call (the sandbox's job) a descendant is attributed to its call by ancestry and by the
+//! Without a cgroup per call (what `harness.sandbox.limits.processes` or `memory` sets up where it can: see
+//! [`sandbox`](crate::sandbox)) a descendant is attributed to its call by ancestry and by the
 //! [`CALL_MARKER`] it inherited, so:
 //!
 //! - A double fork that also clears or rewrites its environment (`env -i`, or overwriting its own environ memory)

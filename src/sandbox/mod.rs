@@ -26,14 +26,30 @@
 //!   `CAP_SYS_ADMIN` or a user namespace, whose uid mapping must be written by the parent after the fork) and
 //!   costs nothing per call. `network: loopback` needs the connect target, which a seccomp filter cannot read (it
 //!   is behind a pointer), so it is refused until it is built on a network namespace.
-//! - **Resource limits** (`limits`): `memory` is the address space (`RLIMIT_AS`), `cpu` the CPU seconds
-//!   (`RLIMIT_CPU`: `SIGXCPU` at the limit, `SIGKILL` a second later), `files` the open descriptors
-//!   (`RLIMIT_NOFILE`), `file_size` the largest file it may write (`RLIMIT_FSIZE`), `processes` the processes of the
-//!   agent's user (`RLIMIT_NPROC`). Each limit is a hard limit the child cannot raise, except as root, where
-//!   `CAP_SYS_RESOURCE` lets it, and where `RLIMIT_NPROC` does not bind at all: so as root, `processes` is refused
-//!   (per-call cgroups, which would enforce it, are not built yet).
+//! - **Resource limits** (`limits`): `cpu` the CPU seconds (`RLIMIT_CPU`: `SIGXCPU` at the limit, `SIGKILL` a
+//!   second later), `files` the open descriptors (`RLIMIT_NOFILE`), `file_size` the largest file it may write
+//!   (`RLIMIT_FSIZE`): hard limits the child cannot raise (except as root, where `CAP_SYS_RESOURCE` lets a child
+//!   that tries). `processes` and `memory` get a **per-call cgroup** where one can be made (cgroup v1 `pids` and
+//!   `memory` hierarchies writable by this process, as for root): every process and thread of the call counts,
+//!   root included, the kernel kills at the memory limit, and when the call ends everything left in its cgroup is
+//!   killed, whatever it did to leave the process group. Without one, `memory` falls back to the address space
+//!   (`RLIMIT_AS`, so an allocation fails instead) and `processes` to `RLIMIT_NPROC` (the agent user's processes),
+//!   which does not bind root: as root without a cgroup, `processes` is refused. cgroup v2 is not used yet (its
+//!   "no internal processes" rule needs a delegated subtree), so a v2-only machine gets the fallbacks.
 //! - **`no_new_privs`** is set whenever any setting is on, so a setuid or file-capability binary runs without the
 //!   rights it would otherwise gain.
+//! - **Tags** (SBX-7): a command tagged `ai:sandbox=readonly` writes nowhere (with an `fs` profile, its writable
+//!   paths become readable only; without one, nothing but `/dev/null` is writable), and one tagged `ai:net=none`
+//!   (or `ai:net=loopback`, enforced as `none` until loopback is built) opens no socket. Tags only narrow, with or
+//!   without a profile, and fail the call when the kernel cannot enforce them; the behaviour tags
+//!   (`ai:read_only`, ...) describe a command and never confine it.
+//!
+//! # Cost
+//!
+//! The hook makes the standard library start the child with `fork` instead of `posix_spawn`, which copies the
+//! agent's page tables: that, not the rules, is most of the cost (`benches/sandbox.rs`). The other design, a small
+//! first program that confines itself and then execs the command (keeping `posix_spawn`), needs a binary of its
+//! own that a library cannot ship to its hosts, so it is not built.
 //!
 //! Everything is prepared in the agent before the child is forked (the Landlock ruleset, the filter, the limit
 //! values); the child only installs it, between `fork` and `exec`, with no shell. That hook is the crate's one

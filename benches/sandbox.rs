@@ -1,0 +1,57 @@
+//! Confinement cost (SBX-8): spawn-to-exit of a trivial command through a command tool, unconfined against the
+//! same call confined, in one run (target: at most 1.10x).
+//!
+//! - `unconfined`: no sandbox (the standard library spawns with `posix_spawn`);
+//! - `fs_net_rlimits`: Landlock `fs` rules, `network: none` and the rlimits (cpu, files, file size): the post-fork
+//!   hook makes the standard library `fork` instead, and the child installs the prepared rules;
+//! - `full`: the same plus `processes` and `memory`, which as root (or with a delegated hierarchy) are a per-call
+//!   cgroup made, joined and removed per call.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use fisk_ai::exec::ChildEnv;
+use fisk_ai::sandbox::{Confinement, Limits, Network, Sandbox};
+use fisk_ai::source::fisk::{AppModel, FiskApp};
+use fisk_ai::tool::{CallContext, Tool, ToolInput};
+use std::hint::black_box;
+use std::sync::Arc;
+
+const DOC: &str = r#"{"name":"true","commands":[{"name":"run","help":"Succeed",
+ "restricted_schema":{"type":"object","additionalProperties":false,"properties":{}}}]}"#;
+
+fn tool(env: ChildEnv) -> Arc<dyn Tool> {
+    let app = FiskApp::new("/bin/true").with_env(env);
+    app.tools_from_model(AppModel::from_slice(DOC.as_bytes()).unwrap()).unwrap().tools.remove(0)
+}
+
+fn confined(limits: Limits, dir: &std::path::Path) -> Arc<dyn Tool> {
+    let profile = Sandbox::new().read("/etc").write(dir).exec("/usr/bin").network(Network::None).limits(limits);
+    let confinement = Confinement::new(profile).expect("this machine enforces the profile");
+    tool(ChildEnv::new().with_confinement(Arc::new(confinement)))
+}
+
+fn benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rlimits = Limits::new().cpu_seconds(10).files(256).file_size(16 << 20);
+    let only = |p: Sandbox| tool(ChildEnv::new().with_confinement(Arc::new(Confinement::new(p).unwrap())));
+    let tools = [
+        ("unconfined", tool(ChildEnv::new())),
+        ("rlimits_only", only(Sandbox::new().limits(Limits::new().files(256)))),
+        ("net_only", only(Sandbox::new().network(Network::None))),
+        ("fs_only", only(Sandbox::new().read("/etc").write(dir.path()).exec("/usr/bin"))),
+        ("fs_net_rlimits", confined(rlimits, dir.path())),
+        ("full", confined(rlimits.processes(64).memory(512 << 20), dir.path())),
+    ];
+    let input = ToolInput::from_json("{}").unwrap();
+    let ctx = CallContext::new();
+    let mut g = c.benchmark_group("sandbox");
+    for (name, tool) in &tools {
+        let out = rt.block_on(tool.call(&input, &ctx));
+        assert_eq!(out.exec_report().map(|r| r.exit_code), Some(0), "{name}: {}", out.content());
+        g.bench_function(*name, |b| b.iter(|| rt.block_on(async { black_box(tool.call(&input, &ctx).await) })));
+    }
+    g.finish();
+}
+
+criterion_group!(sandbox_benches, benches);
+criterion_main!(sandbox_benches);
