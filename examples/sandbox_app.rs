@@ -21,6 +21,8 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("files", "Open /dev/null target times", ""),
     ("env", "Print the environment (target is ignored)", ""),
     ("fork", "Start target processes that wait, then report how many started", ""),
+    ("escape", "Start a process that leaves the session and clears its environment, then exit", ""),
+    ("caps", "Print the effective capabilities (target is ignored)", ""),
     ("write_ro", "Write, tagged ai:sandbox=readonly", r#""ai:sandbox=readonly""#),
     ("write_behavior", "Write, tagged with the behaviour tag ai:read_only", r#""ai:read_only""#),
     ("tcp_nonet", "Connect, tagged ai:net=none", r#""ai:net=none""#),
@@ -101,6 +103,15 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
         "env" => {
             Ok(std::env::vars_os().map(|(k, v)| format!("\n{}={}", k.to_string_lossy(), v.to_string_lossy())).collect())
         }
+        "escape" => {
+            let me = std::env::current_exe().map_err(err)?;
+            let child = std::process::Command::new(me).arg("park-setsid").env_clear().spawn().map_err(err)?;
+            Ok(format!("started {}", child.id()))
+        }
+        "caps" => {
+            let status = std::fs::read_to_string("/proc/self/status").map_err(err)?;
+            Ok(status.lines().filter(|l| l.starts_with("CapEff:")).collect())
+        }
         "fork" => {
             let n: usize = target.parse().map_err(|e| format!("{e}"))?;
             let me = std::env::current_exe().map_err(err)?;
@@ -123,9 +134,18 @@ fn main() {
         println!("{}", introspection());
         return;
     }
-    if args.first().map(String::as_str) == Some("park") {
-        std::thread::sleep(Duration::from_secs(60));
-        return;
+    match args.first().map(String::as_str) {
+        Some("park") => {
+            std::thread::sleep(Duration::from_secs(60));
+            return;
+        }
+        Some("park-setsid") => {
+            // Leaves the call's process group and session, with nothing in its environment to tie it to the call.
+            let _ = nix::unistd::setsid();
+            std::thread::sleep(Duration::from_secs(60));
+            return;
+        }
+        _ => {}
     }
     let (Some(command), Some(target)) = (args.first(), args.last()) else {
         eprintln!("usage: sandbox_app COMMAND [--] TARGET");

@@ -20,10 +20,10 @@ use std::time::Duration;
 async fn confined(profile: Sandbox, workdir: &Path) -> HashMap<String, Arc<dyn Tool>> {
     let confinement = Confinement::new(profile).expect("the profile is enforceable here");
     let env = ChildEnv::new().with_confinement(Arc::new(confinement)).with_working_dir(workdir);
-    tools(env).await
+    tools_of(env).await
 }
 
-async fn tools(env: ChildEnv) -> HashMap<String, Arc<dyn Tool>> {
+async fn tools_of(env: ChildEnv) -> HashMap<String, Arc<dyn Tool>> {
     // Introspection runs confined too (the read-only form of the profile).
     let loaded = FiskApp::new(example("sandbox_app")).with_env(env).load().await.expect("introspection");
     loaded.tools.into_iter().map(|t| (t.spec().name().to_owned(), t)).collect()
@@ -138,9 +138,17 @@ async fn sbx_3_network_none_alone_needs_no_landlock() {
     let tools = confined(Sandbox::new().network(Network::None), &work).await;
     let (code, out) = attempt(&tools, "tcp", &listener.local_addr().unwrap().to_string()).await;
     assert_eq!(code, 1, "{out}");
-    // Without fs rules everything else stays reachable.
+    // Without fs rules the files stay readable, but not the agent's own /proc files (its environment holds
+    // credentials): the child is in a Landlock domain of its own all the same.
     let (code, out) = attempt(&tools, "read", "/etc/hostname").await;
     assert_eq!(code, 0, "{out}");
+    let environ = format!("/proc/{}/environ", std::process::id());
+    let unconfined = tools_of(ChildEnv::new().with_working_dir(&work)).await;
+    let (code, out) = attempt(&unconfined, "read", &environ).await;
+    assert_eq!(code, 0, "the control reads the agent's environment: {out}");
+    let (code, out) = attempt(&tools, "read", &environ).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
 }
 
 #[tokio::test]
@@ -218,6 +226,34 @@ async fn sbx_4_a_fork_loop_stops_at_the_process_limit_and_leaves_nothing_behind(
     assert_eq!(parked(), 0, "no parked process outlives its call");
     let (code, out) = attempt(&tools, "read", "/etc/hostname").await;
     assert_eq!(code, 0, "{out}");
+    // A process that leaves the session and clears its environment, then is orphaned: only the call's cgroup
+    // still ties it to the call, and it ends with it. The control, unconfined, survives its call.
+    let escaped = |out: &str| out.trim().rsplit(' ').next().unwrap().parse::<i32>().unwrap();
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    };
+    let unconfined = tools_of(ChildEnv::new().with_working_dir(&work)).await;
+    let (_, out) = attempt(&unconfined, "escape", "-").await;
+    let survivor = escaped(&out);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(alive(survivor), "the control's escapee outlives its call: {out}");
+    let _ = std::process::Command::new("kill").args(["-9", &survivor.to_string()]).status();
+    let (code, out) = attempt(&tools, "escape", "-").await;
+    assert_eq!(code, 0, "{out}");
+    let escapee = escaped(&out);
+    for _ in 0..100 {
+        if !alive(escapee) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(escapee), "the confined call's escapee ends with its cgroup");
+
+    // The emptied group is reused: a call within the limit is not blamed for the last one's.
+    let (code, out) = attempt(&tools, "fork", "2").await;
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("[sandbox:"), "{out}");
 }
 
 #[test]
@@ -261,9 +297,10 @@ async fn sbx_7_confinement_tags_narrow_with_or_without_a_profile_and_never_widen
     let tcp = listener.local_addr().unwrap().to_string();
 
     // No profile at all: the command's own tags confine it; a behaviour tag confines nothing.
-    let tools = tools(ChildEnv::new().with_working_dir(&work)).await;
+    let tools = tools_of(ChildEnv::new().with_working_dir(&work)).await;
     let (code, out) = attempt(&tools, "write_ro", &path(&work.join("a"))).await;
     assert_eq!(code, 1, "ai:sandbox=readonly must stop the write: {out}");
+    assert!(out.contains("Permission denied"), "{out}");
     assert!(!work.join("a").exists());
     let (code, out) = attempt(&tools, "read", "/etc/hostname").await;
     assert_eq!(code, 0, "untagged commands stay unconfined: {out}");
@@ -283,6 +320,7 @@ async fn sbx_7_confinement_tags_narrow_with_or_without_a_profile_and_never_widen
     assert_eq!(code, 0, "{out}");
     let (code, out) = attempt(&tools, "write_ro", &path(&work.join("d"))).await;
     assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
 
     // A profile with network none: the loopback tag cannot widen it.
     let tools = confined(Sandbox::new().network(Network::None), &work).await;
@@ -302,7 +340,7 @@ async fn sbx_5_no_new_privs_keeps_a_setuid_binary_from_changing_user() {
     std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o4755)).unwrap();
 
     // The control: unconfined, the setuid bit takes effect.
-    let (code, out) = attempt(&tools(ChildEnv::new().with_working_dir(&work)).await, "exec", &path(&id)).await;
+    let (code, out) = attempt(&tools_of(ChildEnv::new().with_working_dir(&work)).await, "exec", &path(&id)).await;
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("euid=65534"), "the setuid copy must work unconfined: {out}");
 
@@ -311,6 +349,13 @@ async fn sbx_5_no_new_privs_keeps_a_setuid_binary_from_changing_user() {
     let (code, out) = attempt(&tools, "exec", &path(&id)).await;
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("euid=65534") && out.contains("uid=0("), "{out}");
+
+    // And a root agent's confined child keeps uid 0 but none of its capabilities.
+    let (_, open) = attempt(&tools_of(ChildEnv::new().with_working_dir(&work)).await, "caps", "-").await;
+    assert!(open.contains("CapEff:") && !open.contains("CapEff:\t0000000000000000"), "the control: {open}");
+    let (code, out) = attempt(&tools, "caps", "-").await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
 }
 
 #[test]

@@ -65,7 +65,8 @@ fn limits(env: &ChildEnv) -> Vec<(&'static str, String)> {
     .collect()
 }
 
-/// The section as JSON: `environment` (names) and `sandbox` (null when off).
+/// The section as JSON: `environment` (the names children get; null under `inherit: all`, which passes this
+/// process's whole environment), `scrubbed` (the credential names always removed) and `sandbox` (null when off).
 pub(crate) fn json(env: &ChildEnv, application: Option<&Path>) -> Value {
     let sandbox = env.confinement().map(|c| {
         let p = c.profile();
@@ -87,5 +88,8 @@ pub(crate) fn json(env: &ChildEnv, application: Option<&Path>) -> Value {
             "unenforced": c.unenforced().iter().map(|u| json!({"setting": u.setting, "why": u.why})).collect::<Vec<_>>(),
         })
     });
-    json!({ "environment": env.variable_names(), "sandbox": sandbox })
+    let mut scrubbed: Vec<&str> = env.scrubbed().collect();
+    scrubbed.sort_unstable();
+    let environment = (!env.inherits_all()).then(|| env.variable_names());
+    json!({ "environment": environment, "scrubbed": scrubbed, "sandbox": sandbox })
 }

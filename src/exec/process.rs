@@ -217,11 +217,9 @@ pub(crate) async fn run(
         Capture::HeadTail => head_tail.finish(),
         Capture::Reject(_) => (all, false),
     };
+    // Read before the group is handed back (its drop ends it off the async threads).
     let limit = group.as_ref().and_then(CallGroup::explain);
-    if let Some(group) = group {
-        // Killing stragglers and removing the group touch cgroupfs: off the async threads.
-        drop(tokio::task::spawn_blocking(move || drop(group)));
-    }
+    drop(group);
     Ok(Finished { output, truncated, exit_code, signal, limit })
 }
 

@@ -2,6 +2,10 @@
 //! root too (`RLIMIT_NPROC` does not), and which make "end every descendant of the call" exact: whatever a child
 //! does (`setsid`, double forks, a cleared environment), it stays in its call's cgroup.
 //!
+//! Making and removing a cgroup costs more than the rest of a confined spawn, so an emptied group is kept for the
+//! next call (a few per confinement; its limits are the same), and what it ran into is counted from where the call
+//! found its counters.
+//!
 //! Each call gets `<our cgroup>/fisk-ai-<pid>/call-<n>` in each controller's cgroup v1 hierarchy (this process's
 //! own cgroup there, from `/proc/self/cgroup`); the child moves itself in before `exec` by writing `0` to the
 //! group's `cgroup.procs` (opened by the parent). When the call ends every process left in it is killed and the
@@ -11,8 +15,8 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// One controller's directory for one confinement's calls, removed when the confinement and its last call are
@@ -32,12 +36,31 @@ impl Drop for Base {
 /// Tells apart the confinements of one process.
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
+/// How many emptied groups a confinement keeps for reuse: enough for the usual concurrency of calls.
+const POOLED: usize = 8;
+
+/// One group's directories, one per controller.
+type Dirs = Vec<(&'static str, PathBuf)>;
+
+/// Emptied groups kept for the next calls.
+type Pool = Arc<Mutex<Vec<Dirs>>>;
+
 /// The per-call cgroups of a confinement.
 #[derive(Debug)]
 pub(super) struct Cgroups {
     pids: Option<(Arc<Base>, u64)>,
     memory: Option<(Arc<Base>, u64)>,
     next: AtomicU64,
+    pool: Pool,
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        let pooled = std::mem::take(&mut *self.pool.lock().unwrap_or_else(PoisonError::into_inner));
+        for (_, dir) in pooled.iter().flatten() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 impl Cgroups {
@@ -46,7 +69,17 @@ impl Cgroups {
         let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
         let pids = processes.map(|n| base("pids", seq).map(|b| (Arc::new(b), n))).transpose()?;
         let memory = memory.map(|n| base("memory", seq).map(|b| (Arc::new(b), n))).transpose()?;
-        Ok(Cgroups { pids, memory, next: AtomicU64::new(0) })
+        Ok(Cgroups { pids, memory, next: AtomicU64::new(0), pool: Pool::default() })
+    }
+
+    /// The limit file and value of `controller`.
+    fn limit(&self, controller: &str) -> (&'static str, u64) {
+        match (controller, &self.pids, &self.memory) {
+            ("pids", Some((_, n)), _) => ("pids.max", *n),
+            (_, _, Some((_, n))) => ("memory.limit_in_bytes", *n),
+            // Unreachable: a group has a directory only for a controller that is set.
+            _ => ("pids.max", 1),
+        }
     }
 
     /// Whether `processes` is enforced here.
@@ -59,18 +92,39 @@ impl Cgroups {
         self.memory.is_some()
     }
 
-    /// A new call's groups, limited, with the `cgroup.procs` files its child writes itself into.
+    /// A call's groups (an emptied one from the pool, else new ones, limited), with the `cgroup.procs` files its
+    /// child writes itself into.
     pub(super) fn call(&self) -> io::Result<CallGroup> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let reused = self.pool.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let mut group = CallGroup::default();
+        group.pool = Some(Arc::clone(&self.pool));
+        group.bases.extend(self.pids.iter().chain(&self.memory).map(|(b, _)| Arc::clone(b)));
+        if let Some(dirs) = reused {
+            group.dirs = dirs;
+            for (controller, dir) in &group.dirs {
+                // Written again: a root child of an earlier call without `fs` rules could have changed them.
+                let (file, limit) = self.limit(controller);
+                std::fs::write(dir.join(file), limit.to_string())?;
+                group.baseline.push(counter(controller, dir));
+                group.procs.push(std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?);
+            }
+            group.complete = true;
+            return Ok(group);
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
         for (base, limit, file) in [(&self.pids, "pids.max"), (&self.memory, "memory.limit_in_bytes")]
             .iter()
             .filter_map(|(b, file)| b.as_ref().map(|(base, limit)| (base, *limit, *file)))
         {
             let dir = base.dir.join(format!("call-{n}"));
+            if group.dirs.iter().any(|(_, d)| *d == dir) {
+                // Both controllers on one hierarchy: one group, both limits.
+                std::fs::write(dir.join(file), limit.to_string())?;
+                continue;
+            }
             std::fs::create_dir(&dir)?;
             group.dirs.push((base.controller, dir.clone()));
-            group.bases.push(Arc::clone(base));
+            group.baseline.push(0);
             std::fs::write(dir.join(file), limit.to_string())?;
             if base.controller == "memory" {
                 // Swap counts too where the kernel accounts it, so the limit cannot be dodged by swapping.
@@ -78,6 +132,7 @@ impl Cgroups {
             }
             group.procs.push(std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?);
         }
+        group.complete = true;
         Ok(group)
     }
 }
@@ -140,6 +195,26 @@ pub(crate) struct CallGroup {
     procs: Vec<File>,
     /// Kept so the confinement's directories outlive this call's.
     bases: Vec<Arc<Base>>,
+    /// Each directory's limit counter when the call began (a reused group's count goes on).
+    baseline: Vec<u64>,
+    /// Where the emptied groups go back to.
+    pool: Option<Pool>,
+    /// Whether every controller's group was made and limited (only such a group is reused).
+    complete: bool,
+    /// Already handed to the blocking pool: if the task is dropped unrun (a runtime shutting down), end here.
+    detached: bool,
+}
+
+/// The count of the limit `controller` reports hitting: forks the pids controller refused, kills the memory
+/// controller made.
+fn counter(controller: &str, dir: &Path) -> u64 {
+    let (file, key) = if controller == "pids" { ("pids.events", "max") } else { ("memory.oom_control", "oom_kill") };
+    let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 impl CallGroup {
@@ -151,34 +226,31 @@ impl CallGroup {
     /// Which limit the call ran into, if any: the pids controller refused a fork, or the memory controller had to
     /// reclaim or kill at its limit.
     pub(crate) fn explain(&self) -> Option<String> {
-        let count = |dir: &Path, file: &str, key: &str| -> u64 {
-            let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
-            text.lines()
-                .filter_map(|l| l.split_once(' '))
-                .find(|(k, _)| *k == key)
-                .and_then(|(_, v)| v.trim().parse().ok())
-                .unwrap_or(0)
+        let hit = |i: usize, controller: &str, dir: &Path| {
+            counter(controller, dir) > self.baseline.get(i).copied().unwrap_or(0)
         };
-        for (controller, dir) in &self.dirs {
-            match *controller {
-                "pids" if count(dir, "pids.events", "max") > 0 => {
-                    return Some("it reached its process limit (limits.processes); further forks failed".into());
-                }
-                "memory" if count(dir, "memory.oom_control", "oom_kill") > 0 => {
-                    return Some("it was killed at its memory limit (limits.memory)".into());
-                }
-                _ => {}
+        self.dirs.iter().enumerate().find(|(i, (c, d))| hit(*i, c, d)).map(|(_, (controller, _))| {
+            if *controller == "pids" {
+                "it reached its process limit (limits.processes); further forks failed".to_owned()
+            } else {
+                "it was killed at its memory limit (limits.memory)".to_owned()
             }
-        }
-        None
+        })
     }
 
     /// Kill every process still in the groups and remove them. Bounded: a process stuck in the kernel is left for
     /// the group to be removed later by the host (the directory stays, empty of our doing).
     fn end(&mut self) {
+        // Groups the call's processes made inside its own (a root child without `fs` rules can) are emptied and
+        // removed too, deepest first, and such a group is never reused.
+        let mut all = Vec::new();
+        for (_, dir) in &self.dirs {
+            subgroups(dir, &mut all, 0);
+        }
+        let nested = all.len() > self.dirs.len();
         for _ in 0..100 {
             let mut any = false;
-            for (_, dir) in &self.dirs {
+            for dir in &all {
                 let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                     any = true;
@@ -186,11 +258,19 @@ impl CallGroup {
                 }
             }
             if !any {
+                // Emptied: back to the pool while the confinement lives and the pool has room.
+                if let Some(pool) = self.pool.take().filter(|p| self.complete && !nested && Arc::strong_count(p) > 1) {
+                    let mut pooled = pool.lock().unwrap_or_else(PoisonError::into_inner);
+                    if pooled.len() < POOLED {
+                        pooled.push(std::mem::take(&mut self.dirs));
+                        return;
+                    }
+                }
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        for (_, dir) in &self.dirs {
+        for dir in all.iter().rev() {
             for _ in 0..20 {
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
                     break;
@@ -198,13 +278,47 @@ impl CallGroup {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
+        self.dirs.clear();
+    }
+}
+
+/// `dir` and every cgroup beneath it, parents first; bounded in depth.
+fn subgroups(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    out.push(dir.to_path_buf());
+    if depth == 8 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            subgroups(&entry.path(), out, depth + 1);
+        }
     }
 }
 
 impl Drop for CallGroup {
+    /// Killing what is left and removing the group touch cgroupfs and may wait: on a runtime, that happens on its
+    /// blocking pool, never on an async thread.
     fn drop(&mut self) {
-        if !self.dirs.is_empty() {
+        if self.dirs.is_empty() {
+            return;
+        }
+        if self.detached {
             self.end();
+            return;
+        }
+        let mut rest = CallGroup {
+            dirs: std::mem::take(&mut self.dirs),
+            procs: std::mem::take(&mut self.procs),
+            bases: std::mem::take(&mut self.bases),
+            baseline: std::mem::take(&mut self.baseline),
+            pool: self.pool.take(),
+            complete: self.complete,
+            detached: true,
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || rest.end())),
+            Err(_) => rest.end(),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Everything the child installs is prepared in the parent, before the fork: the limit values, the Landlock ruleset
 //! (its own file descriptor, duplicated for this child) and the compiled seccomp filter. The hook only makes system
 //! calls through wrappers that neither allocate nor take locks (`write(2)` on an open `File`, nix 0.31's `setrlimit` and `prctl`,
+//! rustix 1.1's securebits, ambient-set and `capset` calls,
 //! landlock 0.4.8's `RulesetCreated::restrict_self` and seccompiler 0.5.0's `apply_filter`; their errors are
 //! `errno` values, built without allocating), so it is async-signal-safe in a child forked from a multi-threaded
 //! process. No maintained crate installs Landlock and seccomp in another process's child without such a hook.
@@ -25,6 +26,9 @@ pub(crate) struct Armed {
     pub(crate) filter: Option<Arc<BpfProgram>>,
     /// The `cgroup.procs` files of the call's cgroups, joined first, so everything after is accounted to them.
     pub(crate) cgroups: Vec<std::fs::File>,
+    /// Drop every capability (the agent runs as root): uid 0 stays, its privileges go, and `execve` cannot give
+    /// them back.
+    pub(crate) drop_capabilities: bool,
 }
 
 /// Arm `cmd`: its child installs `armed` right before `exec`. A failure there fails the spawn with the `errno`.
@@ -44,10 +48,16 @@ fn install(armed: &mut Armed) -> io::Result<()> {
         setrlimit(resource, soft, hard).map_err(errno)?;
     }
     nix::sys::prctl::set_no_new_privs().map_err(errno)?;
+    if armed.drop_capabilities {
+        drop_capabilities()?;
+    }
     if let Some(ruleset) = armed.ruleset.take() {
-        // `restrict_self` reports failure as a value; the errno is still the failing call's.
-        if ruleset.restrict_self().is_err() {
-            return Err(io::Error::last_os_error());
+        // `restrict_self` reports failure as a value; the errno is still the failing call's. A ruleset built as a
+        // hard requirement is fully enforced or refused; anything else is refused here too.
+        match ruleset.restrict_self() {
+            Ok(status) if status.ruleset == landlock::RulesetStatus::FullyEnforced => {}
+            Ok(_) => return Err(io::Error::from_raw_os_error(libc::EPERM)),
+            Err(_) => return Err(io::Error::last_os_error()),
         }
     }
     if let Some(filter) = &armed.filter
@@ -56,6 +66,24 @@ fn install(armed: &mut Armed) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// No capability survives: with `NO_ROOT` (locked) `execve` does not give uid 0 the full set, with no_new_privs
+/// file capabilities are ignored, and the ambient, inheritable, permitted and effective sets are emptied.
+fn drop_capabilities() -> io::Result<()> {
+    use rustix::thread::{CapabilitiesSecureBits as Bits, CapabilitySet, CapabilitySets};
+    let bits = Bits::NO_ROOT
+        | Bits::NO_ROOT_LOCKED
+        | Bits::NO_SETUID_FIXUP
+        | Bits::NO_SETUID_FIXUP_LOCKED
+        | Bits::NO_CAP_AMBIENT_RAISE
+        | Bits::NO_CAP_AMBIENT_RAISE_LOCKED;
+    let raw = |e: rustix::io::Errno| io::Error::from_raw_os_error(e.raw_os_error());
+    rustix::thread::set_capabilities_secure_bits(bits).map_err(raw)?;
+    rustix::thread::clear_ambient_capability_set().map_err(raw)?;
+    let none = CapabilitySet::empty();
+    rustix::thread::set_capabilities(None, CapabilitySets { effective: none, permitted: none, inheritable: none })
+        .map_err(raw)
 }
 
 fn errno(e: nix::errno::Errno) -> io::Error {

@@ -40,6 +40,20 @@ pub struct Automatic {
     pub why: &'static str,
 }
 
+/// Which ruleset a child gets.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// The profile's `fs` rules.
+    Full,
+    /// The profile's, writable paths readable only.
+    ReadOnly,
+    /// No `fs` profile, a read-only tag: nothing writable but `/dev/null`.
+    WritesOnly,
+    /// No `fs` profile: the domain alone (no device nodes, no reach into processes outside it).
+    Minimal,
+}
+
 /// Rulesets kept per program and form, so a spawn only duplicates a descriptor; bounded, oldest out.
 #[cfg(target_os = "linux")]
 const CACHED: usize = 32;
@@ -79,7 +93,11 @@ struct Armed {
     /// The per-call cgroups of `processes` and `memory`, where they can be made.
     cgroups: Option<Cgroups>,
     limits: Arc<[(nix::sys::resource::Resource, u64, u64)]>,
-    cache: Mutex<Vec<(PathBuf, bool, landlock::RulesetCreated)>>,
+    /// Whether the agent runs as root, so children drop their capabilities.
+    root: bool,
+    /// The operator's paths, opened once, here.
+    opened: Vec<rules::Opened>,
+    cache: Mutex<Vec<(PathBuf, Form, landlock::RulesetCreated)>>,
 }
 
 impl fmt::Debug for Confinement {
@@ -161,11 +179,7 @@ impl Confinement {
         {
             return Err(refuse(&first.setting, &first.why));
         }
-        for (key, paths) in [("fs.read", &profile.read), ("fs.write", &profile.write), ("fs.exec", &profile.exec)] {
-            for path in paths {
-                landlock::PathFd::new(path).map_err(|e| refuse(key, format!("cannot open {}: {e}", path.display())))?;
-            }
-        }
+        let opened = rules::open(&profile).map_err(|(key, why)| refuse(key, why))?;
         let detected = (abi > 0).then(|| kernel::abi(abi));
         let landlock = detected.filter(|_| profile.has_fs());
         let nosock = seccomp.then(|| Arc::new(filter::no_sockets()));
@@ -176,6 +190,8 @@ impl Confinement {
             nosock,
             limits: limits(&profile, &unenforced, cgroups.as_ref())?.into(),
             cgroups,
+            root: kernel::is_root(),
+            opened,
             cache: Mutex::default(),
         };
         Ok(Confinement { profile, abi, unenforced, armed })
@@ -260,14 +276,17 @@ impl Confinement {
         {
             let unsupported = |what: &str| std::io::Error::other(format!("{what}, which this kernel lacks"));
             let tagged_read_only = narrowing.read_only && narrowing.tagged;
-            let ruleset = match (self.armed.landlock, self.armed.detected) {
-                (Some(abi), _) => Some(self.ruleset(program, narrowing.read_only, abi)?),
-                (None, Some(abi)) if tagged_read_only => Some(self.ruleset(program, true, abi)?),
-                (None, None) if tagged_read_only => {
-                    return Err(unsupported("the command's tag ai:sandbox=readonly needs Landlock"));
+            let form = match (self.armed.landlock, self.armed.detected) {
+                (Some(abi), _) => Some((if narrowing.read_only { Form::ReadOnly } else { Form::Full }, abi)),
+                // Truncation is controlled from ABI 3: below it a read-only tag could not stop `O_TRUNC`.
+                (None, Some(abi)) if tagged_read_only && abi >= landlock::ABI::V3 => Some((Form::WritesOnly, abi)),
+                (None, _) if tagged_read_only => {
+                    return Err(unsupported("the command's tag ai:sandbox=readonly needs Landlock ABI 3"));
                 }
-                (None, _) => None,
+                (None, Some(abi)) => Some((Form::Minimal, abi)),
+                (None, None) => None,
             };
+            let ruleset = form.map(|(form, abi)| self.ruleset(program, form, abi)).transpose()?;
             let filter = match (self.armed.network_none || narrowing.no_network, &self.armed.nosock) {
                 (false, _) => None,
                 (true, Some(f)) => Some(Arc::clone(f)),
@@ -276,7 +295,9 @@ impl Confinement {
             let mut group = self.armed.cgroups.as_ref().map(Cgroups::call).transpose()?;
             let cgroups = group.as_mut().map(CallGroup::take_procs).unwrap_or_default();
             // A profile with everything unenforced still sets no_new_privs: it costs the spawn nothing.
-            child::arm(cmd, child::Armed { limits: Arc::clone(&self.armed.limits), ruleset, filter, cgroups });
+            let drop_capabilities = self.armed.root;
+            let limits = Arc::clone(&self.armed.limits);
+            child::arm(cmd, child::Armed { limits, ruleset, filter, cgroups, drop_capabilities });
             Ok(group)
         }
         #[cfg(not(target_os = "linux"))]
@@ -291,29 +312,26 @@ impl Confinement {
 
     /// This child's copy of `program`'s ruleset, built on first use.
     #[cfg(target_os = "linux")]
-    fn ruleset(
-        &self,
-        program: &Path,
-        read_only: bool,
-        abi: landlock::ABI,
-    ) -> std::io::Result<landlock::RulesetCreated> {
+    fn ruleset(&self, program: &Path, form: Form, abi: landlock::ABI) -> std::io::Result<landlock::RulesetCreated> {
+        // The forms without an `fs` profile do not depend on the program.
+        let key = if matches!(form, Form::Full | Form::ReadOnly) { program } else { Path::new("") };
         let mut cache = self.armed.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((_, _, rs)) = cache.iter().find(|(p, ro, _)| p == program && *ro == read_only) {
+        if let Some((_, _, rs)) = cache.iter().find(|(p, f, _)| p == key && *f == form) {
             return rs.try_clone();
         }
-        let built = if !self.profile.has_fs() {
-            rules::writes_only(abi)
-        } else if read_only {
-            rules::ruleset(&self.profile.read_only(), program, abi)
-        } else {
-            rules::ruleset(&self.profile, program, abi)
+        let opened = &self.armed.opened;
+        let built = match form {
+            Form::Full => rules::ruleset(opened, false, program, abi),
+            Form::ReadOnly => rules::ruleset(opened, true, program, abi),
+            Form::WritesOnly => rules::writes_only(abi),
+            Form::Minimal => rules::minimal(abi),
         };
         let built = built.map_err(std::io::Error::other)?;
         let copy = built.try_clone()?;
         if cache.len() == CACHED {
             cache.remove(0);
         }
-        cache.push((program.to_path_buf(), read_only, built));
+        cache.push((key.to_path_buf(), form, built));
         Ok(copy)
     }
 }

@@ -10,17 +10,27 @@ use std::path::{Path, PathBuf};
 const HEAD: usize = 16 * 1024;
 const PT_INTERP: u32 = 3;
 
-/// The interpreter `program` needs executed, if any.
+/// The interpreter `program` needs executed, if any: only an absolute one (a relative `#!` path is resolved by
+/// the kernel against the child's directory, not ours, so granting it here could grant something else), and only
+/// read from a regular file (opened without blocking, so a FIFO cannot hold the spawn up).
 pub(super) fn interpreter(program: &Path) -> Option<PathBuf> {
-    let mut head = Vec::with_capacity(HEAD);
-    std::fs::File::open(program).ok()?.take(HEAD as u64).read_to_end(&mut head).ok()?;
-    if let Some(script) = head.strip_prefix(b"#!") {
-        let line = script.split(|b| *b == b'\n').next()?;
-        let text = std::str::from_utf8(line).ok()?.trim_start();
-        let path = text.split_whitespace().next()?;
-        return Some(PathBuf::from(path));
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(program).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
     }
-    elf_interpreter(&head)
+    let mut head = Vec::with_capacity(HEAD);
+    file.take(HEAD as u64).read_to_end(&mut head).ok()?;
+    let found = match head.strip_prefix(b"#!") {
+        Some(script) => {
+            let line = script.split(|b| *b == b'\n').next()?;
+            // The kernel splits the line at the first space or tab.
+            let text = std::str::from_utf8(line).ok()?.trim_start_matches([' ', '\t']);
+            PathBuf::from(text.split([' ', '\t']).next()?)
+        }
+        None => elf_interpreter(&head)?,
+    };
+    found.is_absolute().then_some(found)
 }
 
 fn elf_interpreter(head: &[u8]) -> Option<PathBuf> {

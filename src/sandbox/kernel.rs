@@ -53,9 +53,10 @@ fn supports(abi: ABI) -> bool {
 }
 
 /// Whether seccomp filters can be installed: the kernel reports a `Seccomp` mode for this process only when it is
-/// built with `CONFIG_SECCOMP`, and `Seccomp_filters` only with `CONFIG_SECCOMP_FILTER`.
+/// built with `CONFIG_SECCOMP` (filters, `CONFIG_SECCOMP_FILTER`, come with it on every distribution kernel; a
+/// kernel without them fails the child's install, which fails the call rather than running it unfiltered).
 pub(super) fn seccomp_filters() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp_filters:")))
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
 }
 
 /// Whether this process runs as root (effective uid 0), where `RLIMIT_NPROC` does not bind.

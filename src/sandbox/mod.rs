@@ -118,10 +118,16 @@ impl Narrowing {
     /// Introspection's: read-only.
     pub(crate) const READ_ONLY: Narrowing = Narrowing { read_only: true, no_network: false, tagged: false };
 
-    /// What a command's confinement tags ask for; behaviour tags (`ai:read_only`, ...) never confine.
+    /// What a command's confinement tags ask for; behaviour tags (`ai:read_only`, ...) never confine. A
+    /// confinement tag this version does not know (`ai:net=None`, `ai:sandbox=read-only`) narrows everything: its
+    /// author asked for confinement, so a misspelling must not run the command wider.
     pub(crate) fn from_tags(tags: &Tags) -> Narrowing {
-        let read_only = tags.contains(SANDBOX_READONLY);
-        let no_network = tags.contains(NET_NONE) || tags.contains(NET_LOOPBACK);
+        let unknown = tags.iter().any(|t| {
+            let confining = t.starts_with("ai:net=") || t.starts_with("ai:sandbox=");
+            confining && ![SANDBOX_READONLY, NET_NONE, NET_LOOPBACK].contains(&t)
+        });
+        let read_only = unknown || tags.contains(SANDBOX_READONLY);
+        let no_network = unknown || tags.contains(NET_NONE) || tags.contains(NET_LOOPBACK);
         Narrowing { read_only, no_network, tagged: read_only || no_network }
     }
 }

@@ -31,7 +31,8 @@ impl Grant {
         let read = AccessFs::ReadFile | AccessFs::ReadDir;
         match self {
             Grant::Read => read,
-            Grant::Write => read | AccessFs::from_write(abi),
+            // Never device nodes: a block device made in a writable directory would read the raw disk.
+            Grant::Write => read | (AccessFs::from_write(abi) & !(AccessFs::MakeBlock | AccessFs::MakeChar)),
             Grant::Exec => read | AccessFs::Execute,
         }
     }
@@ -91,10 +92,34 @@ pub(crate) fn writes_only(abi: ABI) -> Result<RulesetCreated, String> {
         .map_err(|e| format!("Landlock refused the rule for /dev/null: {e}"))
 }
 
-/// The ruleset for `program` under `profile` at `abi` (the detected one), every right of that ABI handled, as a
-/// hard requirement: `Err` names the path that cannot be opened or the right the kernel refused.
-pub(crate) fn ruleset(profile: &Sandbox, program: &Path, abi: ABI) -> Result<RulesetCreated, String> {
-    let handled = AccessFs::from_all(abi);
+/// An operator path, opened once when the confinement is built (`O_PATH`): a rule built later from the
+/// descriptor covers what the path named then, whatever a child has since put in its place.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    fd: PathFd,
+    grant: Grant,
+    dir: bool,
+}
+
+/// Opens the profile's paths; `Err` names the key and the path.
+pub(crate) fn open(profile: &Sandbox) -> Result<Vec<Opened>, (&'static str, String)> {
+    let listed = [
+        ("fs.read", profile.read_paths(), Grant::Read),
+        ("fs.write", profile.write_paths(), Grant::Write),
+        ("fs.exec", profile.exec_paths(), Grant::Exec),
+    ];
+    let mut opened = Vec::new();
+    for (key, paths, grant) in listed {
+        for path in paths {
+            let fd = PathFd::new(path).map_err(|e| (key, format!("cannot open {}: {e}", path.display())))?;
+            let dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+            opened.push(Opened { fd, grant, dir });
+        }
+    }
+    Ok(opened)
+}
+
+fn created(handled: BitFlags<AccessFs>, abi: ABI) -> Result<RulesetCreated, String> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(handled)
@@ -103,20 +128,36 @@ pub(crate) fn ruleset(profile: &Sandbox, program: &Path, abi: ABI) -> Result<Rul
     if Scope::from_all(abi).contains(Scope::Signal) {
         ruleset = ruleset.scope(Scope::Signal).map_err(|e| format!("Landlock refused the signal scope: {e}"))?;
     }
-    let mut created = ruleset.create().map_err(|e| format!("Landlock could not create a ruleset: {e}"))?;
-    let listed = [
-        (profile.read_paths(), Grant::Read),
-        (profile.write_paths(), Grant::Write),
-        (profile.exec_paths(), Grant::Exec),
-    ];
-    let operator = listed.iter().flat_map(|(paths, grant)| paths.iter().map(move |p| (p.clone(), *grant)));
-    let automatic = automatic(program).into_iter().map(|(p, g, _)| (p, g));
-    for (path, grant) in operator.chain(automatic) {
+    ruleset.create().map_err(|e| format!("Landlock could not create a ruleset: {e}"))
+}
+
+/// The domain every confined child gets when the profile has no `fs` rules: no device node may be made, and,
+/// being a Landlock domain, the child may not trace or read the memory and `/proc` files (the environment, with
+/// the agent's credentials) of processes outside it, the agent among them.
+pub(crate) fn minimal(abi: ABI) -> Result<RulesetCreated, String> {
+    created(AccessFs::MakeBlock | AccessFs::MakeChar, abi)
+}
+
+/// The ruleset for `program` under the `opened` operator paths at `abi` (the detected one), every right of that
+/// ABI handled, as a hard requirement; with `read_only`, writable paths are readable only. `Err` names the path
+/// that cannot be opened or the right the kernel refused.
+pub(crate) fn ruleset(opened: &[Opened], read_only: bool, program: &Path, abi: ABI) -> Result<RulesetCreated, String> {
+    let handled = AccessFs::from_all(abi);
+    let mut created = created(handled, abi)?;
+    let file_rights = AccessFs::from_file(abi);
+    for o in opened {
+        let grant = if read_only && o.grant == Grant::Write { Grant::Read } else { o.grant };
+        let access = grant.access(abi) & handled & if o.dir { handled } else { file_rights };
+        created = created
+            .add_rule(PathBeneath::new(&o.fd, access))
+            .map_err(|e| format!("Landlock refused a rule of the profile: {e}"))?;
+    }
+    for (path, grant, _) in automatic(program) {
         let fd = PathFd::new(&path)
             .map_err(|e| format!("cannot open {} to grant {}: {e}", path.display(), grant.as_str()))?;
         let mut access = grant.access(abi) & handled;
         if !std::fs::metadata(&path).map(|m| m.is_dir()).unwrap_or(false) {
-            access &= AccessFs::from_file(abi);
+            access &= file_rights;
         }
         created = created
             .add_rule(PathBeneath::new(fd, access))
