@@ -23,6 +23,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("fork", "Start target processes that wait, then report how many started", ""),
     ("escape", "Start a process that leaves the session and clears its environment, then exit", ""),
     ("caps", "Print the effective capabilities (target is ignored)", ""),
+    ("fds", "List the open file descriptors (target is ignored)", ""),
     ("write_ro", "Write, tagged ai:sandbox=readonly", r#""ai:sandbox=readonly""#),
     ("write_behavior", "Write, tagged with the behaviour tag ai:read_only", r#""ai:read_only""#),
     ("tcp_nonet", "Connect, tagged ai:net=none", r#""ai:net=none""#),
@@ -107,6 +108,10 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
             let me = std::env::current_exe().map_err(err)?;
             let child = std::process::Command::new(me).arg("park-setsid").env_clear().spawn().map_err(err)?;
             Ok(format!("started {}", child.id()))
+        }
+        "fds" => {
+            let fds = std::fs::read_dir("/proc/self/fd").map_err(err)?;
+            Ok(fds.filter_map(|e| e.ok()).map(|e| format!(" {}", e.file_name().to_string_lossy())).collect())
         }
         "caps" => {
             let status = std::fs::read_to_string("/proc/self/status").map_err(err)?;

@@ -381,3 +381,23 @@ fn sbx_6_config_errors_name_the_key_and_its_line() {
     let limits = ok.harness.sandbox.profile(None).limit_settings();
     assert_eq!((limits.memory, limits.cpu, limits.files), (Some(512 << 20), Some(2), Some(64)));
 }
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_5_a_confined_child_inherits_no_descriptor_the_host_left_open() {
+    use std::os::fd::AsRawFd;
+    let (work, _) = dirs();
+    // A descriptor without close-on-exec, as a host (or a C library it links) may leave one.
+    let leaked = std::fs::File::open("/etc/hostname").unwrap();
+    let flags = nix::fcntl::FdFlag::empty();
+    nix::fcntl::fcntl(&leaked, nix::fcntl::FcntlArg::F_SETFD(flags)).unwrap();
+    let fd = format!(" {}", leaked.as_raw_fd());
+
+    let (_, open) = attempt(&tools_of(ChildEnv::new().with_working_dir(&work)).await, "fds", "-").await;
+    assert!(open.split_whitespace().any(|f| f == fd.trim()), "the control inherits it: {open}");
+    let tools = confined(Sandbox::new().limits(Limits::new().files(256)), &work).await;
+    let (code, out) = attempt(&tools, "fds", "-").await;
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.split_whitespace().any(|f| f == fd.trim()), "{out}");
+    drop(leaked);
+}

@@ -14,9 +14,9 @@
 //!   and execute only what is beneath the `exec` paths. The application's own binary, its ELF interpreter (or a
 //!   script's `#!` interpreter), the shared-library directories, `/etc/ld.so.cache` and `/dev/null` are added
 //!   automatically ([`Confinement::automatic`] lists them). Landlock follows the final file, so a symlink out of
-//!   a writable directory does not widen it. It does not stop reads and writes through file descriptors the child
-//!   inherits (it inherits only `/dev/null` and its output pipe), nor `connect` to a Unix socket by path before
-//!   ABI 9.
+//!   a writable directory does not widen it. It does not stop the loader (granted so programs start) from running
+//!   a readable binary, nor `connect` to a Unix socket by path before ABI 9. Every descriptor above stderr is
+//!   marked close-on-exec in the child, so it inherits nothing else.
 //! - **seccomp** (`network: none`): every `socket(2)` call fails with `EACCES`, whatever its family, so no TCP, UDP,
 //!   raw, netlink or Unix socket can be made; `socketpair(2)` stays, since it reaches nothing outside the child's
 //!   own processes. `io_uring_setup` is refused too (io_uring can create and connect sockets without `socket(2)`),
