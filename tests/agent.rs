@@ -544,11 +544,11 @@ fn loop_13_summary_line_format() {
     assert!(rounded.summary(false, None, false).ends_with(" latency=3.614s"), "rounded, not truncated");
     assert_eq!(
         stats.summary(false, None, false),
-        "Run summary: model=test-model llm_calls=1 tool_calls=0 tokens=3536/113 cached=7 latency=3.613s"
+        "Run summary: model=test-model llm_calls=1 tool_calls=0 tokens=3536/113 cached=7 cost=unknown latency=3.613s"
     );
     assert_eq!(
         stats.summary(true, Some("abc"), true),
-        "Run suspended: session=abc model=test-model llm_calls=1 tool_calls=0 tokens=3536/113 cached=7 cache_write=9 latency=3.613s"
+        "Run suspended: session=abc model=test-model llm_calls=1 tool_calls=0 tokens=3536/113 cached=7 cache_write=9 cost=unknown latency=3.613s"
     );
 }
 

@@ -74,7 +74,9 @@ async fn cli_5_stdout_holds_only_the_answer_and_stderr_the_rest() {
     assert!(!stderr.contains("Daisy says **moo**"), "the answer is not repeated on stderr");
     let summary = stderr.lines().last().unwrap();
     assert!(
-        summary.starts_with("Run summary: model=claude-haiku-4-5 llm_calls=2 tool_calls=1 tokens=250/30 latency="),
+        summary.starts_with(
+            "Run summary: model=claude-haiku-4-5 llm_calls=2 tool_calls=1 tokens=250/30 cost=$0.000400 latency="
+        ),
         "{summary}"
     );
     // The real provider sent the prompt, then the real tool result.
@@ -187,7 +189,11 @@ async fn cli_2_3_4_missing_key_bad_base_url_and_chat_are_rejected_before_any_wor
     assert!(stderr.starts_with("error: ") && stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
     // CLI-13: the summary closes every exit path, errors included.
     assert!(
-        stderr.lines().last().unwrap().starts_with("Run summary: model=m llm_calls=0 tool_calls=0 tokens=0/0 latency="),
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("Run summary: model=m llm_calls=0 tool_calls=0 tokens=0/0 cost=unknown latency="),
         "{stderr}"
     );
     // PROV-7: checked before the config is read and before http-debug.log exists.

@@ -7,7 +7,7 @@ use crate::config::{Config, Mode};
 use crate::error::{Error, Result};
 use crate::gate::{ConfirmGate, DenyAll};
 use crate::harness::{AgentTools, Harness, HarnessBuilder};
-use crate::llm::{ModelProvider, ProviderFactory, ProviderRegistry, ProviderSettings, ToolPlan};
+use crate::llm::{ModelProvider, PriceTable, ProviderFactory, ProviderRegistry, ProviderSettings, ToolPlan};
 use crate::memory::{MemoryBackend, MemoryStore};
 use crate::operator::Prompter;
 use crate::select::{SelectedTool, Toolset};
@@ -30,6 +30,7 @@ pub struct AgentBuilder {
     gate: Option<Arc<dyn ConfirmGate>>,
     trace_content: bool,
     harness: Option<Arc<Harness>>,
+    prices: Option<PriceTable>,
     parts: HarnessBuilder,
     /// The plug-in methods called, to refuse them beside a harness.
     touched: Vec<&'static str>,
@@ -217,6 +218,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Prices of the models this host uses (COST-2), consulted after `llm.pricing` and before the built-in table of
+    /// Anthropic models ([`PriceTable::anthropic`]). A model priced nowhere has an unknown cost.
+    #[must_use]
+    pub fn prices(mut self, table: PriceTable) -> Self {
+        self.prices = Some(table);
+        self
+    }
+
     /// Build on `harness` (shared with other surfaces, for example an MCP server): `build` then does no I/O. The
     /// configuration, sources, built-ins, backends, stores and prompter are the harness's; giving any of them here
     /// as well is an error.
@@ -250,6 +259,7 @@ impl AgentBuilder {
         let mut warnings = config.validate(Mode::Agent)?;
         warnings.extend(harness.warnings().iter().cloned());
         let model = config.llm.model.clone().ok_or_else(|| Error::config_key("llm.model", "llm.model is required"))?;
+        let long = super::long_run::resolve(config, provider.as_ref(), &model, self.prices.as_ref())?;
         let toolset = harness.toolset().clone();
         toolset.ensure_not_empty(config.application_path.is_some())?;
         let tools = Tools {
@@ -260,6 +270,7 @@ impl AgentBuilder {
             built: harness.agent_tools().clone(),
             policy: harness.policy().cloned(),
             audit: harness.audit().cloned(),
+            long,
         };
         Ok(finish(config.clone(), model, provider, self.gate.take(), tools, warnings, self.trace_content))
     }
@@ -321,6 +332,7 @@ struct Tools {
     built: AgentTools,
     policy: Option<Arc<dyn crate::policy::PolicyHook>>,
     audit: Option<Arc<crate::audit::AuditTrail>>,
+    long: super::long_run::LongRun,
 }
 
 /// The notes, warnings, tool-search plan and fingerprint of a built agent.
@@ -333,7 +345,7 @@ fn finish(
     mut warnings: Vec<Warning>,
     trace_content: bool,
 ) -> Agent {
-    let Tools { toolset, memory, prompter, sessions, built, policy, audit } = tools;
+    let Tools { toolset, memory, prompter, sessions, built, policy, audit, long } = tools;
     let harness = &config.harness;
     let mut system: Vec<String> = config.system_prompt.iter().cloned().collect();
     // The notes (LOOP-2) and HITL-11 concern the tools that survived selection, not the ones configured.
@@ -397,6 +409,7 @@ fn finish(
         fingerprint,
         policy,
         audit,
+        long,
     };
     Agent { inner: Arc::new(inner) }
 }

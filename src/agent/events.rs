@@ -147,6 +147,18 @@ pub enum RunEvent<'a> {
         /// The conversation's counters so far.
         total: &'a super::RunStats,
     },
+    /// Older turns were summarised to keep the request within the context window (COMP-5). The tokens are the
+    /// harness's estimates of the request size, from the provider's last reported usage plus what was added since.
+    Compacted {
+        /// The estimated request size before, in tokens.
+        tokens_before: u64,
+        /// The estimated request size after, in tokens.
+        tokens_after: u64,
+        /// How many messages the summary replaced.
+        replaced: usize,
+        /// The summarising call's tokens (counted in the run's usage and cost).
+        usage: Usage,
+    },
     /// A follow-up prompt joined the conversation (CONV-1).
     FollowUp {
         /// The prompt.

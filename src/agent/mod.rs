@@ -22,6 +22,7 @@
 mod builder;
 mod conversation;
 mod events;
+mod long_run;
 mod outcome;
 mod resume;
 mod run;
@@ -31,6 +32,7 @@ mod spans;
 pub use builder::AgentBuilder;
 pub use conversation::{Continuation, NextStep, TurnEnd};
 pub use events::{EventSink, NoEvents, RunEvent};
+pub use long_run::DEFAULT_COMPACTION_PROMPT;
 pub use outcome::{RunOutcome, RunStats, TerminalReason};
 pub use search::{CALL_TOOL, SEARCH_TOOLS};
 
@@ -85,6 +87,8 @@ struct Inner {
     sessions: std::result::Result<Arc<dyn SessionStore>, String>,
     /// The configuration's resume fingerprint (SESS-16).
     fingerprint: Fingerprint,
+    /// The model's price, the money budget and the compaction plan.
+    long: long_run::LongRun,
 }
 
 impl std::fmt::Debug for Agent {

@@ -1,6 +1,6 @@
 use crate::config::format_duration;
 use crate::error::Error;
-use crate::llm::{Message, Usage};
+use crate::llm::{Cost, Message, Usage};
 use crate::session::SessionId;
 use std::time::{Duration, SystemTime};
 
@@ -17,8 +17,12 @@ pub struct RunStats {
     pub tool_calls: u32,
     /// Of those, calls of imported tools.
     pub remote_tool_calls: u32,
-    /// Tokens over every call.
+    /// Tokens over every call, summarising calls of compaction included.
     pub usage: Usage,
+    /// What those tokens cost (COST-1), or `None` when the model's price is unknown: never a guess, never zero.
+    pub cost: Option<Cost>,
+    /// How many times older turns were summarised (COMP-1).
+    pub compactions: u32,
     /// The model.
     pub model: String,
     /// When the run started.
@@ -35,6 +39,8 @@ impl RunStats {
             tool_calls: 0,
             remote_tool_calls: 0,
             usage: Usage::default(),
+            cost: None,
+            compactions: 0,
             model: model.to_owned(),
             started: SystemTime::now(),
             latency: Duration::ZERO,
@@ -43,7 +49,8 @@ impl RunStats {
 
     /// The LOOP-13 summary line, exactly:
     /// `Run summary: [session=<id> ][model=<model> ]llm_calls=<n> tool_calls=<n>[ remote_tool_calls=<n>]
-    /// tokens=<in>/<out>[ cached=<n>][ cache_write=<n>] latency=<duration>`.
+    /// tokens=<in>/<out>[ cached=<n>][ cache_write=<n>] cost=<$d.dddddd|unknown>[ compactions=<n>]
+    /// latency=<duration>` (COST-5: the cost is always shown, `unknown` when the model's price is).
     ///
     /// ```
     /// # use fisk_ai::agent::RunStats;
@@ -69,6 +76,13 @@ impl RunStats {
         }
         if verbose && self.usage.cache_creation_tokens > 0 {
             s.push_str(&format!(" cache_write={}", self.usage.cache_creation_tokens));
+        }
+        match self.cost {
+            Some(cost) => s.push_str(&format!(" cost={cost}")),
+            None => s.push_str(" cost=unknown"),
+        }
+        if self.compactions > 0 {
+            s.push_str(&format!(" compactions={}", self.compactions));
         }
         // Rounded to the millisecond (LOOP-13), not truncated.
         let rounded = self.latency.saturating_add(Duration::from_micros(500)).as_millis();

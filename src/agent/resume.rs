@@ -153,6 +153,7 @@ pub(super) async fn resume(inner: &Inner, id: &SessionId, options: RunOptions) -
     stats.tool_calls = journal.tool_calls;
     stats.remote_tool_calls = journal.remote_tool_calls;
     stats.usage = journal.usage;
+    stats.compactions = journal.compactions;
     let paused = journal.pending.is_none() && journal.last_stop == Some(StopReason::PauseTurn);
     let warning = paused.then(|| Warning::PausedTurnMayHaveExpired { session: id.to_string() });
     if let Some(w) = &warning {

@@ -5,6 +5,7 @@ use super::outcome::{RunOutcome, RunStats, TerminalReason};
 use super::{Inner, RunOptions};
 
 mod call;
+mod compact;
 mod converse;
 mod reply;
 use crate::error::Error;
@@ -108,6 +109,8 @@ struct Run<'a> {
     cap: u32,
     /// The results a cancelled turn of a conversation got before it stopped (CONV-1).
     unrun: Vec<Block>,
+    /// What the provider last counted of the conversation, for compaction's estimate (COMP-1).
+    context: Option<compact::Context>,
 }
 
 /// The first user message of a new run (LOOP-1).
@@ -173,7 +176,10 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         cancel: options.cancel.clone(),
         cap: start.cap,
         unrun: Vec::new(),
+        context: None,
     };
+    // COST-1: priced from the usage so far, so a resumed run's cost covers its earlier calls too.
+    run.count(crate::llm::Usage::default());
     let session = run.checkpoint.as_ref().map(|c| c.id.as_str());
     let provider = &inner.provider.capabilities().provider;
     let span = super::spans::run_span(&inner.name, provider, &inner.model, session, start.resumed);
@@ -318,6 +324,9 @@ impl Run<'_> {
             if let Some(end) = self.before_turn() {
                 return end;
             }
+            if let Err(end) = self.compact_if_needed().await {
+                return end;
+            }
             let stop = match self.model_turn().await {
                 Ok(stop) => stop,
                 Err(end) => return end,
@@ -351,18 +360,34 @@ impl Run<'_> {
         });
     }
 
-    /// BUDGET-2/3: the token budget, once reached, ends the run.
+    /// Add a call's tokens to the run's and price the total (COST-1): the cost stays unknown when the price is.
+    fn count(&mut self, usage: crate::llm::Usage) {
+        self.stats.usage += usage;
+        self.stats.cost = self.inner.long.pricing.and_then(|p| p.cost(&self.stats.usage));
+    }
+
+    /// BUDGET-2/3, COST-4: the token budget or the money budget, once reached, ends the run.
     fn over_budget(&self) -> Option<Ended> {
         let max_tokens = self.inner.config.llm.budget.max_tokens();
-        (self.stats.usage.total() >= max_tokens).then(|| {
-            ended(
+        let calls = self.stats.llm_calls;
+        if self.stats.usage.total() >= max_tokens {
+            let why = format!("token budget of {max_tokens} (llm.budget.max_tokens) reached after {calls} model calls");
+            return Some(ended(TerminalReason::Budget, why));
+        }
+        let max_cost = self.inner.long.max_cost?;
+        // Resolved only with a complete price, so the cost is known; were it not, the budget fails closed.
+        match self.stats.cost {
+            Some(cost) if cost < max_cost => None,
+            Some(cost) => Some(ended(
                 TerminalReason::Budget,
                 format!(
-                    "token budget of {max_tokens} (llm.budget.max_tokens) reached after {} model calls",
-                    self.stats.llm_calls
+                    "cost budget of {max_cost} (llm.budget.max_cost) reached after {calls} model calls: {cost} spent"
                 ),
-            )
-        })
+            )),
+            None => {
+                Some(ended(TerminalReason::Budget, "the run's cost can no longer be counted (llm.budget.max_cost)"))
+            }
+        }
     }
 
     /// Cancellation, a requested suspend (LOOP-3, SESS-24: at the boundary, never mid-step), and BUDGET-1.
@@ -415,7 +440,7 @@ impl Run<'_> {
             Err(_) if self.cancel.is_cancelled() => return Err(self.cancelled()),
             Err(end) => return Err(end),
         };
-        self.stats.usage += response.usage;
+        self.count(response.usage);
         self.emit(RunEvent::LlmResponse { iteration, stop_reason: &response.stop_reason, usage: response.usage });
         for block in &response.content {
             if let Block::Thinking { text, .. } = block
@@ -443,6 +468,9 @@ impl Run<'_> {
         };
         self.messages.push(message);
         self.sent = self.messages.len();
+        if self.inner.long.compaction.is_some() {
+            self.context = Some(compact::Context::after_turn(&response.usage, &self.messages));
+        }
         Ok(stop)
     }
 

@@ -545,3 +545,37 @@ fn build(msg: String, key: Option<String>, loc: Option<(usize, usize)>) -> Error
     }
     out
 }
+
+/// A price or an amount of dollars: a non-negative, finite number (an integer or a decimal).
+pub(crate) fn price<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    check_price(v).map_err(serde::de::Error::custom)
+}
+
+/// An optional [`price`]; null or absent is unset.
+pub(crate) fn opt_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Option::<f64>::deserialize(d)?.map(check_price).transpose().map_err(serde::de::Error::custom)
+}
+
+fn check_price(v: f64) -> Result<f64, String> {
+    if (0.0..=1e15).contains(&v) { Ok(v) } else { Err(format!("must be a non-negative number of dollars, got {v}")) }
+}
+
+/// A share: a number above 0 and at most 1.
+pub(crate) fn share<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!("must be a share above 0 and at most 1, got {v}")))
+    }
+}
+
+/// A count of at least 1.
+pub(crate) fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    int_opt(d, |v| match v {
+        Some(v) if v >= 1 => Ok(v.unsigned_abs()),
+        Some(v) => Err(format!("must be at least 1, got {v}")),
+        None => Err("must be at least 1".to_owned()),
+    })
+}

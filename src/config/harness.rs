@@ -49,6 +49,46 @@ pub struct Harness {
     /// `harness.env` (ENV-1..): what children inherit of the agent's environment.
     #[serde(deserialize_with = "de::nullable")]
     pub env: super::sandbox::EnvSettings,
+    /// `harness.compaction` (COMP-1..): summarising older turns when a request nears the context window. Off when
+    /// absent; `{}` turns it on with the defaults.
+    #[serde(deserialize_with = "de::nullable")]
+    pub compaction: Option<Compaction>,
+}
+
+/// Default `harness.compaction.trigger`: a share of the context window.
+pub const DEFAULT_COMPACTION_TRIGGER: f64 = 0.8;
+/// Default `harness.compaction.keep_recent_turns`.
+pub const DEFAULT_KEEP_RECENT_TURNS: u64 = 4;
+
+/// `harness.compaction`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
+#[non_exhaustive]
+pub struct Compaction {
+    /// `trigger`: the share of the context window (above 0, at most 1) a request may reach before older turns are
+    /// summarised.
+    #[serde(deserialize_with = "de::share")]
+    pub trigger: f64,
+    /// `keep_recent_turns`: how many of the latest model turns (each with its tool results) stay verbatim; at least 1.
+    #[serde(deserialize_with = "de::positive")]
+    pub keep_recent_turns: u64,
+    /// `prompt`: the instructions of the summarising request; unset means the built-in one.
+    #[serde(deserialize_with = "de::opt_string")]
+    pub prompt: Option<String>,
+    /// `context_window`: the model's window in tokens, over what the provider knows; required when it knows none.
+    #[serde(deserialize_with = "de::nullable")]
+    pub context_window: Option<u64>,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            trigger: DEFAULT_COMPACTION_TRIGGER,
+            keep_recent_turns: DEFAULT_KEEP_RECENT_TURNS,
+            prompt: None,
+            context_window: None,
+        }
+    }
 }
 
 /// `harness.audit`.

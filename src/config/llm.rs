@@ -48,6 +48,29 @@ pub struct Llm {
     /// over it, in that order.
     #[serde(deserialize_with = "de::base_url")]
     pub base_url: Option<String>,
+    /// `pricing` (COST-2): the model's prices in dollars per million tokens, over the host's and the built-in
+    /// table's. `input` and `output` are required; a cache price left out is unknown.
+    #[serde(deserialize_with = "de::nullable")]
+    pub pricing: Option<PricingSettings>,
+}
+
+/// `llm.pricing`: dollars per million tokens of each kind.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys")]
+#[non_exhaustive]
+pub struct PricingSettings {
+    /// `input`: uncached input tokens.
+    #[serde(deserialize_with = "de::price")]
+    pub input: f64,
+    /// `output`: output tokens.
+    #[serde(deserialize_with = "de::price")]
+    pub output: f64,
+    /// `cache_read`: input tokens read from the prompt cache.
+    #[serde(default, deserialize_with = "de::opt_price")]
+    pub cache_read: Option<f64>,
+    /// `cache_write`: input tokens written to the prompt cache.
+    #[serde(default, deserialize_with = "de::opt_price")]
+    pub cache_write: Option<f64>,
 }
 
 impl Default for Llm {
@@ -60,6 +83,7 @@ impl Default for Llm {
             no_prompt_cache: false,
             no_tool_search: false,
             base_url: None,
+            pricing: None,
         }
     }
 }
@@ -92,6 +116,10 @@ pub struct Budget {
     /// `call_timeout`; always positive after parsing. Use [`Budget::call_timeout()`].
     #[serde(deserialize_with = "de::positive_duration")]
     pub call_timeout: Option<GoDuration>,
+    /// `max_cost` (COST-4): the run's money budget in dollars; unset means none. A run whose model has no complete
+    /// price cannot enforce it and is refused at build.
+    #[serde(deserialize_with = "de::opt_price")]
+    pub max_cost: Option<f64>,
 }
 
 impl Budget {

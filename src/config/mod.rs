@@ -62,11 +62,12 @@ pub use expose::{
     DEFAULT_TOOL_TIMEOUT, Expose, ExposeAgent, MAX_A2A_QUEUE, MAX_MCP_SESSIONS, MAX_MCP_TASKS, McpExpose, McpTasks,
 };
 pub use harness::{
-    Approvals, Audit, Harness, HarnessTool, HumanInTheLoop, Memory, MemoryOptions, Policy, Remember, SessionOptions,
-    Sessions,
+    Approvals, Audit, Compaction, DEFAULT_COMPACTION_TRIGGER, DEFAULT_KEEP_RECENT_TURNS, Harness, HarnessTool,
+    HumanInTheLoop, Memory, MemoryOptions, Policy, Remember, SessionOptions, Sessions,
 };
 pub use llm::{
-    Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, Thinking,
+    Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, PricingSettings,
+    Thinking,
 };
 pub use pins::PinMode;
 pub use sandbox::{EnvSettings, InheritSetting, NetworkSetting, SandboxFs, SandboxLimits, SandboxSettings};

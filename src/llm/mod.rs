@@ -36,3 +36,5 @@ pub use message::{Block, Message, Role, StopReason, Usage};
 pub use observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
 pub use provider::{CacheMode, Caps, ModelProvider, Request, Response};
 pub use registry::{ProviderFactory, ProviderRegistry, ProviderSettings};
+mod pricing;
+pub use pricing::{Cost, PriceTable, Pricing};

@@ -201,4 +201,11 @@ pub trait ModelProvider: Send + Sync {
 
     /// Make one call, bounded by the provider's own per-call timeout (PROV-5), retrying as the provider sees fit.
     async fn call(&self, req: &Request<'_>) -> Result<Response, ProviderError>;
+
+    /// The context window of `model` in tokens, when this provider knows it (COMP-2): compaction triggers at a
+    /// share of it. `None` by default; `harness.compaction.context_window` then has to say.
+    fn context_window(&self, model: &str) -> Option<u64> {
+        let _ = model;
+        None
+    }
 }

@@ -1,8 +1,8 @@
 //! Folding a journal back into a conversation (SESS-13).
 
 use super::record::{
-    AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload, TerminalRecord,
-    ToolResultRecord,
+    AssistantRecord, CompactionRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload,
+    TerminalRecord, ToolResultRecord,
 };
 use crate::error::{Error, Result};
 use crate::llm::{Block, Message, Role, StopReason, Usage};
@@ -25,8 +25,10 @@ pub struct Journal {
     pub tool_calls: u32,
     /// Of those, imported tools' results.
     pub remote_tool_calls: u32,
-    /// Tokens over every recorded call.
+    /// Tokens over every recorded call, summarising calls included.
     pub usage: Usage,
+    /// Compactions recorded (COMP-4).
+    pub compactions: u32,
     /// The next iteration index (1-based).
     pub next_iteration: u32,
     /// The last turn's stop reason.
@@ -128,7 +130,10 @@ impl Journal {
             if !matches!(r.payload, Payload::Terminal(_)) {
                 j.terminal = None;
             }
-            if matches!(r.payload, Payload::Assistant(_) | Payload::User(_) | Payload::ToolResult(_)) {
+            if matches!(
+                r.payload,
+                Payload::Assistant(_) | Payload::User(_) | Payload::ToolResult(_) | Payload::Compaction(_)
+            ) {
                 final_reply = None;
             }
             match r.payload {
@@ -150,6 +155,10 @@ impl Journal {
                     j.messages.push(u.message);
                 }
                 Payload::Terminal(t) => j.terminal = Some(t),
+                Payload::Compaction(c) => {
+                    j.close(open.take());
+                    j.compact(r.seq, c)?;
+                }
                 Payload::Reset(link) => {
                     j.previous = link.previous.or(j.previous.take());
                     j.next = link.next.or(j.next.take());
@@ -182,6 +191,7 @@ impl Journal {
             tool_calls: 0,
             remote_tool_calls: 0,
             usage: Usage::default(),
+            compactions: 0,
             next_iteration: 1,
             last_stop: None,
             allowed: Vec::new(),
@@ -283,6 +293,22 @@ impl Journal {
     }
 
     /// The results of a finished turn become one user message, in call order (LOOP-9).
+    /// COMP-4: the summary takes the place of the messages it replaced, as the live run did.
+    fn compact(&mut self, seq: u64, c: CompactionRecord) -> Result<()> {
+        let replaced = usize::try_from(c.replaced).unwrap_or(usize::MAX);
+        if replaced == 0 || replaced >= self.messages.len() {
+            return Err(corrupt(format!(
+                "compaction record {seq} replaces {} of {} messages",
+                c.replaced,
+                self.messages.len()
+            )));
+        }
+        self.messages.splice(..replaced, [c.message]);
+        self.usage += c.usage;
+        self.compactions = self.compactions.saturating_add(1);
+        Ok(())
+    }
+
     fn close(&mut self, open: Option<Pending>) {
         if let Some(mut p) = open {
             let content: Vec<Block> = p.calls.iter().filter_map(|c| p.results.remove(&c.id)).collect();

@@ -45,8 +45,8 @@ pub use in_memory::InMemorySessionStore;
 #[cfg(feature = "nats")]
 pub use jetstream::JetStreamSessions;
 pub use record::{
-    AssistantRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload, ResetRecord,
-    ResultBlock, TerminalRecord, ToolResultRecord, UserRecord,
+    AssistantRecord, CompactionRecord, ConfirmChoice, ConfirmRecord, JOURNAL_VERSION, JournalRecord, Meta, Payload,
+    ResetRecord, ResultBlock, TerminalRecord, ToolResultRecord, UserRecord,
 };
 pub use store::{JournalWriter, SessionEntry, SessionStore};
 pub use terminal::TerminalReason;

@@ -43,6 +43,8 @@ pub enum Payload {
     /// `session.reset`: the conversation was reset here and continues in another session (CONV-6). The reference
     /// has no such record: it is this crate's own, and the reference's reader refuses a journal holding one.
     Reset(ResetRecord),
+    /// `session.compaction`: older messages were replaced by a summary (COMP-4). Like `reset`, this crate's own.
+    Compaction(CompactionRecord),
 }
 
 impl Payload {
@@ -56,6 +58,7 @@ impl Payload {
             Payload::User(_) => "user",
             Payload::Terminal(_) => "terminal",
             Payload::Reset(_) => "reset",
+            Payload::Compaction(_) => "compaction",
         }
     }
 }
@@ -306,6 +309,31 @@ impl ResetRecord {
     }
 }
 
+/// A compaction (COMP-4): the first `replaced` messages of the conversation gave way to `message`, a user message
+/// holding the summary (and the latest user prompt, when it was among them). Folding it reproduces the compacted
+/// conversation without another model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CompactionRecord {
+    /// How many messages, from the start of the conversation, the summary replaced.
+    pub replaced: u64,
+    /// The message that replaced them.
+    pub message: Message,
+    /// The summarising call's tokens.
+    pub usage: Usage,
+    /// The estimated request size before, in tokens.
+    pub tokens_before: u64,
+    /// The estimated request size after, in tokens.
+    pub tokens_after: u64,
+}
+
+impl CompactionRecord {
+    /// A record of `replaced` messages giving way to `message`.
+    pub fn new(replaced: u64, message: Message, usage: Usage, (tokens_before, tokens_after): (u64, u64)) -> Self {
+        CompactionRecord { replaced, message, usage, tokens_before, tokens_after }
+    }
+}
+
 /// How a run ended (SESS-11).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -358,6 +386,8 @@ struct WireIn {
     terminal: Option<TerminalRecord>,
     #[serde(default)]
     reset: Option<ResetRecord>,
+    #[serde(default)]
+    compaction: Option<CompactionRecord>,
 }
 
 /// The wire form written: the envelope then the one payload key, borrowed (no copy of the payload).
@@ -396,6 +426,7 @@ impl JournalRecord {
             Payload::User(_) => "io.choria.fisk-ai.v1.session.user",
             Payload::Terminal(_) => "io.choria.fisk-ai.v1.session.terminal",
             Payload::Reset(_) => "io.choria.fisk-ai.v1.session.reset",
+            Payload::Compaction(_) => "io.choria.fisk-ai.v1.session.compaction",
         }
     }
 
@@ -415,6 +446,7 @@ impl JournalRecord {
             Payload::User(u) => out(self.seq, protocol, key, u),
             Payload::Terminal(t) => out(self.seq, protocol, key, t),
             Payload::Reset(r) => out(self.seq, protocol, key, r),
+            Payload::Compaction(c) => out(self.seq, protocol, key, c),
         }
     }
 
@@ -440,6 +472,7 @@ impl JournalRecord {
             "user" => Payload::User(w.user.ok_or_else(missing)?),
             "terminal" => Payload::Terminal(w.terminal.ok_or_else(missing)?),
             "reset" => Payload::Reset(w.reset.ok_or_else(missing)?),
+            "compaction" => Payload::Compaction(w.compaction.ok_or_else(missing)?),
             _ => return Err(Error::session(format!("unsupported record protocol {:?}", w.protocol))),
         };
         Ok(JournalRecord { seq: w.seq, payload })

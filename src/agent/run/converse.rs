@@ -18,6 +18,8 @@ struct Mark {
     tool_calls: u32,
     remote_tool_calls: u32,
     usage: crate::llm::Usage,
+    cost: Option<crate::llm::Cost>,
+    compactions: u32,
     started: SystemTime,
     clock: Instant,
 }
@@ -29,6 +31,8 @@ impl Mark {
             tool_calls: stats.tool_calls,
             remote_tool_calls: stats.remote_tool_calls,
             usage: stats.usage,
+            cost: stats.cost,
+            compactions: stats.compactions,
             started: SystemTime::now(),
             clock: Instant::now(),
         }
@@ -41,6 +45,8 @@ impl Mark {
         turn.tool_calls = total.tool_calls.saturating_sub(self.tool_calls);
         turn.remote_tool_calls = total.remote_tool_calls.saturating_sub(self.remote_tool_calls);
         turn.usage = total.usage.saturating_sub(self.usage);
+        turn.cost = total.cost.zip(self.cost).map(|(now, then)| now.saturating_sub(then));
+        turn.compactions = total.compactions.saturating_sub(self.compactions);
         turn.started = self.started;
         turn.latency = self.clock.elapsed();
         turn
@@ -175,6 +181,7 @@ impl Run<'_> {
         self.approvals = Approvals::new();
         self.answers.clear();
         self.sent = 0;
+        self.context = None;
         self.last_stop = None;
         self.cap = self.stats.llm_calls.saturating_add(max_iterations(self.inner));
         self.emit(RunEvent::Reset);

@@ -31,17 +31,7 @@ pub(super) fn duplicate_call_id(content: &[Block]) -> Option<&str> {
 /// CLI-9's preview of what is being sent: the quoted start of the latest text, or the number of tool results; and
 /// an approximate content size.
 pub(super) fn preview(messages: &[Message]) -> (String, usize) {
-    let size = messages
-        .iter()
-        .flat_map(|m| &m.content)
-        .map(|b| match b {
-            Block::Text { text } => text.len(),
-            Block::Thinking { text, signature } => text.len() + signature.len(),
-            Block::ToolUse { input, .. } => input.as_str().len(),
-            Block::ToolResult { content, .. } => content.len(),
-            Block::Provider { raw, .. } => raw.get().len(),
-        })
-        .sum();
+    let size = super::compact::content_size(messages);
     let Some(last) = messages.last() else { return (String::new(), size) };
     let results = last.content.iter().filter(|b| matches!(b, Block::ToolResult { .. })).count();
     let preview = if results == 1 {

@@ -305,6 +305,12 @@ impl ModelProvider for AnthropicProvider {
         let body = Bytes::from(self.request_body(req));
         self.http.send(&self.wire, req, body).await
     }
+
+    /// Every Claude model's standard window: 200K tokens. The crate never asks for a longer one (a beta header),
+    /// so a larger window a model may offer is not in reach here.
+    fn context_window(&self, model: &str) -> Option<u64> {
+        model.starts_with("claude-").then_some(200_000)
+    }
 }
 
 impl fmt::Debug for AnthropicProvider {
