@@ -7,6 +7,7 @@ use super::{Inner, RunOptions};
 mod call;
 mod converse;
 mod reply;
+mod structured;
 use crate::error::Error;
 use crate::gate::Approvals;
 use crate::llm::{Block, CacheMode, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StopReason};
@@ -24,6 +25,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
+pub(super) use structured::check as check_output;
 use tracing::{Instrument, Span};
 
 /// SESS-21: appended to the system prompt of a resumed run; never persisted or fingerprinted.
@@ -70,6 +72,8 @@ fn ended(reason: TerminalReason, error: impl Into<String>) -> Ended {
 enum Next {
     /// Run this many tool calls (none for a paused turn, LOOP-8), then ask the model again.
     Calls(usize),
+    /// The final answer is not valid against the output schema: send this repair prompt, then ask again (OUT-7).
+    Repair(String),
     /// The run is over.
     End(Ended),
 }
@@ -108,6 +112,10 @@ struct Run<'a> {
     cap: u32,
     /// The results a cancelled turn of a conversation got before it stopped (CONV-1).
     unrun: Vec<Block>,
+    /// Whether this turn's one repair of an answer invalid against the output schema was used (OUT-7).
+    repaired: bool,
+    /// The accepted answer as JSON, with an output schema (OUT-6).
+    output: Option<serde_json::Value>,
 }
 
 /// The first user message of a new run (LOOP-1).
@@ -173,6 +181,8 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         cancel: options.cancel.clone(),
         cap: start.cap,
         unrun: Vec::new(),
+        repaired: false,
+        output: None,
     };
     let session = run.checkpoint.as_ref().map(|c| c.id.as_str());
     let provider = &inner.provider.capabilities().provider;
@@ -197,6 +207,7 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         session_id,
         messages: run.messages,
         internal_error: crashed,
+        output: run.output.filter(|_| end.reason == TerminalReason::Completed),
     }
 }
 
@@ -303,6 +314,9 @@ impl Run<'_> {
     }
 
     async fn drive(&mut self, pending: Option<Pending>) -> Ended {
+        // OUT-7: each turn of a conversation gets its own repair; an earlier turn's answer is not this one's.
+        self.repaired = false;
+        self.output = None;
         // BUDGET-2 is cumulative across resumes: a session resumed with its budget spent runs nothing more.
         if self.stats.llm_calls > 0
             && let Some(end) = self.over_budget()
@@ -324,6 +338,10 @@ impl Run<'_> {
             };
             let calls = match self.after_turn(stop) {
                 Next::Calls(calls) => calls,
+                Next::Repair(prompt) => match self.repair(prompt).await {
+                    Ok(()) => continue,
+                    Err(end) => return end,
+                },
                 Next::End(end) => return end,
             };
             // LOOP-8: a paused server-side turn continues with no new user message.
@@ -397,7 +415,8 @@ impl Run<'_> {
             .with_thinking(llm.thinking.enabled)
             .with_max_output_tokens(max_output)
             .with_cache(if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default })
-            .with_timeout(Some(llm.budget.call_timeout()));
+            .with_timeout(Some(llm.budget.call_timeout()))
+            .with_output(self.options.output.as_ref());
         // CONV-5: deltas reach the host only when it listens.
         let relay = self.options.events.as_deref().map(|events| Relay { events, iteration });
         if let Some(relay) = &relay {
@@ -468,6 +487,12 @@ impl Run<'_> {
             }
             let answer = (!text.is_empty()).then_some(text);
             return Next::End(Ended { reason: TerminalReason::Error, answer, error: Some(Error::run(error)) });
+        }
+        if calls == 0
+            && stop != StopReason::PauseTurn
+            && let Some(schema) = &self.options.output
+        {
+            return self.structured(schema);
         }
         if calls == 0 && stop != StopReason::PauseTurn {
             // LOOP-7: the final answer.
