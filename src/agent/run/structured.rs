@@ -21,15 +21,21 @@ pub(in crate::agent) fn check(inner: &Inner, options: &RunOptions) -> Result<()>
     Ok(())
 }
 
-/// The answer of a final turn: its last text block (text before it is narration, e.g. a preamble to the final
-/// tool's call), and the text shown as narration when it is rejected.
+/// The answer of a final turn, its last text block, and the narration before it (e.g. a preamble to the final
+/// tool's call), each trimmed.
 fn answer_of(message: Option<&Message>) -> (String, String) {
-    let Some(message) = message else { return (String::new(), String::new()) };
-    let last = message.content.iter().rev().find_map(|b| match b {
-        Block::Text { text } if !text.trim().is_empty() => Some(text.trim().to_owned()),
-        _ => None,
-    });
-    (last.unwrap_or_default(), message.text())
+    let texts: Vec<&str> = message
+        .into_iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            Block::Text { text } if !text.trim().is_empty() => Some(text.trim()),
+            _ => None,
+        })
+        .collect();
+    match texts.split_last() {
+        Some((answer, before)) => ((*answer).to_owned(), before.join("\n\n")),
+        None => (String::new(), String::new()),
+    }
 }
 
 /// The user message of the repair turn (OUT-7): what is wrong, one line each.
@@ -48,22 +54,27 @@ impl Run<'_> {
     /// A final turn (no tool calls, not paused) of a run with `schema`: the answer accepted (OUT-6), a repair
     /// turn asked for (OUT-7, counted against the budgets like any turn), or the run failed (OUT-8).
     pub(super) fn structured(&mut self, schema: &OutputSchema) -> Next {
-        let (answer, text) = answer_of(self.messages.last());
-        match schema.validate(&answer) {
+        let (answer, narration) = answer_of(self.messages.last());
+        if !narration.is_empty() {
+            self.emit(RunEvent::Assistant { text: &narration, terminal: false });
+        }
+        let errors = match schema.validate(&answer) {
             Ok(value) => {
                 self.emit(RunEvent::Assistant { text: &answer, terminal: true });
                 self.output = Some(value);
-                Next::End(Ended { reason: TerminalReason::Completed, answer: Some(answer), error: None })
+                return Next::End(Ended { reason: TerminalReason::Completed, answer: Some(answer), error: None });
             }
-            Err(errors) if !self.repaired => {
-                self.repaired = true;
-                if !text.is_empty() {
-                    self.emit(RunEvent::Assistant { text: &text, terminal: false });
-                }
-                self.over_budget().map_or_else(|| Next::Repair(repair_prompt(&errors)), Next::End)
-            }
-            Err(errors) => ended_invalid(&errors),
+            Err(errors) => errors,
+        };
+        // A rejected answer is shown as narration, never as the run's answer.
+        if !answer.is_empty() {
+            self.emit(RunEvent::Assistant { text: &answer, terminal: false });
         }
+        if self.repaired {
+            return ended_invalid(&errors);
+        }
+        self.repaired = true;
+        self.over_budget().map_or_else(|| Next::Repair(repair_prompt(&errors)), Next::End)
     }
 
     /// The repair turn's user message joins the conversation, journaled as `session.user` like a follow-up.
