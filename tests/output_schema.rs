@@ -17,6 +17,7 @@ use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunOptions, RunOutcome, TerminalReason};
 use fisk_ai::llm::anthropic::AnthropicProvider;
 use fisk_ai::llm::{FINAL_ANSWER_TOOL, OutputSchema};
+use fisk_ai::session::{InMemorySessionStore, Payload, SessionId, SessionStore};
 use scenarios::Counter;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -252,6 +253,39 @@ async fn out_7_openai_an_invalid_answer_is_repaired_once() {
     let repair = last_user_text(&second);
     assert!(repair.contains("not valid against the required output schema") && repair.contains("/count: "), "{repair}");
     assert!(second["response_format"].is_object());
+}
+
+#[tokio::test]
+async fn out_7_a_checkpointed_run_journals_the_repair_prompt_as_a_user_record() {
+    let server = FakeOpenAi::with_replies([
+        o_text(r#"{"count": "three"}"#, "stop").reply(),
+        o_text(r#"{"count": 3}"#, "stop").reply(),
+    ])
+    .await;
+    let store = InMemorySessionStore::new();
+    let agent = Agent::builder()
+        .config(scenarios::config(&server.url(), ""))
+        .tool(Counter::new("count"))
+        .session_store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    let id = SessionId::new("structured").unwrap();
+    let options = RunOptions::new().with_output_schema(schema(count_schema())).with_checkpoint(id.clone());
+    let outcome = agent.run("Count the cows.", options).await;
+    assert_accepted(&outcome, r#"{"count": 3}"#, json!({"count": 3}));
+    let users: Vec<String> = store
+        .read(&id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r.payload {
+            Payload::User(u) => Some(u.message.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert!(users[0].contains("not valid against the required output schema") && users[0].contains("/count: "));
 }
 
 #[tokio::test]

@@ -94,3 +94,58 @@ pub(super) fn answer(mut response: Response, schema: &OutputSchema) -> Response 
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Usage;
+    use crate::tool::ToolInput;
+    use serde_json::json;
+
+    fn call(name: &str, input: &str) -> Block {
+        Block::ToolUse {
+            id: format!("toolu_{name}"),
+            name: name.to_owned(),
+            input: ToolInput::from_json(input).unwrap(),
+        }
+    }
+
+    #[test]
+    fn out_4_the_final_tool_is_spliced_last_into_any_tools_array() {
+        let schema = OutputSchema::new(json!({"type": "object"})).unwrap();
+        let tool = super::tool(&schema).to_vec();
+        let mut out = Vec::new();
+        write_tools(&mut out, b"", &tool);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), 1);
+        out.clear();
+        write_tools(&mut out, br#"[{"name":"a"}]"#, &tool);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!((v[0]["name"].as_str(), v[1]["name"].as_str()), (Some("a"), Some(FINAL_ANSWER_TOOL)));
+        assert_eq!(v[1]["input_schema"], json!({"type": "object"}));
+    }
+
+    #[test]
+    fn out_4_a_final_call_becomes_the_answer_text_and_ends_the_turn_only_when_alone() {
+        let array = OutputSchema::new(json!({"type": "array"})).unwrap();
+        let alone = Response::new(
+            vec![call(FINAL_ANSWER_TOOL, r#"{"answer": [1, 2]}"#)],
+            StopReason::ToolUse,
+            Usage::default(),
+        );
+        let r = answer(alone, &array);
+        assert_eq!((r.content, r.stop_reason), (vec![Block::text("[1, 2]")], StopReason::EndTurn));
+        // Not the wrapper's shape: kept whole, for validation to reject.
+        let odd =
+            Response::new(vec![call(FINAL_ANSWER_TOOL, r#"{"items": 1}"#)], StopReason::ToolUse, Usage::default());
+        assert_eq!(answer(odd, &array).content, vec![Block::text(r#"{"items": 1}"#)]);
+        let mixed = Response::new(
+            vec![call("count", "{}"), call(FINAL_ANSWER_TOOL, r#"{"answer": []}"#)],
+            StopReason::ToolUse,
+            Usage::default(),
+        );
+        let r = answer(mixed, &array);
+        assert_eq!(r.stop_reason, StopReason::ToolUse, "another call still runs");
+        assert_eq!(r.content[1], Block::text("[]"));
+    }
+}
