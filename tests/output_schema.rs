@@ -14,13 +14,14 @@ use common::*;
 use fake_anthropic::{FakeAnthropic, Reply as AReply, streamed as a_streamed};
 use fake_openai::{FakeOpenAi, calls, streamed as o_streamed, text as o_text};
 use fisk_ai::Config;
-use fisk_ai::agent::{Agent, RunOptions, RunOutcome, TerminalReason};
+use fisk_ai::agent::{Agent, RunEvent, RunOptions, RunOutcome, TerminalReason};
 use fisk_ai::llm::anthropic::AnthropicProvider;
 use fisk_ai::llm::{FINAL_ANSWER_TOOL, OutputSchema};
 use fisk_ai::session::{InMemorySessionStore, Payload, SessionId, SessionStore};
 use scenarios::Counter;
 use serde_json::{Value, json};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn count_schema() -> Value {
@@ -57,6 +58,20 @@ async fn openai_agent(server: &FakeOpenAi, tool: Option<Counter>) -> Agent {
 
 async fn run(agent: &Agent, schema: OutputSchema) -> RunOutcome {
     agent.run("Count the cows.", RunOptions::new().with_output_schema(schema)).await
+}
+
+/// [`run`], with the `Assistant` events it emitted: `(text, terminal)`.
+async fn run_told(agent: &Agent, schema: OutputSchema) -> (RunOutcome, Vec<(String, bool)>) {
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let sink = told.clone();
+    let options = RunOptions::new().with_output_schema(schema).with_events(move |e: &RunEvent<'_>| {
+        if let RunEvent::Assistant { text, terminal } = e {
+            sink.lock().unwrap().push(((*text).to_owned(), *terminal));
+        }
+    });
+    let outcome = agent.run("Count the cows.", options).await;
+    let told = told.lock().unwrap().clone();
+    (outcome, told)
 }
 
 /// A Messages reply calling `final_answer` with `input`, streamed or whole.
@@ -247,8 +262,10 @@ async fn out_7_openai_an_invalid_answer_is_repaired_once() {
     ])
     .await;
     let agent = openai_agent(&server, None).await;
-    let outcome = run(&agent, schema(count_schema())).await;
+    let (outcome, told) = run_told(&agent, schema(count_schema())).await;
     assert_accepted(&outcome, r#"{"count": 3}"#, json!({"count": 3}));
+    let want = [(r#"{"count": "three"}"#.to_owned(), false), (r#"{"count": 3}"#.to_owned(), true)];
+    assert_eq!(told, want, "the rejected answer is narration; only the accepted one is terminal");
     let second = server.requests()[1].body_json().clone();
     let repair = last_user_text(&second);
     assert!(repair.contains("not valid against the required output schema") && repair.contains("/count: "), "{repair}");
@@ -296,9 +313,10 @@ async fn out_8_openai_two_invalid_answers_fail_the_run_with_the_errors() {
     ])
     .await;
     let agent = openai_agent(&server, None).await;
-    let outcome = run(&agent, schema(count_schema())).await;
+    let (outcome, told) = run_told(&agent, schema(count_schema())).await;
     assert_rejected(&outcome, "/count: ");
     assert_eq!(server.request_count(), 2);
+    assert!(told.iter().all(|(_, terminal)| !terminal), "no terminal answer: {told:?}");
 }
 
 #[tokio::test]
