@@ -13,11 +13,11 @@ mod common;
 
 use fake_anthropic::{FakeAnthropic, Reply, fixture_bytes, fixture_json};
 use fisk_ai::llm::anthropic::AnthropicProvider;
-use fisk_ai::llm::{Block, CacheMode, Message, ModelProvider, Request, Role, StopReason, ToolPlan};
+use fisk_ai::llm::{Block, CacheMode, Message, ModelProvider, OutputSchema, Request, Role, StopReason, ToolPlan};
 use fisk_ai::select::Selection;
 use fisk_ai::source::fisk::{AppModel, FiskApp};
 use fisk_ai::tool::Tool;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -76,6 +76,11 @@ async fn cases() -> Vec<Case> {
     let streaming = AnthropicProvider::new("k");
     let system = system();
     let (deferred, direct) = (deferred_plan(), direct_plan());
+    // OUT-4: the final_answer tool, as given (an object schema) and wrapped (any other).
+    let object = OutputSchema::new(json!({"type": "object", "properties": {"verdict": {"type": "string"},
+        "failures": {"type": "integer", "minimum": 0}}, "required": ["verdict"], "additionalProperties": false}))
+    .unwrap();
+    let array = OutputSchema::new(json!({"type": "array", "items": {"type": "string"}, "maxItems": 3})).unwrap();
     let mut out = Vec::new();
     let mut add = |name, p: &AnthropicProvider, req: Request<'_>| out.push(Case { name, body: p.request_body(&req) });
 
@@ -124,6 +129,35 @@ async fn cases() -> Vec<Case> {
         Request::new("claude-haiku-4-5", &system, &first, &direct)
             .with_thinking(true)
             .with_max_output_tokens(Some(2048)),
+    );
+
+    // OUT-4: a structured final answer: the final tool and a forced tool choice; with thinking, no tool choice.
+    add(
+        "out-4 output schema",
+        &plain,
+        Request::new("claude-sonnet-4-6", &system, &first, &direct).with_output(Some(&object)),
+    );
+    add(
+        "out-4 output schema wrapped, deferred tools, streamed",
+        &streaming,
+        Request::new("claude-sonnet-4-6", &system, &first, &deferred).with_output(Some(&array)),
+    );
+    add(
+        "out-4 output schema with thinking",
+        &plain,
+        Request::new("claude-opus-4-8", &system, &thinking, &deferred).with_thinking(true).with_output(Some(&object)),
+    );
+    let answered = [
+        first[0].clone(),
+        Message::assistant(vec![Block::text(r#"{"verdict": 3}"#)]),
+        Message::user(
+            "Your final answer is not valid against the required output schema:\n- /verdict: 3 is not of type \"string\"",
+        ),
+    ];
+    add(
+        "out-7 repair turn",
+        &plain,
+        Request::new("claude-sonnet-4-6", &system, &answered, &direct).with_output(Some(&object)),
     );
 
     // pause_turn continuation: the paused content is the last message.

@@ -47,6 +47,7 @@ scenario_tests!(
     quirk_generated_ids_pair_results_with_calls_in_the_loop,
     budget_4_a_call_past_its_timeout_ends_the_run,
     conv_5_streamed_deltas_concatenate_to_the_final_text_and_reasoning,
+    out_5_7_a_structured_answer_asks_through_response_format,
 );
 
 #[test]

@@ -14,6 +14,7 @@ mod info;
 mod info_children;
 mod mcp;
 mod mcp_install;
+mod output;
 mod pins;
 mod remote;
 mod run;

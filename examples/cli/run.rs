@@ -86,6 +86,9 @@ pub(crate) struct RunArgs {
     /// With --resume: continue even though the configuration changed (recorded answers are dropped).
     #[arg(long)]
     force: bool,
+    /// Require the final answer to be JSON valid against the JSON Schema in FILE; stdout gets exactly that JSON.
+    #[arg(long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
 }
 
 /// CLI-3: flag combinations (SESS-2, SESS-4) and ids (SESS-3) are checked before the configuration is read.
@@ -290,6 +293,8 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
         .into());
     }
     let (checkpoint, resume) = session_flags(&args)?;
+    // OUT-9: a bad schema file fails before the configuration is read or any request is made.
+    let schema = args.output_schema.as_deref().map(crate::output::load).transpose()?;
     let no_color = args.no_color || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let common = args.agent.common(std::io::stderr().is_terminal());
     let Prepared { agent, err, trace, stop_prompts } = prepare(common, model).await?;
@@ -300,7 +305,10 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     watch_signals(checkpointed, tokens, err.clone())?;
     let sink = events(err.clone(), agent.clone(), args.agent.verbose, args.agent.tool_output);
     let prompt = args.prompt.join(" ");
-    let options = RunOptions::new().with_cancel(cancel).with_suspend(suspend).with_events(sink);
+    let mut options = RunOptions::new().with_cancel(cancel).with_suspend(suspend).with_events(sink);
+    if let Some(schema) = schema.clone() {
+        options = options.with_output_schema(schema);
+    }
     let outcome = match (&resume, checkpoint) {
         (Some(id), _) => agent.resume(id, options.with_force(args.force)).await?,
         (None, Some(id)) => agent.run(&prompt, options.with_checkpoint(id)).await,
@@ -308,7 +316,12 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     };
     err.waiting(false);
 
-    if let Some(answer) = outcome.answer.as_deref().filter(|a| !a.is_empty()) {
+    if schema.is_some() {
+        // Only a validated answer reaches stdout; any other text stays off it.
+        if let (Some(answer), Some(_)) = (outcome.answer.as_deref(), &outcome.output) {
+            crate::output::print(answer);
+        }
+    } else if let Some(answer) = outcome.answer.as_deref().filter(|a| !a.is_empty()) {
         err.line("");
         // The answer is data for stdout: only terminal escapes are removed.
         let answer = strip_ansi_escapes::strip_str(answer);

@@ -147,8 +147,21 @@ impl Agent {
     /// Run the loop on `prompt` to a terminal state. Never fails: every failure is a [`RunOutcome`] with its
     /// reason, error text and statistics (OVR-2); a panic inside the run is caught and reported as an internal
     /// error (OVR-5). With [`RunOptions::with_checkpoint`] every step is journaled to a new session first
-    /// (SESS-1); a session that cannot be created ends the run with reason `error` before any model call.
+    /// (SESS-1); a session that cannot be created ends the run with reason `error` before any model call, and so
+    /// does an output schema whose final-answer tool name a selected tool already has (OUT-2).
     pub async fn run(&self, prompt: &str, options: RunOptions) -> RunOutcome {
+        if let Err(e) = run::check_output(&self.inner, &options) {
+            return RunOutcome {
+                reason: TerminalReason::Error,
+                answer: None,
+                error: Some(e),
+                stats: RunStats::new(&self.inner.model),
+                session_id: None,
+                messages: Vec::new(),
+                internal_error: false,
+                output: None,
+            };
+        }
         resume::run(&self.inner, prompt, options).await
     }
 
@@ -165,9 +178,11 @@ impl Agent {
     ///
     /// A session error when the session cannot be opened, is locked by another run, is corrupt, has completed, was
     /// interactive, was started with another provider, or (without [`RunOptions::with_force`]) with another
-    /// configuration; an I/O or session error when the reset of the recorded answers cannot be journaled. Nothing has
-    /// run when it fails.
+    /// configuration; an I/O or session error when the reset of the recorded answers cannot be journaled; a
+    /// configuration error when a selected tool has the final-answer tool's name and an output schema is given
+    /// (OUT-2). Nothing has run when it fails.
     pub async fn resume(&self, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
+        run::check_output(&self.inner, &options)?;
         resume::resume(&self.inner, id, options).await
     }
 }
@@ -181,6 +196,7 @@ pub struct RunOptions {
     checkpoint: Option<SessionId>,
     force: bool,
     continuation: Option<Arc<dyn Continuation>>,
+    output: Option<crate::llm::OutputSchema>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -190,6 +206,7 @@ impl std::fmt::Debug for RunOptions {
             .field("checkpoint", &self.checkpoint)
             .field("force", &self.force)
             .field("conversation", &self.continuation.is_some())
+            .field("output_schema", &self.output.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -238,6 +255,22 @@ impl RunOptions {
     pub fn with_continuation(mut self, continuation: impl Continuation + 'static) -> Self {
         self.continuation = Some(Arc::new(continuation));
         self
+    }
+
+    /// Require the final answer to be JSON valid against `schema` (OUT-1): every model request of the run asks for
+    /// it through the provider's own mechanism, the answer is validated, one repair turn is allowed (OUT-7), and an
+    /// answer still invalid after it ends the run with reason `error` and the validation errors (OUT-8). A
+    /// completed run's [`RunOutcome::output`] holds the parsed answer. A selected tool named
+    /// [`FINAL_ANSWER_TOOL`](crate::llm::FINAL_ANSWER_TOOL) is refused before anything runs (OUT-2).
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: crate::llm::OutputSchema) -> Self {
+        self.output = Some(schema);
+        self
+    }
+
+    /// The schema [`with_output_schema`](Self::with_output_schema) set.
+    pub fn output_schema(&self) -> Option<&crate::llm::OutputSchema> {
+        self.output.as_ref()
     }
 
     /// Let [`Agent::resume`] continue a session whose configuration changed (SESS-19); its recorded confirmation

@@ -115,4 +115,8 @@ pub struct RunOutcome {
     pub messages: Vec<Message>,
     /// Whether the run crashed (OVR-5): the error is an internal one and no summary should be shown (CLI-13).
     pub internal_error: bool,
+    /// The final answer parsed as JSON, when the run had an output schema
+    /// ([`RunOptions::with_output_schema`](crate::agent::RunOptions::with_output_schema)) and completed: valid
+    /// against that schema, and [`answer`](Self::answer) is its text (OUT-6).
+    pub output: Option<serde_json::Value>,
 }

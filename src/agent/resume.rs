@@ -45,6 +45,7 @@ pub(super) async fn run(inner: &Inner, prompt: &str, options: RunOptions) -> Run
             session_id: None,
             messages: Vec::new(),
             internal_error: false,
+            output: None,
         },
     }
 }

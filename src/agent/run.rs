@@ -8,6 +8,7 @@ mod call;
 mod compact;
 mod converse;
 mod reply;
+mod structured;
 use crate::error::Error;
 use crate::gate::Approvals;
 use crate::llm::{Block, CacheMode, Message, ProviderError, ProviderErrorKind, Request, Response, Role, StopReason};
@@ -25,6 +26,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
+pub(super) use structured::check as check_output;
 use tracing::{Instrument, Span};
 
 /// SESS-21: appended to the system prompt of a resumed run; never persisted or fingerprinted.
@@ -71,6 +73,8 @@ fn ended(reason: TerminalReason, error: impl Into<String>) -> Ended {
 enum Next {
     /// Run this many tool calls (none for a paused turn, LOOP-8), then ask the model again.
     Calls(usize),
+    /// The final answer is not valid against the output schema: send this repair prompt, then ask again (OUT-7).
+    Repair(String),
     /// The run is over.
     End(Ended),
 }
@@ -111,6 +115,10 @@ struct Run<'a> {
     unrun: Vec<Block>,
     /// What the provider last counted of the conversation, for compaction's estimate (COMP-1).
     context: Option<compact::Context>,
+    /// Whether this turn's one repair of an answer invalid against the output schema was used (OUT-7).
+    repaired: bool,
+    /// The accepted answer as JSON, with an output schema (OUT-6).
+    output: Option<serde_json::Value>,
 }
 
 /// The first user message of a new run (LOOP-1).
@@ -177,6 +185,8 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         cap: start.cap,
         unrun: Vec::new(),
         context: None,
+        repaired: false,
+        output: None,
     };
     // COST-1: priced from the usage so far, so a resumed run's cost covers its earlier calls too.
     run.count(crate::llm::Usage::default());
@@ -203,6 +213,7 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         session_id,
         messages: run.messages,
         internal_error: crashed,
+        output: run.output.filter(|_| end.reason == TerminalReason::Completed),
     }
 }
 
@@ -309,6 +320,9 @@ impl Run<'_> {
     }
 
     async fn drive(&mut self, pending: Option<Pending>) -> Ended {
+        // OUT-7: each turn of a conversation gets its own repair; an earlier turn's answer is not this one's.
+        self.repaired = false;
+        self.output = None;
         // BUDGET-2 is cumulative across resumes: a session resumed with its budget spent runs nothing more.
         if self.stats.llm_calls > 0
             && let Some(end) = self.over_budget()
@@ -333,6 +347,10 @@ impl Run<'_> {
             };
             let calls = match self.after_turn(stop) {
                 Next::Calls(calls) => calls,
+                Next::Repair(prompt) => match self.repair(prompt).await {
+                    Ok(()) => continue,
+                    Err(end) => return end,
+                },
                 Next::End(end) => return end,
             };
             // LOOP-8: a paused server-side turn continues with no new user message.
@@ -422,7 +440,8 @@ impl Run<'_> {
             .with_thinking(llm.thinking.enabled)
             .with_max_output_tokens(max_output)
             .with_cache(if llm.no_prompt_cache { CacheMode::Off } else { CacheMode::Default })
-            .with_timeout(Some(llm.budget.call_timeout()));
+            .with_timeout(Some(llm.budget.call_timeout()))
+            .with_output(self.options.output.as_ref());
         // CONV-5: deltas reach the host only when it listens.
         let relay = self.options.events.as_deref().map(|events| Relay { events, iteration });
         if let Some(relay) = &relay {
@@ -496,6 +515,12 @@ impl Run<'_> {
             }
             let answer = (!text.is_empty()).then_some(text);
             return Next::End(Ended { reason: TerminalReason::Error, answer, error: Some(Error::run(error)) });
+        }
+        if calls == 0
+            && stop != StopReason::PauseTurn
+            && let Some(schema) = &self.options.output
+        {
+            return self.structured(schema);
         }
         if calls == 0 && stop != StopReason::PauseTurn {
             // LOOP-7: the final answer.

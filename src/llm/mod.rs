@@ -25,6 +25,7 @@ mod error;
 pub mod http;
 mod message;
 mod observe;
+mod output;
 mod provider;
 mod registry;
 #[cfg(any(feature = "anthropic", feature = "openai"))]
@@ -34,6 +35,7 @@ pub use delta::{Delta, DeltaSink};
 pub use error::{ProviderError, ProviderErrorKind};
 pub use message::{Block, Message, Role, StopReason, Usage};
 pub use observe::{WireError, WireObserver, WireRequest, WireResponse, WireRetry};
+pub use output::{FINAL_ANSWER_TOOL, OutputSchema};
 pub use provider::{CacheMode, Caps, ModelProvider, Request, Response};
 pub use registry::{ProviderFactory, ProviderRegistry, ProviderSettings};
 mod pricing;

@@ -2,6 +2,7 @@
 
 use super::error::ProviderError;
 use super::message::{Block, Message, StopReason, Usage};
+use super::output::OutputSchema;
 use super::plan::ToolPlan;
 use async_trait::async_trait;
 use std::time::Duration;
@@ -41,6 +42,8 @@ pub struct Request<'a> {
     pub timeout: Option<Duration>,
     /// Who hears the reply's deltas while it streams (CONV-5).
     deltas: Option<super::delta::Deltas<'a>>,
+    /// The schema the final answer must satisfy, asked for through the provider's own mechanism (OUT-1).
+    output: Option<&'a OutputSchema>,
 }
 
 impl<'a> Request<'a> {
@@ -56,6 +59,7 @@ impl<'a> Request<'a> {
             cache: CacheMode::Default,
             timeout: None,
             deltas: None,
+            output: None,
         }
     }
 
@@ -70,6 +74,19 @@ impl<'a> Request<'a> {
     /// The sink [`with_deltas`](Self::with_deltas) set, for a provider to feed.
     pub fn deltas(&self) -> Option<&'a dyn super::DeltaSink> {
         self.deltas.map(|d| d.0)
+    }
+
+    /// Ask for a final answer valid against `schema` (OUT-1): a provider renders it its own way (a forced final
+    /// tool, a `response_format`) and returns the answer as a text block.
+    #[must_use]
+    pub fn with_output(mut self, schema: Option<&'a OutputSchema>) -> Self {
+        self.output = schema;
+        self
+    }
+
+    /// The schema [`with_output`](Self::with_output) set.
+    pub fn output(&self) -> Option<&'a OutputSchema> {
+        self.output
     }
 
     /// Ask for reasoning.

@@ -6,6 +6,10 @@
 //! `#[path = "common/openai_scenarios.rs"] mod scenarios;`.
 #![allow(dead_code)]
 
+#[path = "openai_output.rs"]
+mod output;
+pub use output::out_5_7_a_structured_answer_asks_through_response_format;
+
 use crate::fake_openai::{FakeOpenAi, Reply, Shape, calls, completion, stream_chunks, streamed, text};
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::llm::openai::OpenAiProvider;
@@ -635,4 +639,5 @@ all!(
     quirk_generated_ids_pair_results_with_calls_in_the_loop,
     budget_4_a_call_past_its_timeout_ends_the_run,
     conv_5_streamed_deltas_concatenate_to_the_final_text_and_reasoning,
+    out_5_7_a_structured_answer_asks_through_response_format,
 );

@@ -5,6 +5,7 @@
 //! neutral model does not name (server tool calls, tool-search results, redacted thinking) travel as
 //! [`Block::Provider`](crate::llm::Block::Provider) and go back byte for byte; thinking signatures too.
 
+mod final_answer;
 mod stream;
 mod wire;
 
@@ -303,7 +304,12 @@ impl ModelProvider for AnthropicProvider {
         self.wire.key()?;
         self.check(req)?;
         let body = Bytes::from(self.request_body(req));
-        self.http.send(&self.wire, req, body).await
+        let response = self.http.send(&self.wire, req, body).await?;
+        // OUT-4: one place for the streamed and the whole reply alike.
+        Ok(match req.output() {
+            Some(schema) => final_answer::answer(response, schema),
+            None => response,
+        })
     }
 
     /// Every Claude model's standard window: 200K tokens. The crate never asks for a longer one (a beta header),

@@ -113,9 +113,10 @@ fn cache_control(cache: CacheMode) -> Option<&'static [u8]> {
 
 /// Render a whole request body. `tools` is the plan's cached rendering ([`render_tools`]).
 ///
-/// Key order is fixed: `model`, `max_tokens`, `system`, `tools`, `cache_control`, `thinking`, `stream`,
-/// `messages`. Everything before `messages` depends only on the run's settings, so it is byte-identical on every
-/// turn and the prompt cache's tools → system prefix never moves.
+/// Key order is fixed: `model`, `max_tokens`, `system`, `tools`, `tool_choice` (with an output schema and no
+/// thinking, OUT-4), `cache_control`, `thinking`, `stream`, `messages`. Everything before `messages` depends only
+/// on the run's settings, so it is byte-identical on every turn and the prompt cache's tools → system prefix never
+/// moves.
 pub(crate) fn render_request(req: &Request<'_>, tools: &[u8], stream: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(estimate(req, tools.len()));
     let cache = cache_control(req.cache);
@@ -147,9 +148,21 @@ pub(crate) fn render_request(req: &Request<'_>, tools: &[u8], stream: bool) -> V
         }
         out.push(b']');
     }
-    if !tools.is_empty() {
-        out.extend_from_slice(br#","tools":"#);
-        out.extend_from_slice(tools);
+    // OUT-4: the final tool last, then (thinking off; the API refuses it with thinking) a forced tool choice, so
+    // the model ends through the final tool. Both depend only on the run's settings: the prefix stays stable.
+    match req.output() {
+        Some(schema) => {
+            out.extend_from_slice(br#","tools":"#);
+            super::final_answer::write_tools(&mut out, tools, super::final_answer::tool(schema));
+            if !req.thinking {
+                out.extend_from_slice(br#","tool_choice":{"type":"any"}"#);
+            }
+        }
+        None if !tools.is_empty() => {
+            out.extend_from_slice(br#","tools":"#);
+            out.extend_from_slice(tools);
+        }
+        None => {}
     }
     if let Some(cc) = cache {
         // Automatic caching of the conversation tail: the second and last breakpoint we use (of 4 allowed).
@@ -294,7 +307,7 @@ fn estimate(req: &Request<'_>, tools: usize) -> usize {
                 .sum::<usize>()
         })
         .sum();
-    let text = system + messages + req.model.len();
+    let text = system + messages + req.model.len() + req.output().map_or(0, |o| o.json().len() + 512);
     // Escapes (newlines, quotes) grow text; 1/8 covers ordinary prose and code.
     256 + tools + text + text / 8
 }

@@ -59,9 +59,9 @@ pub(crate) fn render_tools(plan: &ToolPlan) -> Vec<u8> {
 
 /// Render a whole request body. `tools` is the plan's cached rendering ([`render_tools`]).
 ///
-/// Key order is fixed: `model`, the output cap, `reasoning_effort`, `tools`, `stream`, `stream_options`, then
-/// `messages` opening with the system message. Everything up to the end of the system message depends only on the
-/// run's settings, so it is byte-identical on every turn.
+/// Key order is fixed: `model`, the output cap, `reasoning_effort`, `tools`, `response_format` (with an output
+/// schema, OUT-5), `stream`, `stream_options`, then `messages` opening with the system message. Everything up to
+/// the end of the system message depends only on the run's settings, so it is byte-identical on every turn.
 pub(crate) fn render_request(req: &Request<'_>, tools: &[u8], stream: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(estimate(req, tools.len()));
     let reasoning = is_reasoning_model(req.model);
@@ -78,6 +78,15 @@ pub(crate) fn render_request(req: &Request<'_>, tools: &[u8], stream: bool) -> V
     if !tools.is_empty() {
         out.extend_from_slice(br#","tools":"#);
         out.extend_from_slice(tools);
+    }
+    if let Some(schema) = req.output() {
+        // OUT-5: the native structured output; not strict, since strict mode accepts only a subset of JSON Schema
+        // (every property required, no additional ones) and the answer is validated here anyway.
+        out.extend_from_slice(br#","response_format":{"type":"json_schema","json_schema":{"name":"#);
+        write_json(&mut out, crate::llm::FINAL_ANSWER_TOOL);
+        out.extend_from_slice(br#","schema":"#);
+        out.extend_from_slice(schema.json().as_bytes());
+        out.extend_from_slice(br#","strict":false}}"#);
     }
     if stream {
         // Without include_usage a stream carries no token counts at all.
@@ -202,7 +211,7 @@ fn estimate(req: &Request<'_>, tools: usize) -> usize {
         })
         .sum();
     let text = system + messages + req.model.len();
-    256 + tools + text + text / 8
+    256 + tools + req.output().map_or(0, |o| o.json().len() + 128) + text + text / 8
 }
 
 /// Write `value` as JSON. Writing into a `Vec` cannot fail, and every value here serializes.
