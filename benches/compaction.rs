@@ -5,8 +5,9 @@
 //!
 //! 1. Printed: tokens per request (mean and largest) without compaction and with it (window 60K, trigger 0.8,
 //!    four turns kept), and how many compactions ran.
-//! 2. Criterion: the whole 200-turn run both ways; the harness time per turn is the run's time over 200. The
-//!    baseline is the run without compaction, in the same process.
+//! 2. Criterion: the whole 200-turn run three ways; the harness time per turn is the run's time over 200. The
+//!    baseline is the run without compaction, in the same process; "armed" has compaction on with a window it never
+//!    reaches (the per-turn check alone); "compaction" compacts as above.
 
 use criterion::{Criterion, criterion_group};
 use fisk_ai::agent::{Agent, DEFAULT_COMPACTION_PROMPT, RunOptions};
@@ -79,11 +80,19 @@ impl Tool for Probe {
     }
 }
 
-fn agent(rt: &tokio::runtime::Runtime, compaction: bool) -> (Agent, std::sync::Arc<Sized>) {
-    let extra = if compaction {
-        "harness:\n  compaction:\n    trigger: 0.8\n    keep_recent_turns: 4\n    context_window: 60000\n"
-    } else {
-        ""
+/// Without compaction, with it armed but never triggered, and compacting.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Off,
+    Armed,
+    On,
+}
+
+fn agent(rt: &tokio::runtime::Runtime, mode: Mode) -> (Agent, std::sync::Arc<Sized>) {
+    let extra = match mode {
+        Mode::Off => "",
+        Mode::Armed => "harness:\n  compaction:\n    context_window: 100000000\n",
+        Mode::On => "harness:\n  compaction:\n    trigger: 0.8\n    keep_recent_turns: 4\n    context_window: 60000\n",
     };
     let yaml = format!(
         "identity: bench\nsystem_prompt: s\nllm:\n  model: m\n  budget:\n    max_iterations: 250\n    \
@@ -106,13 +115,13 @@ fn run(rt: &tokio::runtime::Runtime, agent: &Agent, provider: &Sized) -> u32 {
 
 fn report(rt: &tokio::runtime::Runtime) {
     println!("tokens per request over a {TURNS}-turn run ({RESULT_BYTES}-byte results):");
-    for compaction in [false, true] {
-        let (agent, provider) = agent(rt, compaction);
+    for mode in [Mode::Off, Mode::On] {
+        let (agent, provider) = agent(rt, mode);
         let compactions = run(rt, &agent, &provider);
         let seen = provider.seen.lock().unwrap();
         let mean = seen.iter().sum::<u64>() / seen.len() as u64;
         let max = seen.iter().max().copied().unwrap_or_default();
-        let label = if compaction { "with compaction   " } else { "without compaction" };
+        let label = if mode == Mode::On { "with compaction   " } else { "without compaction" };
         println!("  {label}: mean {mean}  largest {max}  compactions {compactions}");
     }
 }
@@ -122,9 +131,10 @@ fn runs(c: &mut Criterion) {
     report(&rt);
     let mut group = c.benchmark_group("200-turn run");
     group.sample_size(10);
-    for compaction in [false, true] {
-        let (agent, provider) = agent(&rt, compaction);
-        let name = if compaction { "compaction" } else { "baseline, no compaction" };
+    for (mode, name) in
+        [(Mode::Off, "baseline, no compaction"), (Mode::Armed, "armed, never triggered"), (Mode::On, "compaction")]
+    {
+        let (agent, provider) = agent(&rt, mode);
         group.bench_function(name, |b| b.iter(|| run(&rt, &agent, &provider)));
     }
     group.finish();

@@ -93,6 +93,12 @@ async fn cases() -> Vec<Case> {
     add("03a cache 1h", &plain, req.with_cache(CacheMode::OneHour));
     // Tools sent directly, no system prompt.
     add("tools sent directly", &plain, Request::new("claude-sonnet-4-6", &[], &first, &direct));
+    // COMP-1: a compaction's summarising request: its own system prompt, a transcript, no tools, no caching.
+    let summariser = [fisk_ai::agent::DEFAULT_COMPACTION_PROMPT.to_owned()];
+    let transcript = [Message::user("[user]\nprobe\n\n[tool call c1: probe]\n{}\n\n[tool result c1]\nok\n\n")];
+    let no_tools = ToolPlan::new(Selection::new().apply(Vec::new()).unwrap(), false);
+    let summary = Request::new("claude-sonnet-4-6", &summariser, &transcript, &no_tools).with_cache(CacheMode::Off);
+    add("COMP-1 summarising request", &plain, summary);
 
     // Echoed server blocks (tool search) and a tool result.
     let turn = reply("03_tool_search_then_deferred_tool_use.json");

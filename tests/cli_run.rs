@@ -260,3 +260,26 @@ fn first_tool_result(server: &FakeAnthropic) -> Value {
         .unwrap_or_else(|| result["content"][0]["text"].as_str().unwrap().to_owned());
     serde_json::from_str(&content).unwrap()
 }
+
+#[tokio::test]
+async fn comp_5_cost_5_cli_run_notes_a_compaction_and_its_summary_shows_cost_and_compactions() {
+    let say = |id: &str| json!({"type": "tool_use", "id": id, "name": "cow_say", "input": {"message": "moo"}});
+    let server = FakeAnthropic::with_replies([
+        streamed(&[say("toolu_1")], "tool_use", 100, 20),
+        streamed(&[say("toolu_2")], "tool_use", 900, 20),
+        streamed(&[json!({"type": "text", "text": "The cow said moo twice."})], "end_turn", 300, 30),
+        streamed(&[json!({"type": "text", "text": "Done."})], "end_turn", 200, 10),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let extra = "harness:\n  compaction:\n    trigger: 0.5\n    keep_recent_turns: 1\n    context_window: 1000\n";
+    let out = run_cli(&server, dir.path(), &["moo twice"], extra).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "Done.\n");
+    // 920 tokens counted for the second request and reply, plus the second result's bytes.
+    assert!(stderr.contains("notice: compacted the conversation: 3 older messages summarised, ~9"), "{stderr}");
+    // claude-haiku-4-5 at $1 in and $5 out per million: 1500 in and 80 out.
+    let summary = stderr.lines().last().unwrap();
+    assert!(summary.contains("tokens=1500/80 cost=$0.001900 compactions=1 latency="), "{summary}");
+}

@@ -270,3 +270,32 @@ async fn comp_6_the_request_prefix_is_byte_identical_before_and_after_a_compacti
     let last: serde_json::Value = serde_json::from_slice(&bodies[3]).unwrap();
     assert!(last["messages"][0].to_string().contains("SUMMARY-TEXT"), "{}", last["messages"][0]);
 }
+
+#[test]
+fn comp_4_a_compaction_record_that_does_not_fit_its_journal_is_refused_naming_it() {
+    use fisk_ai::session::{CompactionRecord, JournalRecord, Payload};
+    let meta = br#"{"seq":1,"protocol":"io.choria.fisk-ai.v1.session.meta","meta":{"version":4,"run_id":"held","created":"2026-11-30T00:00:00Z","fingerprint":{"provider":"anthropic","model":"m","system_hash":"","tools_hash":"","thinking_mode":"off","max_tokens":1,"max_iterations":1},"prompt":"go"}}"#;
+    let meta = JournalRecord::from_json(meta).unwrap();
+    for replaced in [0, 1, 7] {
+        let record = CompactionRecord::new(replaced, Message::user("summary"), Usage::default(), (10, 5));
+        let err = Journal::fold([meta.clone(), JournalRecord::new(2, Payload::Compaction(record))]).unwrap_err();
+        assert!(err.to_string().contains(&format!("compaction record 2 replaces {replaced} of 1 messages")), "{err}");
+    }
+    // The payload key is required by its protocol.
+    let bare = br#"{"seq":2,"protocol":"io.choria.fisk-ai.v1.session.compaction"}"#;
+    let err = JournalRecord::from_json(bare).unwrap_err();
+    assert!(err.to_string().contains("has no compaction payload"), "{err}");
+}
+
+/// The long-chat demo configuration builds: its model is priced completely for its money budget, and the Anthropic
+/// provider knows its window.
+#[cfg(feature = "anthropic")]
+#[tokio::test]
+async fn comp_2_cost_4_the_long_chat_demo_configuration_builds() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cowsay/long.yaml");
+    let mut config = Config::load(&path).unwrap();
+    config.application_path = Some(common::root().join("examples/cowsay/cowsay"));
+    let provider = fisk_ai::llm::anthropic::AnthropicProvider::new("k");
+    let agent = Agent::builder().config(config).provider(provider).build().await.unwrap();
+    assert_eq!(agent.config().harness.compaction.as_ref().map(|c| c.keep_recent_turns), Some(4));
+}

@@ -164,8 +164,10 @@ impl Continuation for Shared {
         if !turn.cleared {
             // CONV-1: each turn's counters and the conversation's so far.
             let (t, all) = (&turn.turn, &turn.total);
+            // COST-5: the conversation's cost so far, when the model's price is known.
+            let cost = all.cost.map(|c| format!(", {c}")).unwrap_or_default();
             chat.err.line(&format!(
-                "[turn: {} model call(s), {} tool call(s), {} tokens, {:.1}s · chat: {} model call(s), {} tokens]",
+                "[turn: {} model call(s), {} tool call(s), {} tokens, {:.1}s · chat: {} model call(s), {} tokens{cost}]",
                 t.llm_calls,
                 t.tool_calls,
                 t.usage.total(),

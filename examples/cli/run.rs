@@ -469,6 +469,11 @@ pub(crate) fn events(
                     err.line(&format!("confirmation: {gated} tool(s) gated by {}", triggers.join(", ")));
                 }
             }
+            // COMP-5: always shown, it changes what the model sees.
+            RunEvent::Compacted { tokens_before, tokens_after, replaced, .. } => err.line(&format!(
+                "notice: compacted the conversation: {replaced} older messages summarised, ~{tokens_before} -> \
+                 ~{tokens_after} tokens"
+            )),
             RunEvent::LlmRequest { messages, size: bytes, preview, .. } => {
                 if verbose {
                     err.line(&format!("~> llm: {preview} (msgs={messages}, {})", size(*bytes)));

@@ -338,10 +338,11 @@ impl Run<'_> {
             if let Some(end) = self.before_turn() {
                 return end;
             }
-            if let Err(end) = self.compact_if_needed().await {
-                return end;
-            }
-            let stop = match self.model_turn().await {
+            let size = match self.compact_if_needed().await {
+                Ok(size) => size,
+                Err(end) => return end,
+            };
+            let stop = match self.model_turn(size).await {
                 Ok(stop) => stop,
                 Err(end) => return end,
             };
@@ -428,12 +429,13 @@ impl Run<'_> {
     }
 
     /// One model call; its turn joins the conversation and the journal before any tool runs (LOOP-5).
-    async fn model_turn(&mut self) -> Result<StopReason, Ended> {
+    /// `size` is the conversation's content size when compaction has just measured it.
+    async fn model_turn(&mut self, size: Option<usize>) -> Result<StopReason, Ended> {
         let inner = self.inner;
         let llm = &inner.config.llm;
         self.stats.llm_calls += 1;
         let iteration = self.stats.llm_calls;
-        let (preview, size) = preview(&self.messages);
+        let (preview, size) = preview(&self.messages, size);
         self.emit(RunEvent::LlmRequest { iteration, messages: self.messages.len(), size, preview: &preview });
         let max_output = llm.budget.max_output_tokens().map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         let mut request = Request::new(&inner.model, self.system, &self.messages, &inner.plan)
@@ -488,7 +490,7 @@ impl Run<'_> {
         self.messages.push(message);
         self.sent = self.messages.len();
         if self.inner.long.compaction.is_some() {
-            self.context = Some(compact::Context::after_turn(&response.usage, &self.messages));
+            self.context = Some(compact::Context::after_turn(&response.usage, size, self.messages.last()));
         }
         Ok(stop)
     }

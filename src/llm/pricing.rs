@@ -115,10 +115,13 @@ impl Pricing {
             (Some(rate), n) => Some(rate.times(n)),
             (None, _) => None,
         };
-        let total = self.input.times(usage.input_tokens)
-            + self.output.times(usage.output_tokens)
-            + priced(self.cache_read, usage.cache_read_tokens)?
-            + priced(self.cache_write, usage.cache_creation_tokens)?;
+        // Saturating: the counts come from a provider or a journal, and must never overflow into a panic.
+        let total = self
+            .input
+            .times(usage.input_tokens)
+            .saturating_add(self.output.times(usage.output_tokens))
+            .saturating_add(priced(self.cache_read, usage.cache_read_tokens)?)
+            .saturating_add(priced(self.cache_write, usage.cache_creation_tokens)?);
         Some(Cost(total))
     }
 }
@@ -166,7 +169,7 @@ impl Cost {
 impl fmt::Display for Cost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Rounded half up to the micro-dollar.
-        let micro = (self.0 + 500_000_000) / 1_000_000_000;
+        let micro = self.0.saturating_add(500_000_000) / 1_000_000_000;
         write!(f, "${}.{:06}", micro / 1_000_000, micro % 1_000_000)
     }
 }
@@ -263,6 +266,19 @@ mod tests {
         assert!(t.lookup("claude-haiku-4-5-20251001").is_some());
         assert!(t.lookup("claude-haiku-4-5-fast").is_none());
         assert!(t.lookup("claude-opus-4-8").is_none());
+    }
+
+    #[test]
+    fn cost_1_absurd_counts_saturate_instead_of_overflowing() {
+        let p = Pricing::per_million(1.7e10, 1.7e10).unwrap().with_cache(1.7e10, 1.7e10).unwrap();
+        let most = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX,
+            cache_read_tokens: u64::MAX,
+            cache_creation_tokens: u64::MAX,
+        };
+        assert_eq!(p.cost(&most), Some(Cost(u128::MAX)));
+        assert!(Cost(u128::MAX).to_string().starts_with('$'));
     }
 
     #[test]

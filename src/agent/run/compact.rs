@@ -32,9 +32,10 @@ pub(super) struct Context {
 }
 
 impl Context {
-    /// After a model turn whose reply (now the last message) used `usage`.
-    pub(super) fn after_turn(usage: &Usage, messages: &[Message]) -> Self {
-        Context { tokens: usage.total(), size: content_size(messages) }
+    /// After a model turn whose request (of content size `sent`) and `reply` used `usage`: measured without another
+    /// pass over the conversation.
+    pub(super) fn after_turn(usage: &Usage, sent: usize, reply: Option<&Message>) -> Self {
+        Context { tokens: usage.total(), size: sent + reply.map_or(0, |m| content_size(std::slice::from_ref(m))) }
     }
 }
 
@@ -55,18 +56,19 @@ pub(super) fn content_size(messages: &[Message]) -> usize {
 
 impl Run<'_> {
     /// COMP-1: summarise the older turns when the next request would reach the trigger; `Err` ends the turn.
-    pub(super) async fn compact_if_needed(&mut self) -> Result<(), Ended> {
-        let Some(plan) = self.inner.long.compaction.as_ref() else { return Ok(()) };
+    /// Returns the conversation's content size when it was measured (compaction on), for the request event.
+    pub(super) async fn compact_if_needed(&mut self) -> Result<Option<usize>, Ended> {
+        let Some(plan) = self.inner.long.compaction.as_ref() else { return Ok(None) };
         let size = content_size(&self.messages);
         let before = self.estimate(size);
         if before < plan.threshold {
-            return Ok(());
+            return Ok(Some(size));
         }
         let Some(cut) = cut(&self.messages, plan.keep_recent_turns) else {
             // Nothing older than the kept turns: the request goes as it is, and the provider says if it no longer fits.
-            return Ok(());
+            return Ok(Some(size));
         };
-        self.compact(plan, cut, (before, size)).await
+        self.compact(plan, cut, (before, size)).await.map(Some)
     }
 
     /// The estimated size of the next request, in tokens.
@@ -76,7 +78,8 @@ impl Run<'_> {
         context.tokens.saturating_add((size.saturating_sub(context.size) / BYTES_PER_TOKEN) as u64)
     }
 
-    async fn compact(&mut self, plan: &CompactionPlan, cut: Cut, (before, size): (u64, usize)) -> Result<(), Ended> {
+    /// Returns the compacted conversation's content size.
+    async fn compact(&mut self, plan: &CompactionPlan, cut: Cut, (before, size): (u64, usize)) -> Result<usize, Ended> {
         let inner = self.inner;
         let transcript = transcript(&self.messages[..cut.summarised]);
         let system = [plan.prompt.clone()];
@@ -120,7 +123,7 @@ impl Run<'_> {
         self.stats.compactions = self.stats.compactions.saturating_add(1);
         tracing::info!(tokens_before = before, tokens_after = after, replaced, "conversation compacted");
         self.emit(RunEvent::Compacted { tokens_before: before, tokens_after: after, replaced, usage: response.usage });
-        Ok(())
+        Ok(after_size)
     }
 }
 

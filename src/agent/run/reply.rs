@@ -29,9 +29,9 @@ pub(super) fn duplicate_call_id(content: &[Block]) -> Option<&str> {
 }
 
 /// CLI-9's preview of what is being sent: the quoted start of the latest text, or the number of tool results; and
-/// an approximate content size.
-pub(super) fn preview(messages: &[Message]) -> (String, usize) {
-    let size = super::compact::content_size(messages);
+/// an approximate content size (`size` when the caller measured it already).
+pub(super) fn preview(messages: &[Message], size: Option<usize>) -> (String, usize) {
+    let size = size.unwrap_or_else(|| super::compact::content_size(messages));
     let Some(last) = messages.last() else { return (String::new(), size) };
     let results = last.content.iter().filter(|b| matches!(b, Block::ToolResult { .. })).count();
     let preview = if results == 1 {
