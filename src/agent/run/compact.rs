@@ -141,8 +141,12 @@ struct Cut {
 fn cut(messages: &[Message], keep: usize) -> Option<Cut> {
     let turns: Vec<usize> =
         messages.iter().enumerate().filter(|(_, m)| m.role == Role::Assistant).map(|(i, _)| i).collect();
-    let first_kept = *turns.get(turns.len().checked_sub(keep)?)?;
-    if turns.first().is_none_or(|first| *first >= first_kept) {
+    let mut first_kept = *turns.get(turns.len().checked_sub(keep)?)?;
+    // A paused turn (LOOP-8) and its continuation are one turn: their server blocks go back together.
+    while first_kept > 0 && messages[first_kept - 1].role == Role::Assistant {
+        first_kept -= 1;
+    }
+    if first_kept == 0 || turns.first().is_none_or(|first| *first >= first_kept) {
         return None;
     }
     // The user message before the kept turns: a prompt (or follow-up) stays verbatim; tool results are summarised
@@ -259,6 +263,16 @@ mod tests {
         m.extend(turn(1));
         assert_eq!(cut(&m, 1), Some(Cut { summarised: 4, carries_prompt: true }));
         assert_eq!(m[4].text(), "and now?");
+    }
+
+    #[test]
+    fn comp_3_a_paused_turn_stays_with_its_continuation() {
+        let mut m = vec![Message::user("go")];
+        m.extend(turn(1));
+        m.push(Message::assistant(vec![Block::text("searching")]));
+        m.extend(turn(1));
+        // Messages: 0 user, 1-2 turn, 3 paused, 4-5 continuation; keeping one turn keeps 3 too.
+        assert_eq!(cut(&m, 1), Some(Cut { summarised: 3, carries_prompt: false }));
     }
 
     #[test]
