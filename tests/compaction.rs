@@ -118,11 +118,16 @@ async fn comp_3_the_kept_turn_keeps_its_results_and_the_summariser_sees_every_ol
     let outcome = agent(&provider, COMPACTION).await.run("probe twice", RunOptions::new()).await;
     assert_eq!(outcome.reason, TerminalReason::Completed, "{:?}", outcome.error);
     let requests = provider.requests();
-    let asked = requests[2].messages[0].text();
-    for needle in ["[user]\nprobe twice", "[tool call c1: probe]", "[tool result c1]\nok"] {
-        assert!(asked.contains(needle), "the transcript lacks {needle:?}: {asked}");
-    }
-    assert!(!asked.contains("c2"), "the kept turn is not summarised");
+    let asked: serde_json::Value = serde_json::from_str(&requests[2].messages[0].text()).unwrap();
+    assert_eq!(
+        asked,
+        serde_json::json!([
+            {"from": "user", "kind": "text", "text": "probe twice"},
+            {"from": "assistant", "kind": "tool_call", "tool": "probe", "text": "{}"},
+            {"from": "tool", "kind": "tool_result", "text": "ok"},
+        ]),
+        "the older turn, and not the kept one"
+    );
     assert!(requests[2].tools.is_empty(), "the summariser gets no tools");
     let after = &requests[3].messages;
     assert_eq!(after.len(), 3, "summary, the kept turn, its results");
@@ -192,6 +197,8 @@ async fn comp_7_a_failing_summary_ends_the_turn_clearly_and_keeps_every_message(
         Err(ProviderError::new(ProviderErrorKind::Status, "529 overloaded")),
         Ok(text("", StopReason::EndTurn)),
         Ok(text("half a summ", StopReason::MaxTokens)),
+        Ok(text("I can't help with that.", StopReason::Refusal)),
+        Ok(text("The user asked", StopReason::ContextWindowExceeded)),
     ] {
         let provider =
             Arc::new(ScriptedProvider::with_results([Ok(calling("c1", 400)), Ok(calling("c2", 520)), failure]));
@@ -276,11 +283,15 @@ fn comp_4_a_compaction_record_that_does_not_fit_its_journal_is_refused_naming_it
     use fisk_ai::session::{CompactionRecord, JournalRecord, Payload};
     let meta = br#"{"seq":1,"protocol":"io.choria.fisk-ai.v1.session.meta","meta":{"version":4,"run_id":"held","created":"2026-11-30T00:00:00Z","fingerprint":{"provider":"anthropic","model":"m","system_hash":"","tools_hash":"","thinking_mode":"off","max_tokens":1,"max_iterations":1},"prompt":"go"}}"#;
     let meta = JournalRecord::from_json(meta).unwrap();
-    for replaced in [0, 1, 7] {
+    for replaced in [0, 2, 7] {
         let record = CompactionRecord::new(replaced, Message::user("summary"), Usage::default(), (10, 5));
         let err = Journal::fold([meta.clone(), JournalRecord::new(2, Payload::Compaction(record))]).unwrap_err();
         assert!(err.to_string().contains(&format!("compaction record 2 replaces {replaced} of 1 messages")), "{err}");
     }
+    // A summary that is not a plain user message would be refused by the provider: refused here first.
+    let forged = CompactionRecord::new(1, Message::assistant(vec![Block::text("x")]), Usage::default(), (10, 5));
+    let err = Journal::fold([meta.clone(), JournalRecord::new(2, Payload::Compaction(forged))]).unwrap_err();
+    assert!(err.to_string().contains("not a plain user message"), "{err}");
     // The payload key is required by its protocol.
     let bare = br#"{"seq":2,"protocol":"io.choria.fisk-ai.v1.session.compaction"}"#;
     let err = JournalRecord::from_json(bare).unwrap_err();
@@ -298,4 +309,46 @@ async fn comp_2_cost_4_the_long_chat_demo_configuration_builds() {
     let provider = fisk_ai::llm::anthropic::AnthropicProvider::new("k");
     let agent = Agent::builder().config(config).provider(provider).build().await.unwrap();
     assert_eq!(agent.config().harness.compaction.as_ref().map(|c| c.keep_recent_turns), Some(4));
+}
+
+#[tokio::test]
+async fn comp_7_a_failed_summarys_tokens_are_journaled_so_a_resume_still_counts_them() {
+    let dir = common::fresh_dir("compaction-spent");
+    let store = FileSessionStore::new(&dir);
+    let provider = Arc::new(ScriptedProvider::new([
+        calling("c1", 400),
+        calling("c2", 520),
+        text("half a summ", StopReason::MaxTokens),
+    ]));
+    let agent = Agent::builder()
+        .config(config(COMPACTION))
+        .provider_arc(provider)
+        .session_store(store.clone())
+        .tool(probe())
+        .build()
+        .await
+        .unwrap();
+    let id = SessionId::new("spent-1").unwrap();
+    let outcome = agent.run("probe", RunOptions::new().with_checkpoint(id.clone())).await;
+    assert_eq!(outcome.reason, TerminalReason::Error);
+    let journal = Journal::fold(store.read(&id).await.unwrap()).unwrap();
+    assert_eq!(journal.usage, outcome.stats.usage, "the summary's 50 + 7 tokens are in the journal too");
+    assert_eq!(journal.usage.input_tokens, 400 + 520 + 50);
+    assert_eq!(journal.messages, outcome.messages, "and nothing was replaced");
+}
+
+#[tokio::test]
+async fn comp_1_budget_3_the_budget_is_checked_after_the_summarising_call() {
+    // 400 + 520 tokens, then a summary of 57: the budget of 970 is reached before the next model call.
+    let provider = Arc::new(ScriptedProvider::new([
+        calling("c1", 400),
+        calling("c2", 520),
+        text("SUMMARY", StopReason::EndTurn),
+        text("never asked", StopReason::EndTurn),
+    ]));
+    let extra = format!("  budget:\n    max_tokens: 970\n{COMPACTION}");
+    let outcome = agent(&provider, &extra).await.run("probe", RunOptions::new()).await;
+    assert_eq!(outcome.reason, TerminalReason::Budget, "{:?}", outcome.error);
+    assert_eq!(provider.requests().len(), 3, "no model call after the budget was spent");
+    assert_eq!(outcome.stats.compactions, 1);
 }

@@ -6,7 +6,7 @@ mod common;
 use common::tools::FakeTool;
 use common::turns::call;
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
-use fisk_ai::llm::{Block, Cost, PriceTable, Pricing, Response, ScriptedProvider, StopReason, Usage};
+use fisk_ai::llm::{Block, Caps, Cost, PriceTable, Pricing, Response, ScriptedProvider, StopReason, Usage};
 use fisk_ai::tool::{ToolKind, ToolSpec};
 use fisk_ai::{Config, ErrorKind};
 use std::sync::Arc;
@@ -28,6 +28,11 @@ fn probing() -> Response {
     Response::new(vec![call("c", "probe")], StopReason::ToolUse, usage())
 }
 
+/// A scripted provider that says it is the Anthropic one, whose list prices the built-in table holds.
+fn anthropic(replies: impl IntoIterator<Item = Response>) -> ScriptedProvider {
+    ScriptedProvider::new(replies).with_caps(Caps::new("anthropic"))
+}
+
 async fn agent(config: Config, provider: &Arc<ScriptedProvider>) -> fisk_ai::Result<Agent> {
     let probe = FakeTool(ToolSpec::new("probe", ToolKind::Custom, serde_json::json!({"type": "object"})));
     Agent::builder().config(config).provider_arc(provider.clone()).tool(probe).build().await
@@ -37,9 +42,9 @@ async fn agent(config: Config, provider: &Arc<ScriptedProvider>) -> fisk_ai::Res
 async fn cost_1_a_built_in_model_is_priced_exactly_and_the_summary_shows_it() {
     // claude-sonnet-4-6: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million tokens.
     // 1000 * 3 + 500 * 15 + 2000 * 0.3 + 100 * 3.75 = 11475 millionths of a dollar per call.
-    let provider = Arc::new(ScriptedProvider::new([probing(), answer()]));
-    let outcome =
-        agent(config("claude-sonnet-4-6-20260217", ""), &provider).await.unwrap().run("x", RunOptions::new()).await;
+    let provider = Arc::new(anthropic([probing(), answer()]));
+    let agent = agent(config("claude-sonnet-4-6-20260217", ""), &provider).await.unwrap();
+    let outcome = agent.run("x", RunOptions::new()).await;
     assert_eq!(outcome.reason, TerminalReason::Completed);
     assert_eq!(outcome.stats.cost, Some(Cost::from_usd(0.02295).unwrap()));
     assert_eq!(outcome.stats.cost.unwrap().femtodollars(), 22_950_000_000_000);
@@ -67,6 +72,16 @@ async fn cost_2_llm_pricing_prices_a_model_the_tables_do_not_know_and_wins_over_
 }
 
 #[tokio::test]
+async fn cost_2_the_built_in_table_prices_only_the_anthropic_provider() {
+    // The same model through another provider (a gateway) may cost otherwise: unknown, and no money budget on it.
+    let provider = Arc::new(ScriptedProvider::new([answer()]));
+    let outcome = agent(config("claude-sonnet-4-6", ""), &provider).await.unwrap().run("x", RunOptions::new()).await;
+    assert_eq!(outcome.stats.cost, None);
+    let err = agent(config("claude-sonnet-4-6", "  budget:\n    max_cost: 1\n"), &provider).await.unwrap_err();
+    assert!(err.to_string().contains("price of model claude-sonnet-4-6 is unknown"), "{err}");
+}
+
+#[tokio::test]
 async fn cost_3_an_unknown_price_is_reported_unknown_never_zero() {
     let provider = Arc::new(ScriptedProvider::new([answer()]));
     let outcome = agent(config("local-model", ""), &provider).await.unwrap().run("x", RunOptions::new()).await;
@@ -82,7 +97,7 @@ async fn cost_3_an_unknown_price_is_reported_unknown_never_zero() {
 #[tokio::test]
 async fn cost_4_the_cost_budget_stops_the_run_with_reason_budget() {
     // Each call costs $0.011475: the budget of 2 cents is reached after the second call, before its tool runs.
-    let provider = Arc::new(ScriptedProvider::new([probing(), probing(), probing(), answer()]));
+    let provider = Arc::new(anthropic([probing(), probing(), probing(), answer()]));
     let cfg = config("claude-sonnet-4-6", "  budget:\n    max_cost: 0.02\n");
     let outcome = agent(cfg, &provider).await.unwrap().run("x", RunOptions::new()).await;
     assert_eq!(outcome.reason, TerminalReason::Budget);

@@ -292,23 +292,36 @@ impl Journal {
         Ok(())
     }
 
-    /// The results of a finished turn become one user message, in call order (LOOP-9).
-    /// COMP-4: the summary takes the place of the messages it replaced, as the live run did.
+    /// COMP-4: the summary takes the place of the messages it replaced, as the live run did; a failed summary only
+    /// counts its tokens. A record that could not have come from a live run (a cut that parts results from their
+    /// call, a summary that is not a plain user message) is refused: the provider would refuse the conversation.
     fn compact(&mut self, seq: u64, c: CompactionRecord) -> Result<()> {
         let replaced = usize::try_from(c.replaced).unwrap_or(usize::MAX);
-        if replaced == 0 || replaced >= self.messages.len() {
-            return Err(corrupt(format!(
-                "compaction record {seq} replaces {} of {} messages",
-                c.replaced,
-                self.messages.len()
-            )));
+        let bad = |why: String| corrupt(format!("compaction record {seq} {why}"));
+        match c.message {
+            None if replaced == 0 => {}
+            None => return Err(bad(format!("replaces {replaced} messages with nothing"))),
+            Some(message) => {
+                if replaced == 0 || replaced > self.messages.len() {
+                    return Err(bad(format!("replaces {replaced} of {} messages", self.messages.len())));
+                }
+                if self.messages.get(replaced).is_some_and(|m| m.role != Role::Assistant) {
+                    return Err(bad("cuts the conversation before a message that is not a model turn".to_owned()));
+                }
+                let plain = message.role == Role::User
+                    && !message.content.iter().any(|b| matches!(b, Block::ToolUse { .. } | Block::ToolResult { .. }));
+                if !plain {
+                    return Err(bad("holds a summary that is not a plain user message".to_owned()));
+                }
+                self.messages.splice(..replaced, [message]);
+                self.compactions = self.compactions.saturating_add(1);
+            }
         }
-        self.messages.splice(..replaced, [c.message]);
         self.usage += c.usage;
-        self.compactions = self.compactions.saturating_add(1);
         Ok(())
     }
 
+    /// The results of a finished turn become one user message, in call order (LOOP-9).
     fn close(&mut self, open: Option<Pending>) {
         if let Some(mut p) = open {
             let content: Vec<Block> = p.calls.iter().filter_map(|c| p.results.remove(&c.id)).collect();

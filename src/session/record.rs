@@ -311,26 +311,35 @@ impl ResetRecord {
 
 /// A compaction (COMP-4): the first `replaced` messages of the conversation gave way to `message`, a user message
 /// holding the summary (and the latest user prompt, when it was among them). Folding it reproduces the compacted
-/// conversation without another model call.
+/// conversation without another model call. A summarising call that failed (COMP-7) is recorded too, with no message
+/// and nothing replaced, so its tokens still count on resume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CompactionRecord {
-    /// How many messages, from the start of the conversation, the summary replaced.
+    /// How many messages, from the start of the conversation, the summary replaced; 0 when it failed.
     pub replaced: u64,
-    /// The message that replaced them.
-    pub message: Message,
+    /// The message that replaced them; absent when the summary failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
     /// The summarising call's tokens.
     pub usage: Usage,
     /// The estimated request size before, in tokens.
+    #[serde(default)]
     pub tokens_before: u64,
     /// The estimated request size after, in tokens.
+    #[serde(default)]
     pub tokens_after: u64,
 }
 
 impl CompactionRecord {
     /// A record of `replaced` messages giving way to `message`.
     pub fn new(replaced: u64, message: Message, usage: Usage, (tokens_before, tokens_after): (u64, u64)) -> Self {
-        CompactionRecord { replaced, message, usage, tokens_before, tokens_after }
+        CompactionRecord { replaced, message: Some(message), usage, tokens_before, tokens_after }
+    }
+
+    /// A summarising call that failed: its tokens, nothing replaced.
+    pub fn spent(usage: Usage) -> Self {
+        CompactionRecord { replaced: 0, message: None, usage, tokens_before: 0, tokens_after: 0 }
     }
 }
 

@@ -30,18 +30,31 @@ fn render(schema: &OutputSchema) -> Vec<u8> {
     write_json(&mut out, if wrapped { DESCRIPTION_WRAPPED } else { DESCRIPTION });
     out.extend_from_slice(br#","input_schema":"#);
     if wrapped {
-        out.extend_from_slice(br#"{"type":"object","properties":{"#);
-        write_json(&mut out, ANSWER_KEY);
-        out.push(b':');
-        out.extend_from_slice(schema.json().as_bytes());
-        out.extend_from_slice(br#"},"required":["#);
-        write_json(&mut out, ANSWER_KEY);
-        out.extend_from_slice(br#"],"additionalProperties":false}"#);
+        let _ = serde_json::to_writer(&mut out, &wrapper(schema.schema()));
     } else {
         out.extend_from_slice(schema.json().as_bytes());
     }
     out.extend_from_slice(br#","defer_loading":false}"#);
     out
+}
+
+/// An object schema holding `schema` as its one required property [`ANSWER_KEY`]. Definitions move to the wrapper's
+/// root, so the schema's own `#/$defs/...` and `#/definitions/...` references still resolve.
+fn wrapper(schema: &serde_json::Value) -> serde_json::Value {
+    let mut inner = schema.clone();
+    let mut root = serde_json::Map::new();
+    if let Some(object) = inner.as_object_mut() {
+        for key in ["$defs", "definitions"] {
+            if let Some(defs) = object.remove(key) {
+                root.insert(key.to_owned(), defs);
+            }
+        }
+    }
+    root.insert("type".to_owned(), "object".into());
+    root.insert("properties".to_owned(), serde_json::json!({ ANSWER_KEY: inner }));
+    root.insert("required".to_owned(), serde_json::json!([ANSWER_KEY]));
+    root.insert("additionalProperties".to_owned(), false.into());
+    serde_json::Value::Object(root)
 }
 
 /// Write the tools array: the plan's cached rendering (`[]`-less when empty) with the final tool spliced in last,
@@ -98,6 +111,25 @@ pub(super) fn answer(mut response: Response, schema: &OutputSchema) -> Response 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn out_4_a_wrapped_schema_keeps_its_definitions_reachable() {
+        let schema = OutputSchema::new(json!({
+            "type": "array",
+            "items": {"$ref": "#/$defs/Item"},
+            "$defs": {"Item": {"type": "string"}}
+        }))
+        .unwrap();
+        let tool: serde_json::Value = serde_json::from_slice(&render(&schema)).unwrap();
+        let input = &tool["input_schema"];
+        assert_eq!(input["$defs"]["Item"]["type"], "string", "{input}");
+        assert_eq!(input["properties"]["answer"]["items"]["$ref"], "#/$defs/Item");
+        assert!(input["properties"]["answer"].get("$defs").is_none());
+        // The wrapper, with its hoisted definitions, accepts what the schema accepts.
+        let wrapper = OutputSchema::new(input.clone()).unwrap();
+        assert!(wrapper.validate(r#"{"answer": ["a", "b"]}"#).is_ok());
+        assert!(wrapper.validate(r#"{"answer": [1]}"#).is_err());
+    }
     use crate::llm::Usage;
     use crate::tool::ToolInput;
     use serde_json::json;
