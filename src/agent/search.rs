@@ -183,6 +183,31 @@ impl SearchTools {
     }
 }
 
+/// The ranking `search_tools` uses, on its own: for measuring search quality (`benches/search_quality.rs`) without
+/// running an agent. It indexes the tools of `toolset` that client-side search would defer, exactly as the agent's
+/// `search_tools` does.
+#[doc(hidden)]
+pub struct Ranker(SearchTools);
+
+impl std::fmt::Debug for Ranker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ranker").field("tools", &self.0.tools.len()).finish()
+    }
+}
+
+impl Ranker {
+    /// Index the deferrable tools of `toolset` (built once; each [`rank`](Self::rank) reuses it).
+    pub fn new(toolset: &Toolset) -> Self {
+        let deferred: Vec<&SelectedTool> = toolset.iter().filter(|t| deferrable(t)).collect();
+        Ranker(SearchTools::new(&deferred))
+    }
+
+    /// The names of the best `limit` matches for `query`, best first (fewer when fewer tools match at all).
+    pub fn rank(&self, query: &str, limit: usize) -> Vec<String> {
+        self.0.matches(query, limit).into_iter().map(|t| t.spec().name().to_owned()).collect()
+    }
+}
+
 #[async_trait]
 impl Tool for SearchTools {
     fn spec(&self) -> &ToolSpec {
