@@ -29,6 +29,11 @@ fn searchq_2_the_set_scores_with_figures_between_0_and_1() {
     let s = search_quality::score(&Ranker::new(&set), &cases);
     // Printed for the CI log (`--nocapture`); the recorded figures come from the bench.
     println!("recall@1 {:.3}  recall@5 {:.3}  MRR {:.3}", s.recall_at_1, s.recall_at_5, s.mrr);
+    if std::env::var_os("SEARCHQ_MISSES").is_some() {
+        for m in &s.misses {
+            println!("{m:?}");
+        }
+    }
     assert_eq!(s.cases, cases.len());
     for (name, v) in [("recall@1", s.recall_at_1), ("recall@5", s.recall_at_5), ("MRR", s.mrr)] {
         assert!((0.0..=1.0).contains(&v), "{name} {v}");
