@@ -48,6 +48,8 @@ pub(super) struct Index {
     /// Per tool, per path segment: the words that name it (its own and its abbreviation's).
     paths: Vec<Vec<Vec<String>>>,
     /// Every path word of [`MIN_PREFIX`] letters or more, for matching longer request words that start with one.
+    /// A request word that is itself a path word is never read as a shorter one (`consumer` is not `consum`, the
+    /// stem of `consume`).
     path_words: HashSet<String>,
 }
 
@@ -58,7 +60,8 @@ impl Index {
         let mut documents = Vec::new();
         for (i, spec) in specs.enumerate() {
             let segments = path_segments(spec);
-            documents.push(Document::new(i, document_words(&segments, spec)));
+            let words = document_words(&segments, spec);
+            documents.push(Document::new(i, words));
             paths.push(segments);
         }
         let path_words = paths.iter().flatten().flatten().filter(|w| w.len() >= MIN_PREFIX).cloned().collect();
@@ -86,12 +89,12 @@ impl Index {
         scored.into_iter().take(limit).map(|(id, _)| id).collect()
     }
 
-    /// The analysed words of `query`, plus each path word a longer query word starts with.
+    /// The analysed words of `query`, plus each path word a longer query word (not a path word itself) starts with.
     fn query_words(&self, query: &str) -> Vec<String> {
         let mut words = Vec::new();
         text::words_into(query, &mut words);
         let mut prefixes = Vec::new();
-        for w in &words {
+        for w in words.iter().filter(|w| !self.path_words.contains(*w)) {
             let cuts = w.char_indices().map(|(at, _)| at).filter(|&at| at >= MIN_PREFIX);
             prefixes.extend(cuts.map(|at| &w[..at]).filter(|p| self.path_words.contains(*p)).map(str::to_owned));
         }
