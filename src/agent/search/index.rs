@@ -84,8 +84,10 @@ impl Index {
                 (id, r.score + PATH_BONUS * named as f32 + whole)
             })
             .collect();
-        // Stable: equal scores keep BM25's order.
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        // The engine sums a query's terms in hash order, so equal scores can differ in their last bits and come
+        // back in any order: scores are compared to four decimals and ties go to the tool listed first, so the same
+        // query always ranks the same way.
+        scored.sort_by_key(|&(id, score)| (std::cmp::Reverse((score * 1e4).round() as i64), id));
         scored.into_iter().take(limit).map(|(id, _)| id).collect()
     }
 
