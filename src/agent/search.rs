@@ -4,8 +4,9 @@
 //! [`TOOL_SEARCH_THRESHOLD`](crate::llm::TOOL_SEARCH_THRESHOLD) tools, the tools SEARCH-3 would defer are left out
 //! of the request. In their place the request carries two tools of the agent's own:
 //!
-//! - `search_tools {query, limit?}`: BM25 over each deferred tool's command path and description (see [`index`]),
-//!   returning the best matches with their command paths and input schemas;
+//! - `search_tools {query, limit?}`: BM25 over each deferred tool's command path and description, ranking first
+//!   the commands whose path the request names (the `index` module), returning the best matches with their command
+//!   paths and input schemas;
 //! - `call_tool {name, input}`: runs a found tool. The agent routes it to the real tool before anything else
 //!   happens, so the real tool's validation, gate, journal record, trace line and statistics apply exactly as if
 //!   the model had called it directly.

@@ -160,3 +160,44 @@ fn without_tag_line(spec: &ToolSpec) -> &str {
         _ => d,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolKind;
+    use serde_json::json;
+
+    fn command(path: &[&str], description: &str) -> ToolSpec {
+        ToolSpec::new(path.join("_"), ToolKind::Command, json!({"type": "object"}))
+            .with_command_path(path.iter().copied())
+            .with_description(description)
+    }
+
+    fn names(specs: &[ToolSpec], ids: Vec<usize>) -> Vec<&str> {
+        ids.into_iter().filter_map(|i| specs.get(i)).map(ToolSpec::name).collect()
+    }
+
+    #[test]
+    fn searchq_7_a_command_whose_whole_path_is_named_ranks_first() {
+        let specs = [
+            command(&["bench", "ordered"], "Read with an ordered consumer"),
+            command(&["stream", "rm"], "Delete a stream"),
+            command(&["consumer", "rm"], "Delete a consumer"),
+        ];
+        let index = Index::new(specs.iter());
+        // `ORDERS` is a resource name that matches a rare word of another command; the request names `stream rm`.
+        assert_eq!(names(&specs, index.rank("remove the stream ORDERS", 3))[0], "stream_rm");
+        assert_eq!(names(&specs, index.rank("delete consumer WORKER", 3))[0], "consumer_rm");
+    }
+
+    #[test]
+    fn searchq_7_a_longer_request_word_names_a_path_word_it_starts_with_and_a_query_always_ranks_the_same() {
+        let specs = [command(&["bench", "pub"], "Time core publishing"), command(&["publish"], "Send a message")];
+        let index = Index::new(specs.iter());
+        assert_eq!(names(&specs, index.rank("benchmark publishing", 2))[0], "bench_pub");
+        // Same query, same ranking, every time.
+        let first = index.rank("publish", 2);
+        assert!((0..10).all(|_| index.rank("publish", 2) == first));
+        assert!(index.rank("nothing matches this", 5).is_empty());
+    }
+}
