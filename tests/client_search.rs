@@ -213,6 +213,8 @@ async fn search_a_found_tool_runs_with_its_gate_and_validation_and_an_unknown_na
     assert!(names.len() <= 3 && names.contains(&"kv_rm"), "{found}");
     let kv_rm = found["tools"].as_array().unwrap().iter().find(|t| t["name"] == "kv_rm").unwrap();
     assert_eq!(kv_rm["input_schema"]["properties"]["key"]["type"], "string", "the schema comes with the match");
+    // SEARCHQ-6: each match shows its command path, in the CLI's own words.
+    assert_eq!(kv_rm["command"], "kv rm", "{found}");
 
     // The routed call was gated under the real tool's name and ran the real command.
     assert_eq!(log.asked(), ["kv_rm"], "asked once, for the valid call only");

@@ -4,8 +4,9 @@
 //! [`TOOL_SEARCH_THRESHOLD`](crate::llm::TOOL_SEARCH_THRESHOLD) tools, the tools SEARCH-3 would defer are left out
 //! of the request. In their place the request carries two tools of the agent's own:
 //!
-//! - `search_tools {query, limit?}`: BM25 over each deferred tool's name, description and tags, returning the best
-//!   matches with their input schemas;
+//! - `search_tools {query, limit?}`: BM25 over each deferred tool's command path and description, ranking first
+//!   the commands whose path the request names (the `index` module), returning the best matches with their command
+//!   paths and input schemas;
 //! - `call_tool {name, input}`: runs a found tool. The agent routes it to the real tool before anything else
 //!   happens, so the real tool's validation, gate, journal record, trace line and statistics apply exactly as if
 //!   the model had called it directly.
@@ -20,11 +21,15 @@
 use crate::select::{SelectedTool, Toolset};
 use crate::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
 use async_trait::async_trait;
-use bm25::{Document, SearchEngine, SearchEngineBuilder, Tokenizer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+mod index;
+mod text;
+
+use index::Index;
 
 pub use crate::tool::{CALL_TOOL, SEARCH_TOOLS};
 /// Matches returned when the model gives no limit.
@@ -132,31 +137,16 @@ impl Tool for CallTool {
     }
 }
 
-/// Lower-cased words, split at anything but letters and digits (`cow_say` is `cow` and `say`).
-#[derive(Debug, Clone, Copy, Default)]
-struct Words;
-
-impl Tokenizer for Words {
-    fn tokenize(&self, text: &str) -> Vec<String> {
-        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-    }
-}
-
 /// `search_tools`: BM25 over the deferred tools, built once per agent.
 struct SearchTools {
     spec: ToolSpec,
-    engine: SearchEngine<usize, u32, Words>,
+    index: Index,
     tools: Vec<Arc<dyn Tool>>,
 }
 
 impl SearchTools {
     fn new(deferred: &[&SelectedTool]) -> Self {
-        let documents = deferred.iter().enumerate().map(|(i, t)| {
-            let spec = t.spec();
-            let tag_words: Vec<&str> = spec.tags().iter().collect();
-            Document::new(i, format!("{} {} {}", spec.name(), spec.description(), tag_words.join(" ")))
-        });
-        let engine = SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(Words, documents).build();
+        let index = Index::new(deferred.iter().map(|t| t.spec()));
         let schema = json!({
             "type": "object",
             "properties": {
@@ -168,18 +158,44 @@ impl SearchTools {
             "additionalProperties": false
         });
         let description = format!(
-            "Search {} more tools that are not listed here, by what they do (words from their names, descriptions \
-             and tags). Returns the best matches with their input schemas; run one with call_tool.",
+            "Search {} more tools that are not listed here, by what they do (words from their names or command \
+             paths and descriptions). Returns the best matches with their command paths and input schemas; run one \
+             with call_tool.",
             deferred.len()
         );
         let spec =
             ToolSpec::new(SEARCH_TOOLS, ToolKind::Builtin, schema).with_no_defer(true).with_description(description);
-        SearchTools { spec, engine, tools: deferred.iter().map(|t| t.tool().clone()).collect() }
+        SearchTools { spec, index, tools: deferred.iter().map(|t| t.tool().clone()).collect() }
     }
 
     /// The best matches for `query`, best first.
     fn matches(&self, query: &str, limit: usize) -> Vec<&Arc<dyn Tool>> {
-        self.engine.search(query, limit).into_iter().filter_map(|r| self.tools.get(r.document.id)).collect()
+        self.index.rank(query, limit).into_iter().filter_map(|i| self.tools.get(i)).collect()
+    }
+}
+
+/// The ranking `search_tools` uses, on its own: for measuring search quality (`benches/search_quality.rs`) without
+/// running an agent. It indexes the tools of `toolset` that client-side search would defer, exactly as the agent's
+/// `search_tools` does.
+#[doc(hidden)]
+pub struct Ranker(SearchTools);
+
+impl std::fmt::Debug for Ranker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ranker").field("tools", &self.0.tools.len()).finish()
+    }
+}
+
+impl Ranker {
+    /// Index the deferrable tools of `toolset` (built once; each [`rank`](Self::rank) reuses it).
+    pub fn new(toolset: &Toolset) -> Self {
+        let deferred: Vec<&SelectedTool> = toolset.iter().filter(|t| deferrable(t)).collect();
+        Ranker(SearchTools::new(&deferred))
+    }
+
+    /// The names of the best `limit` matches for `query`, best first (fewer when fewer tools match at all).
+    pub fn rank(&self, query: &str, limit: usize) -> Vec<String> {
+        self.0.matches(query, limit).into_iter().map(|t| t.spec().name().to_owned()).collect()
     }
 }
 
@@ -205,7 +221,13 @@ impl Tool for SearchTools {
             .into_iter()
             .map(|t| {
                 let s = t.spec();
-                json!({"name": s.name(), "description": s.description(), "input_schema": s.input_schema()})
+                // The command path tells alike names apart (`stream info`, `consumer info`) in the CLI's own words.
+                let mut found = json!({"name": s.name(), "description": s.description()});
+                if !s.command_path().is_empty() {
+                    found["command"] = json!(s.display_path());
+                }
+                found["input_schema"] = s.input_schema().clone();
+                found
             })
             .collect();
         if found.is_empty() {

@@ -1,0 +1,30 @@
+//! Search quality (issue Ecosystem part 3): how well client-side `search_tools` finds the right command of a real
+//! CLI tree. Ranks every request of `benches/data/search_quality.json` over the natscli tool set with the same
+//! ranking the tool uses and prints recall@1, recall@5 and MRR (the figures the CHANGELOG records). Set
+//! `SEARCHQ_MISSES=1` to also list the requests whose right tool is not ranked first.
+
+use fisk_ai::agent::search::Ranker;
+
+#[path = "common/search_quality.rs"]
+mod search_quality;
+
+fn main() {
+    let set = search_quality::natscli_toolset();
+    let cases = search_quality::load_cases();
+    let ranker = Ranker::new(&set);
+    let s = search_quality::score(&ranker, &cases);
+    if std::env::var_os("SEARCHQ_MISSES").is_some() {
+        for (query, tool, rank, first) in &s.misses {
+            let rank = rank.map_or("-".to_owned(), |r| r.to_string());
+            println!("miss  rank={rank:>2}  want={tool:<32} got={:<32} {query}", first.as_deref().unwrap_or("-"));
+        }
+    }
+    println!(
+        "search_quality natscli: {} tools, {} requests: recall@1 {:.3}  recall@5 {:.3}  MRR {:.3}",
+        set.len(),
+        s.cases,
+        s.recall_at_1,
+        s.recall_at_5,
+        s.mrr
+    );
+}
