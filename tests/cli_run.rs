@@ -26,21 +26,7 @@ async fn run_cli(server: &FakeAnthropic, dir: &Path, args: &[&str], config_extra
         ),
     )
     .unwrap();
-    let mut cmd = tokio::process::Command::new(cli());
-    cmd.arg("run")
-        .arg("--config")
-        .arg(&config)
-        .arg("--base-url")
-        .arg(server.url())
-        .args(args)
-        .current_dir(dir)
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("NO_COLOR")
-        .env_remove("FISK_AI_VERBOSE")
-        .env_remove("FISK_AI_TOOL_OUTPUT")
-        .env_remove("FISK_AI_HTTP_DEBUG")
-        .stdin(std::process::Stdio::null());
-    cmd.output().await.unwrap()
+    cli_run_against(&server.url(), &config, dir, args).output().await.unwrap()
 }
 
 fn text(b: &[u8]) -> String {

@@ -41,6 +41,12 @@ async fn agent(provider: &Arc<ScriptedProvider>, extra: &str) -> Agent {
     b.tool(probe()).build().await.unwrap()
 }
 
+/// The test agent over `provider`, journaling to `store`.
+async fn checkpointed(provider: &Arc<ScriptedProvider>, store: FileSessionStore) -> Agent {
+    let b = Agent::builder().config(config(COMPACTION)).provider_arc(provider.clone()).session_store(store);
+    b.tool(probe()).build().await.unwrap()
+}
+
 /// An in-process tool answering `ok`.
 fn probe() -> FakeTool {
     FakeTool(ToolSpec::new("probe", ToolKind::Custom, serde_json::json!({"type": "object"})))
@@ -148,14 +154,7 @@ async fn comp_4_a_resume_folds_the_journaled_summary_and_calls_the_model_only_fo
         calling("c3", 300),
     ]));
     let store = FileSessionStore::new(&dir);
-    let agent = Agent::builder()
-        .config(config(COMPACTION))
-        .provider_arc(provider.clone())
-        .session_store(store.clone())
-        .tool(probe())
-        .build()
-        .await
-        .unwrap();
+    let agent = checkpointed(&provider, store.clone()).await;
     // Suspend once the compaction happened: the run stops at the next boundary, after c3's result.
     let suspend = CancellationToken::new();
     let trip = suspend.clone();
@@ -174,14 +173,7 @@ async fn comp_4_a_resume_folds_the_journaled_summary_and_calls_the_model_only_fo
     assert_eq!(journal.compactions, 1);
 
     let next = Arc::new(ScriptedProvider::new([text("finished", StopReason::EndTurn)]));
-    let resumed = Agent::builder()
-        .config(config(COMPACTION))
-        .provider_arc(next.clone())
-        .session_store(store)
-        .tool(probe())
-        .build()
-        .await
-        .unwrap();
+    let resumed = checkpointed(&next, store).await;
     let outcome = resumed.resume(&SessionId::new("long-1").unwrap(), RunOptions::new()).await.unwrap();
     assert_eq!(outcome.reason, TerminalReason::Completed, "{:?}", outcome.error);
     let requests = next.requests();
@@ -320,14 +312,7 @@ async fn comp_7_a_failed_summarys_tokens_are_journaled_so_a_resume_still_counts_
         calling("c2", 520),
         text("half a summ", StopReason::MaxTokens),
     ]));
-    let agent = Agent::builder()
-        .config(config(COMPACTION))
-        .provider_arc(provider)
-        .session_store(store.clone())
-        .tool(probe())
-        .build()
-        .await
-        .unwrap();
+    let agent = checkpointed(&provider, store.clone()).await;
     let id = SessionId::new("spent-1").unwrap();
     let outcome = agent.run("probe", RunOptions::new().with_checkpoint(id.clone())).await;
     assert_eq!(outcome.reason, TerminalReason::Error);

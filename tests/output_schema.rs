@@ -363,23 +363,7 @@ async fn cli_run(server: &FakeAnthropic, dir: &Path, args: &[&str]) -> std::proc
     let yaml = "identity: counter\nsystem_prompt: Count.\nllm:\n  model: claude-haiku-4-5\nharness:\n  tools: \
                 [{name: base64_encode}]\n";
     std::fs::write(&config, yaml).unwrap();
-    tokio::process::Command::new(example("cli"))
-        .arg("run")
-        .arg("--config")
-        .arg(&config)
-        .arg("--base-url")
-        .arg(server.url())
-        .args(args)
-        .current_dir(dir)
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("NO_COLOR")
-        .env_remove("FISK_AI_VERBOSE")
-        .env_remove("FISK_AI_TOOL_OUTPUT")
-        .env_remove("FISK_AI_HTTP_DEBUG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .unwrap()
+    cli_run_against(&server.url(), &config, dir, args).output().await.unwrap()
 }
 
 #[tokio::test]

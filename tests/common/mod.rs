@@ -101,6 +101,26 @@ pub fn example_cli(args: &[&str], dir: &Path) -> std::process::Command {
     cmd
 }
 
+/// `cli run --config <config> --base-url <base_url> <args>` in `dir`, as an operator runs it against a (fake)
+/// Anthropic server: a test key, default colours, no verbosity or debug variables from the test's environment.
+pub fn cli_run_against(base_url: &str, config: &Path, dir: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(example("cli"));
+    cmd.arg("run")
+        .arg("--config")
+        .arg(config)
+        .arg("--base-url")
+        .arg(base_url)
+        .args(args)
+        .current_dir(dir)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("NO_COLOR")
+        .env_remove("FISK_AI_VERBOSE")
+        .env_remove("FISK_AI_TOOL_OUTPUT")
+        .env_remove("FISK_AI_HTTP_DEBUG")
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
 /// The example binary `name`, (re)built once per test binary with this test's own features so it is never stale.
 pub fn example(name: &str) -> PathBuf {
     use std::collections::HashMap;
