@@ -56,6 +56,9 @@ pub struct ExposeAgent {
     pub a2a: A2aExpose,
     /// `expose.agent.tools` (SEL-11): narrows the served set after the top-level filters.
     pub tools: Option<FilterPair>,
+    /// `expose.agent.worker` (WORK-1): runs taken from a JetStream work queue by `cli worker`; `worker:` with no
+    /// value counts as absent.
+    pub worker: Option<super::WorkerExpose>,
 }
 
 /// How a confirmation-gated tool behaves over MCP (CFG-10, MCP-8).

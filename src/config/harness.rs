@@ -145,12 +145,32 @@ impl Policy {
 }
 
 /// `harness.approvals`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields, expecting = "a mapping of keys")]
 #[non_exhaustive]
 pub struct Approvals {
     /// `remember`: `tool` (the default) or `exact`.
     pub remember: Remember,
+    /// `backend` (APPR-1): `terminal` (the default) or `nats`.
+    pub backend: super::ApprovalBackend,
+    /// `bucket`: the existing JetStream KV bucket pending approvals are kept in (required with `backend: nats`).
+    #[serde(deserialize_with = "de::opt_string")]
+    pub bucket: Option<String>,
+    /// `timeout`: how long a gated call waits for a decision under `backend: nats`. Use
+    /// [`Approvals::timeout()`].
+    #[serde(deserialize_with = "de::positive_duration")]
+    pub timeout: Option<super::GoDuration>,
+}
+
+impl Approvals {
+    /// How long a gated call waits for a decision: `timeout`, else
+    /// [`DEFAULT_APPROVAL_TIMEOUT`](super::DEFAULT_APPROVAL_TIMEOUT).
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout
+            .and_then(super::GoDuration::to_std)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(super::DEFAULT_APPROVAL_TIMEOUT)
+    }
 }
 
 /// What a remembered approval covers (EXACT-1, EXACT-2).

@@ -41,6 +41,7 @@ mod auth;
 mod de;
 mod duration;
 mod expose;
+mod fleet;
 mod harness;
 mod llm;
 mod locate;
@@ -60,6 +61,10 @@ pub use expose::{
     A2aExpose, ConfirmOverMcp, DEFAULT_A2A_QUEUE, DEFAULT_MAX_CONCURRENT_TOOLS, DEFAULT_MCP_ADDRESS,
     DEFAULT_MCP_MAX_SESSIONS, DEFAULT_MCP_PORT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_TASK_MAX, DEFAULT_MCP_TASK_TTL,
     DEFAULT_TOOL_TIMEOUT, Expose, ExposeAgent, MAX_A2A_QUEUE, MAX_MCP_SESSIONS, MAX_MCP_TASKS, McpExpose, McpTasks,
+};
+pub use fleet::{
+    ApprovalBackend, DEFAULT_ACK_WAIT, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_MAX_CONCURRENT_RUNS, DEFAULT_MAX_DELIVER,
+    MAX_CONCURRENT_RUNS, WorkerExpose,
 };
 pub use harness::{
     Approvals, Audit, Compaction, DEFAULT_COMPACTION_TRIGGER, DEFAULT_KEEP_RECENT_TURNS, Harness, HarnessTool,

@@ -237,6 +237,12 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
         ));
     }
 
+    // WORK-1, APPR-1.
+    if let Some(worker) = &cfg.expose.agent.worker {
+        worker.validate()?;
+    }
+    super::fleet::validate_approvals(&cfg.harness.approvals, cfg.nats_context.as_deref())?;
+
     // SEL-6 for every filter.
     check_filter("include", cfg.include.as_ref())?;
     check_filter("exclude", cfg.exclude.as_ref())?;
