@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod budget;
 mod builder;
 mod conversation;
 mod events;
@@ -29,6 +30,7 @@ mod run;
 pub mod search;
 mod spans;
 
+pub use budget::RunBudget;
 pub use builder::AgentBuilder;
 pub use conversation::{Continuation, NextStep, TurnEnd};
 pub use events::{EventSink, NoEvents, RunEvent};
@@ -139,6 +141,11 @@ impl Agent {
         &self.inner.config
     }
 
+    /// What `usage` costs at this agent's model price (COST-1): `None` when the price is unknown.
+    pub fn cost_of(&self, usage: &crate::llm::Usage) -> Option<crate::llm::Cost> {
+        self.inner.long.pricing.and_then(|p| p.cost(usage))
+    }
+
     /// The fingerprint a checkpointed run of this agent records and a resume compares (SESS-16).
     pub fn fingerprint(&self) -> &Fingerprint {
         &self.inner.fingerprint
@@ -150,7 +157,8 @@ impl Agent {
     /// (SESS-1); a session that cannot be created ends the run with reason `error` before any model call, and so
     /// does an output schema whose final-answer tool name a selected tool already has (OUT-2).
     pub async fn run(&self, prompt: &str, options: RunOptions) -> RunOutcome {
-        if let Err(e) = run::check_output(&self.inner, &options) {
+        let checked = run::check_output(&self.inner, &options).and_then(|()| budget::check(&self.inner, &options.budget));
+        if let Err(e) = checked {
             return RunOutcome {
                 reason: TerminalReason::Error,
                 answer: None,
@@ -183,6 +191,7 @@ impl Agent {
     /// (OUT-2). Nothing has run when it fails.
     pub async fn resume(&self, id: &SessionId, options: RunOptions) -> Result<RunOutcome> {
         run::check_output(&self.inner, &options)?;
+        budget::check(&self.inner, &options.budget)?;
         resume::resume(&self.inner, id, options).await
     }
 }
@@ -197,6 +206,7 @@ pub struct RunOptions {
     force: bool,
     continuation: Option<Arc<dyn Continuation>>,
     output: Option<crate::llm::OutputSchema>,
+    budget: RunBudget,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -207,6 +217,7 @@ impl std::fmt::Debug for RunOptions {
             .field("force", &self.force)
             .field("conversation", &self.continuation.is_some())
             .field("output_schema", &self.output.is_some())
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }
@@ -266,6 +277,20 @@ impl RunOptions {
     pub fn with_output_schema(mut self, schema: crate::llm::OutputSchema) -> Self {
         self.output = Some(schema);
         self
+    }
+
+    /// Narrow the configured budget for this run (WORK-6): each limit of `budget` applies only where it is tighter
+    /// than `llm.budget`. A money limit needs the model's complete price, as `llm.budget.max_cost` does; without
+    /// it the run is refused before anything runs.
+    #[must_use]
+    pub fn with_budget(mut self, budget: RunBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The narrowing [`with_budget`](Self::with_budget) set.
+    pub fn budget(&self) -> &RunBudget {
+        &self.budget
     }
 
     /// The schema [`with_output_schema`](Self::with_output_schema) set.

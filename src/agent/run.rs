@@ -119,6 +119,8 @@ struct Run<'a> {
     repaired: bool,
     /// The accepted answer as JSON, with an output schema (OUT-6).
     output: Option<serde_json::Value>,
+    /// The configured budget, narrowed by the run's own (WORK-6).
+    limits: super::budget::Limits,
 }
 
 /// The first user message of a new run (LOOP-1).
@@ -187,6 +189,7 @@ pub(super) async fn run(inner: &Inner, start: Start, options: RunOptions) -> Run
         context: None,
         repaired: false,
         output: None,
+        limits: super::budget::Limits::of(inner, &options.budget),
     };
     // COST-1: priced from the usage so far, so a resumed run's cost covers its earlier calls too.
     run.count(crate::llm::Usage::default());
@@ -387,25 +390,24 @@ impl Run<'_> {
 
     /// BUDGET-2/3, COST-4: the token budget or the money budget, once reached, ends the run.
     fn over_budget(&self) -> Option<Ended> {
-        let max_tokens = self.inner.config.llm.budget.max_tokens();
+        let limits = &self.limits;
+        let max_tokens = limits.max_tokens;
         let calls = self.stats.llm_calls;
         if self.stats.usage.total() >= max_tokens {
-            let why = format!("token budget of {max_tokens} (llm.budget.max_tokens) reached after {calls} model calls");
+            let key = if limits.narrowed_tokens { "the run's budget" } else { "llm.budget.max_tokens" };
+            let why = format!("token budget of {max_tokens} ({key}) reached after {calls} model calls");
             return Some(ended(TerminalReason::Budget, why));
         }
-        let max_cost = self.inner.long.max_cost?;
+        let max_cost = limits.max_cost?;
+        let key = if limits.narrowed_cost { "the run's budget" } else { "llm.budget.max_cost" };
         // Resolved only with a complete price, so the cost is known; were it not, the budget fails closed.
         match self.stats.cost {
             Some(cost) if cost < max_cost => None,
             Some(cost) => Some(ended(
                 TerminalReason::Budget,
-                format!(
-                    "cost budget of {max_cost} (llm.budget.max_cost) reached after {calls} model calls: {cost} spent"
-                ),
+                format!("cost budget of {max_cost} ({key}) reached after {calls} model calls: {cost} spent"),
             )),
-            None => {
-                Some(ended(TerminalReason::Budget, "the run's cost can no longer be counted (llm.budget.max_cost)"))
-            }
+            None => Some(ended(TerminalReason::Budget, format!("the run's cost can no longer be counted ({key})"))),
         }
     }
 
@@ -416,6 +418,13 @@ impl Run<'_> {
         }
         if self.checkpointed() && self.options.suspend.is_cancelled() {
             return Some(Ended { reason: TerminalReason::Suspended, answer: None, error: None });
+        }
+        // WORK-6: the run's own call limit caps the whole run, follow-ups included.
+        if let Some(limit) = self.limits.max_iterations.filter(|n| self.stats.llm_calls >= *n) {
+            return Some(ended(
+                TerminalReason::MaxIterations,
+                format!("stopped after {limit} model calls (the run's budget) without a final answer"),
+            ));
         }
         let max_iterations = max_iterations(self.inner);
         (self.stats.llm_calls >= self.cap).then(|| {

@@ -116,6 +116,9 @@ pub struct Harness {
     pinning: pipeline::Pinning,
     policy: Option<Arc<dyn crate::policy::PolicyHook>>,
     audit: Option<Arc<crate::audit::AuditTrail>>,
+    /// The one NATS connection of remote hosts, JetStream stores and fleet surfaces, made on first use (CFG-15).
+    #[cfg(feature = "nats")]
+    nats: Option<SharedNats>,
 }
 
 /// The names of the agent-only tools the harness made, to tell whether any survived selection.
@@ -214,6 +217,22 @@ impl Harness {
     /// Whether it was built for an agent ([`HarnessBuilder::for_agent`]).
     pub fn is_for_agent(&self) -> bool {
         self.for_agent
+    }
+
+    /// The harness's NATS connection (the injected one, else one from `nats_context` made on first use), shared
+    /// by remote hosts, JetStream stores and the fleet surfaces (CFG-15).
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedNats::get`](crate::nats::SharedNats::get): the context cannot be read or no server answers; a
+    /// configuration error when the configuration has no identity to name the connection by.
+    #[cfg(feature = "nats")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+    pub async fn nats(&self) -> Result<crate::nats::NatsConnection> {
+        match &self.nats {
+            Some(shared) => shared.get().await,
+            None => Err(Error::config("no NATS connection: the configuration has no identity to connect as")),
+        }
     }
 
     pub(crate) fn agent_tools(&self) -> &AgentTools {
@@ -572,6 +591,8 @@ impl HarnessBuilder {
             pinning,
             policy,
             audit,
+            #[cfg(feature = "nats")]
+            nats,
         })
     }
 
