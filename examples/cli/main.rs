@@ -21,6 +21,7 @@ mod run;
 mod session;
 mod stores;
 mod trace;
+mod worker;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::Path;
@@ -73,6 +74,8 @@ enum Command {
     Pins(pins::PinsArgs),
     /// Check an audit trail's hash chain.
     Audit(audit::AuditArgs),
+    /// Take agent runs from a JetStream work queue until SIGINT or SIGTERM.
+    Worker(worker::WorkerArgs),
 }
 
 #[tokio::main]
@@ -89,6 +92,7 @@ async fn main() -> ExitCode {
         Command::A2a(args) => a2a::run(args).await.map(|()| true),
         Command::Pins(args) => pins::run(args).await.map(|()| true),
         Command::Audit(args) => audit::run(args).await,
+        Command::Worker(args) => worker::run(args).await.map(|()| true),
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

@@ -157,7 +157,8 @@ impl Agent {
     /// (SESS-1); a session that cannot be created ends the run with reason `error` before any model call, and so
     /// does an output schema whose final-answer tool name a selected tool already has (OUT-2).
     pub async fn run(&self, prompt: &str, options: RunOptions) -> RunOutcome {
-        let checked = run::check_output(&self.inner, &options).and_then(|()| budget::check(&self.inner, &options.budget));
+        let checked =
+            run::check_output(&self.inner, &options).and_then(|()| budget::check(&self.inner, &options.budget));
         if let Err(e) = checked {
             return RunOutcome {
                 reason: TerminalReason::Error,

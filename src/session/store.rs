@@ -87,6 +87,12 @@ pub trait SessionStore: Send + Sync {
 
     /// Remove session `id`; removing a missing session is not an error (CLI-24).
     async fn remove(&self, id: &SessionId) -> Result<()>;
+
+    /// Whether session `id` exists, without reading it (a worker asks before each run, WORK-8). The default
+    /// lists the store; a backend that can answer for one id should.
+    async fn exists(&self, id: &SessionId) -> Result<bool> {
+        Ok(self.list().await?.iter().any(|e| e.id == *id))
+    }
 }
 
 /// Appends one session's records; dropping it releases the session's lock.

@@ -316,6 +316,19 @@ impl SessionStore for JetStreamSessions {
         Ok(stored.into_iter().map(|r| r.record).collect())
     }
 
+    async fn exists(&self, id: &SessionId) -> Result<bool> {
+        let s = &self.shared;
+        s.bounded("check", Some(id), async {
+            let meta = s.subject(id, 1);
+            match s.stream.get_last_raw_message_by_subject(&meta).await {
+                Ok(_) => Ok(true),
+                Err(e) if is_no_message(&e.to_string()) => Ok(false),
+                Err(e) => Err(s.error(id, format!("cannot check {meta}: {e}"))),
+            }
+        })
+        .await
+    }
+
     async fn list(&self) -> Result<Vec<SessionEntry>> {
         let s = &self.shared;
         s.bounded("list sessions", None, async {

@@ -1,0 +1,77 @@
+//! WORK-5: a request delivered `max_deliver` times without a result. The server stops redelivering it and
+//! announces that on the consumer's max-deliveries advisory; one worker of the fleet (a queue group) stores the
+//! final error result and removes the request from the queue, so the queue moves on and the sender learns why.
+
+use super::Shared;
+use super::events::WorkerEvent;
+use super::wire::{self, Refused, RunResult};
+use crate::error::{Error, Result};
+use crate::tool::CancellationToken;
+use futures::StreamExt;
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// The part of `io.nats.jetstream.advisory.v1.max_deliver` the worker reads.
+#[derive(Deserialize)]
+struct Advisory {
+    stream_seq: u64,
+    #[serde(default)]
+    deliveries: u64,
+}
+
+/// Subscribe to the consumer's max-deliveries advisories, in one queue group per consumer so each is handled once.
+pub(super) async fn subscribe(shared: &Shared, stream: &str, consumer: &str) -> Result<async_nats::Subscriber> {
+    let subject = format!("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{consumer}");
+    let group = format!("fisk-ai.worker.{stream}.{consumer}");
+    shared
+        .js
+        .client()
+        .queue_subscribe(subject.clone(), group)
+        .await
+        .map_err(|e| Error::nats(format!("cannot subscribe to {subject}: {e}")))
+}
+
+pub(super) async fn watch(shared: Arc<Shared>, mut advisories: async_nats::Subscriber, stop: CancellationToken) {
+    loop {
+        let message = tokio::select! {
+            () = stop.cancelled() => return,
+            m = advisories.next() => match m { Some(m) => m, None => return },
+        };
+        // Anyone who may publish on the subject could send garbage: it is ignored.
+        let Ok(advisory) = serde_json::from_slice::<Advisory>(&message.payload) else { continue };
+        settle(&shared, &advisory).await;
+    }
+}
+
+/// Store the final error result of the request at `stream_seq`, then remove it from the queue.
+async fn settle(shared: &Shared, advisory: &Advisory) {
+    let seq = advisory.stream_seq;
+    // Gone already (another worker settled it, or it was acknowledged in the meantime): nothing to do.
+    let Ok(stored) = shared.stream.get_raw_message(seq).await else { return };
+    let id = match wire::parse(&stored.payload, &shared.budget, shared.max_cost) {
+        Ok(request) => Some(request.id),
+        Err(Refused::Body { id, .. }) => Some(id),
+        Err(Refused::NoId(_)) => None,
+    };
+    if let Some(id) = &id {
+        let deliveries = advisory.deliveries.max(u64::from(shared.max_deliver));
+        let result = RunResult::refused(
+            id,
+            format!(
+                "the request was delivered {deliveries} times (expose.agent.worker.max_deliver) without a result: \
+                 each worker that took it stopped or failed before it could store one"
+            ),
+        );
+        if let Err(e) = shared.publish(&result).await {
+            // Left in the stream: the operator sees it with `nats stream view`, and nothing is lost.
+            let what = format!("cannot store the final result of request {id}: {e}");
+            shared.events.emit(&WorkerEvent::Trouble { what: &what });
+            return;
+        }
+    }
+    if let Err(e) = shared.stream.delete_message(seq).await {
+        let what = format!("cannot remove exhausted request {seq} from the queue: {e}");
+        shared.events.emit(&WorkerEvent::Trouble { what: &what });
+    }
+    shared.events.emit(&WorkerEvent::Exhausted { id: id.as_deref(), stream_seq: seq });
+}
