@@ -1,0 +1,209 @@
+//! `fisk worker` fleets against a real nats-server (2.11+, for session fencing) and the fake Messages API
+//! (WORK-1..10): exactly-once results by id, SIGKILL takeover without a repeated model turn, graceful handover,
+//! malformed and exhausted requests, budget narrowing, answers from the journal, and misconfiguration refused
+//! with its fix.
+#![cfg(feature = "nats")]
+
+mod common;
+mod fake_anthropic;
+mod fleet;
+mod stepper;
+
+use fleet::{Fleet, Queue};
+use serde_json::json;
+use std::collections::HashSet;
+use std::time::Duration;
+
+const SIGKILL: i32 = 9;
+const SIGTERM: i32 = 15;
+
+fn job(id: &str) -> serde_json::Value {
+    json!({"id": id, "prompt": format!("job {id}")})
+}
+
+/// Model turns requested more than once, by (request, turn).
+fn repeated_turns(fleet: &Fleet) -> Vec<(String, usize)> {
+    let mut seen = HashSet::new();
+    fleet.model_turns().into_iter().filter(|t| !seen.insert(t.clone())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_3_7_8_three_workers_thirty_requests_and_a_sigkill_lose_nothing_and_repeat_no_model_turn() {
+    let fleet = Fleet::start(Queue::default()).await;
+    let workers = [fleet.worker(), fleet.worker(), fleet.worker()];
+    for w in &workers {
+        w.ready().await;
+    }
+    // Every third request has 1s steps, so the kill lands in the middle of one.
+    let ids: Vec<String> =
+        (0..30).map(|i| if i % 3 == 0 { format!("slow{i:02}") } else { format!("r{i:02}") }).collect();
+    for id in &ids {
+        fleet.submit(&job(id)).await;
+    }
+    // SIGKILL the first worker seen running a slow step: that step's result is never recorded.
+    let pids: Vec<u32> = workers.iter().map(|w| w.child.id().unwrap()).collect();
+    let victim = loop {
+        if let Some(i) = fleet.running_slow_step().and_then(|pid| pids.iter().position(|p| *p == pid)) {
+            break i;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    workers[victim].signal(SIGKILL);
+    let all: Vec<&fleet::WorkerProcess> = workers.iter().collect();
+    let results = fleet.wait_results(30, Duration::from_secs(120), &all).await;
+
+    for id in &ids {
+        let (result, copies) = &results[id];
+        assert_eq!(*copies, 1, "WORK-3: the result of {id} is stored exactly once");
+        assert_eq!(result["outcome"], "completed", "{result}");
+        assert_eq!(result["answer"], format!("done {id}"), "{result}");
+        assert_eq!(result["stats"]["llm_calls"], 3, "a resumed run counts its earlier calls too: {result}");
+    }
+    assert_eq!(results.len(), 30, "no result for anything else");
+    assert_eq!(repeated_turns(&fleet), Vec::<(String, usize)>::new(), "no recorded model turn is requested again");
+    assert!(fleet.repeated_steps() <= 1, "at most one repeated tool call for one kill: {:?}", fleet.stepper.starts());
+    assert_eq!(fleet.queued().await, 0, "every request was acknowledged and left the work queue");
+    let resumed = workers.iter().any(|w| w.said().contains("resuming its session"));
+    assert!(resumed, "the killed worker's run was taken over by resuming its journal");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_10_sigterm_suspends_the_run_in_flight_and_another_worker_finishes_it() {
+    let fleet = Fleet::start(Queue { ack_wait: Duration::from_secs(30), ..Queue::default() }).await;
+    let first = fleet.worker();
+    first.ready().await;
+    fleet.submit(&job("slow-handover")).await;
+    fleet.wait_slow_step(&first, Duration::from_secs(30)).await;
+    let second = fleet.worker();
+    second.ready().await;
+    first.signal(SIGTERM);
+    let (code, said) = first.exit().await;
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("released request slow-handover") && said.contains("suspended"), "{said}");
+    // With a 30s ack wait, only the release (a nak) can hand the request over this soon.
+    let results = fleet.wait_results(1, Duration::from_secs(20), &[&second]).await;
+    let (result, _) = &results["slow-handover"];
+    assert_eq!(result["outcome"], "completed", "{result}");
+    assert!(second.said().contains("resuming its session"), "{}", second.said());
+    assert_eq!(fleet.repeated_steps(), 0, "the step in progress finished before the suspension: nothing ran twice");
+    assert_eq!(repeated_turns(&fleet), Vec::<(String, usize)>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_3_5_malformed_requests_get_final_error_results_and_the_queue_moves_on() {
+    let fleet = Fleet::start(Queue::default()).await;
+    let worker = fleet.worker();
+    worker.ready().await;
+    fleet.submit_raw(b"not json at all".to_vec()).await;
+    fleet.submit_raw(br#"{"id": "no.dots", "prompt": "x"}"#.to_vec()).await;
+    fleet.submit(&json!({"id": "bad-body", "prompt": 5})).await;
+    fleet.submit(&json!({"id": "unknown-key", "prompt": "x", "priority": 1})).await;
+    fleet.submit(&json!({"id": "wider", "prompt": "job wider", "budget": {"max_tokens": 1_000_000_000u64}})).await;
+    fleet.submit(&json!({"id": "narrower", "prompt": "job narrower", "budget": {"max_iterations": 1}})).await;
+    fleet.submit(&job("after")).await;
+    let results = fleet.wait_results(5, Duration::from_secs(60), &[&worker]).await;
+    let error = |id: &str| results[id].0["error"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(results["bad-body"].0["outcome"], "error");
+    assert!(error("bad-body").contains("prompt must be a string"), "{}", error("bad-body"));
+    assert!(error("unknown-key").contains("priority"), "{}", error("unknown-key"));
+    // WORK-6: a budget may narrow, never widen.
+    assert!(
+        error("wider").contains("budget.max_tokens") && error("wider").contains("only narrow"),
+        "{}",
+        error("wider")
+    );
+    assert_eq!(results["wider"].0["stats"], json!(null), "a refused request never ran");
+    assert_eq!(results["narrower"].0["outcome"], "max_iterations", "{}", results["narrower"].0);
+    assert_eq!(results["narrower"].0["stats"]["llm_calls"], 1);
+    assert_eq!(results["after"].0["outcome"], "completed");
+    assert_eq!(results.len(), 5, "the two requests with no usable id have no result");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(fleet.queued().await, 0, "terminated and answered requests all left the queue");
+    let said = worker.said();
+    assert_eq!(said.matches("terminated request at stream sequence").count(), 2, "{said}");
+    worker.signal(SIGTERM);
+    let (_, said) = worker.exit().await;
+    assert!(said.contains("stopped (2 request(s) without a usable id terminated)"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_5_a_request_past_max_deliver_gets_a_final_error_result_and_is_removed() {
+    let queue = Queue { ack_wait: Duration::from_secs(1), max_deliver: 2, steps: 4, ..Queue::default() };
+    let fleet = Fleet::start(queue).await;
+    let first = fleet.worker();
+    first.ready().await;
+    fleet.submit(&job("slow-doomed")).await;
+    fleet.wait_slow_step(&first, Duration::from_secs(30)).await;
+    let second = fleet.worker();
+    second.ready().await;
+    first.signal(SIGKILL);
+    // Delivery 2 resumes on the second worker; it dies too, mid-step.
+    fleet.wait_slow_step(&second, Duration::from_secs(30)).await;
+    let third = fleet.worker();
+    third.ready().await;
+    second.signal(SIGKILL);
+    let results = fleet.wait_results(1, Duration::from_secs(30), &[&third]).await;
+    let (result, copies) = &results["slow-doomed"];
+    assert_eq!(*copies, 1);
+    assert_eq!(result["outcome"], "error");
+    let error = result["error"].as_str().unwrap();
+    assert!(error.contains("delivered 2 times") && error.contains("max_deliver"), "{error}");
+    third.wait_line("the exhausted event", Duration::from_secs(10), |l| l.contains("reached max_deliver")).await;
+    assert_eq!(fleet.queued().await, 0, "the exhausted request was removed from the queue");
+    // The consumer moves on.
+    fleet.submit(&job("next")).await;
+    let results = fleet.wait_results(2, Duration::from_secs(30), &[&third]).await;
+    assert_eq!(results["next"].0["outcome"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_9_a_request_whose_session_completed_is_answered_from_the_journal() {
+    let fleet = Fleet::start(Queue::default()).await;
+    let worker = fleet.worker();
+    worker.ready().await;
+    fleet.submit(&job("once")).await;
+    fleet.wait_results(1, Duration::from_secs(30), &[&worker]).await;
+    let calls = fleet.model_turns().len();
+    fleet.submit(&job("once")).await;
+    worker.wait_line("the journal answer", Duration::from_secs(30), |l| l.contains("not run again")).await;
+    assert_eq!(fleet.model_turns().len(), calls, "no model call for a session that completed");
+    assert_eq!(fleet.repeated_steps(), 0);
+    let results = fleet.results().await;
+    assert_eq!(results["once"].1, 1, "the duplicate result collapsed on its Nats-Msg-Id");
+    assert_eq!(results["once"].0["answer"], "done once");
+    assert_eq!(fleet.queued().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_2_a_misconfigured_stream_consumer_or_results_stream_is_refused_with_its_fix() {
+    let fleet = Fleet::start(Queue::default()).await;
+    let check = |want: &'static [&'static str]| {
+        let worker = fleet.worker();
+        async move {
+            let (code, said) = worker.exit().await;
+            assert_eq!(code, Some(1), "{said}");
+            for w in want {
+                assert!(said.contains(w), "{w:?} in:\n{said}");
+            }
+        }
+    };
+    // The consumer's ack wait differs from the configuration's.
+    fleet.write_config(&Queue { ack_wait: Duration::from_secs(9), ..Queue::default() }, "");
+    check(&["ack wait", "nats consumer edit WORK workers --wait 9s"]).await;
+    fleet.write_config(&Queue { max_deliver: 3, ..Queue::default() }, "");
+    check(&["max deliver 5", "--max-deliver 3"]).await;
+    // No stream stores the results.
+    fleet.write_config(&Queue::default(), "");
+    fleet.js.delete_stream("RESULTS").await.unwrap();
+    check(&["results subject results.>", "nats stream add RESULTS --subjects 'results.>'"]).await;
+    // A stream with limits retention is not a work queue.
+    fleet.js.delete_stream("WORK").await.unwrap();
+    fleet.make_queue(&Queue::default(), async_nats::jetstream::stream::RetentionPolicy::Limits).await;
+    check(&["stream WORK has Limits retention", "--retention work"]).await;
+}
