@@ -90,7 +90,7 @@
 //! | `anthropic` | yes | `llm::anthropic::AnthropicProvider`: the Anthropic Messages API |
 //! | `openai` | yes | `llm::openai::OpenAiProvider`: OpenAI Chat Completions and compatible local servers |
 //! | `mcp` | yes | `serve::mcp::McpServer`: the tools over MCP's streamable HTTP transport |
-//! | `nats` | yes | `nats::NatsConnection` from NATS CLI contexts, `serve::a2a::A2aServer`, `source::remote::RemoteAgent` |
+//! | `nats` | yes | `nats::NatsConnection` from NATS CLI contexts, `serve::a2a::A2aServer`, `serve::worker::Worker`, `source::remote::RemoteAgent` |
 //! | `terminal` | yes | `gate::TerminalGate` and `operator::TerminalPrompter`: approval and `ask_human_*` prompts |
 //!
 //! The tool model, selection, execution, the agent loop, sessions, `ScriptedProvider` and the traits above work
