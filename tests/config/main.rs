@@ -126,6 +126,7 @@ llm:
   no_tool_search: true
 "#;
 
+mod fleet;
 mod keys;
 mod modes;
 mod names;
