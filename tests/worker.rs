@@ -207,3 +207,48 @@ async fn work_2_a_misconfigured_stream_consumer_or_results_stream_is_refused_wit
     fleet.make_queue(&Queue::default(), async_nats::jetstream::stream::RetentionPolicy::Limits).await;
     check(&["stream WORK has Limits retention", "--retention work"]).await;
 }
+
+/// The peak resident set of process `pid` (`VmHWM`), in bytes.
+fn peak_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_3_a_flood_of_large_hostile_requests_keeps_the_worker_bounded_and_answers_each() {
+    let fleet = Fleet::start(Queue { max_concurrent_runs: 4, ..Queue::default() }).await;
+    let worker = fleet.worker();
+    worker.ready().await;
+    let pid = worker.child.id().unwrap();
+    let idle = peak_of(pid);
+    // 80 requests of ~900 KiB each (under the server's 1 MiB payload limit): half with an escape-laden unknown key
+    // as long as the body allows, half with no usable id at all.
+    let big = "\u{1b}[2J".repeat(90_000);
+    let long_id = "x".repeat(900_000);
+    for i in 0..40 {
+        fleet.submit(&json!({"id": format!("h{i:02}"), "prompt": "x", big.clone(): 1})).await;
+        fleet.submit_raw(format!("{{\"id\": \"{long_id}\"}}").into_bytes()).await;
+    }
+    let results = fleet.wait_results(40, Duration::from_secs(60), &[&worker]).await;
+    for (id, (result, copies)) in &results {
+        assert_eq!(*copies, 1, "{id}");
+        let error = result["error"].as_str().unwrap();
+        assert!(error.len() < 10_000 && !error.contains('\u{1b}'), "{id}: a bounded, sanitized refusal");
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while worker.said().matches("terminated request at stream sequence").count() < 40 {
+        assert!(tokio::time::Instant::now() < deadline, "40 rejections:\n{}", worker.said());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let peak = peak_of(pid);
+    eprintln!("worker peak resident set: {} MiB idle, {} MiB after the flood", idle >> 20, peak >> 20);
+    // About 65 MiB passed through; at most four requests are held at once.
+    assert!(peak < idle + 48 * 1024 * 1024, "the worker's peak grew from {idle} to {peak} bytes");
+    assert_eq!(fleet.queued().await, 0);
+}

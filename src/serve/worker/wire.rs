@@ -15,6 +15,9 @@ pub const REQUEST_SCHEMA: &str = include_str!("schemas/run.request.json");
 /// The JSON Schema of a run result.
 pub const RESULT_SCHEMA: &str = include_str!("schemas/run.result.json");
 
+/// The longest error text of a refused request's result, in characters.
+const MAX_ERROR_CHARS: usize = 2000;
+
 /// The longest request id: it becomes a session id and a subject token.
 pub const MAX_ID_LEN: usize = 64;
 
@@ -242,15 +245,16 @@ impl RunResult {
         }
     }
 
-    /// An `error` result for a request that did not run.
-    pub(super) fn refused(id: &str, why: impl Into<String>) -> RunResult {
+    /// An `error` result for a request that did not run. `why` can quote the request (a parse error names an
+    /// unknown key), so it is sanitized and bounded like any peer text shown to a person (GATE-8).
+    pub(super) fn refused(id: &str, why: impl AsRef<str>) -> RunResult {
         RunResult {
             id: id.to_owned(),
             outcome: crate::session::TerminalReason::Error.as_str().to_owned(),
             answer: None,
             stats: None,
             cost: None,
-            error: Some(why.into()),
+            error: Some(crate::gate::sanitize(why.as_ref(), MAX_ERROR_CHARS)),
         }
     }
 }
@@ -288,6 +292,15 @@ mod tests {
         assert!(matches!(parse(b"not json", &budget(), None), Err(Refused::NoId(_))));
         assert!(matches!(parse_json(json!({"id": "a.b", "prompt": "x"})), Err(Refused::NoId(_))));
         assert!(matches!(parse_json(json!({"id": 7, "prompt": "x"})), Err(Refused::NoId(_))));
+    }
+
+    #[test]
+    fn work_3_a_refusal_quoting_the_request_is_bounded_and_sanitized() {
+        let key = format!("\u{1b}[31m{}", "k".repeat(100_000));
+        let Err(Refused::Body { id, why }) = parse_json(json!({"id": "r1", "prompt": "x", key: 1})) else { panic!() };
+        let result = RunResult::refused(&id, why);
+        let error = result.error.unwrap();
+        assert!(error.chars().count() <= MAX_ERROR_CHARS + 1 && !error.contains('\u{1b}'), "{}", error.len());
     }
 
     #[test]
