@@ -125,13 +125,19 @@ async fn execute(shared: &Shared, request: &Request, delivered: i64) -> Step {
         }
         outcome
     };
-    settle(request, &outcome)
+    settle(request, &outcome, fail)
 }
 
-/// A suspended run is another worker's to finish (WORK-10); everything else is the request's result.
-fn settle(request: &Request, outcome: &RunOutcome) -> Step {
+/// A suspended run is another worker's to finish (WORK-10). A run whose journal refused a write was most likely
+/// fenced out by another worker holding the same request (this one lost its delivery in a partition): its error is
+/// not the request's result, so it is released and the journal answers the next delivery. Everything else is the
+/// request's result.
+fn settle(request: &Request, outcome: &RunOutcome, fail: impl Fn(String) -> Step) -> Step {
     if outcome.reason == TerminalReason::Suspended {
         return Step::Release("the worker is stopping: its run was suspended for another worker".to_owned());
+    }
+    if let Some(e) = outcome.error.as_ref().filter(|e| e.kind() == ErrorKind::Session) {
+        return fail(format!("the run's journal failed: {e}"));
     }
     Step::Done { result: RunResult::of(&request.id, outcome), from_journal: false }
 }
