@@ -177,6 +177,21 @@ async fn work_9_a_request_whose_session_completed_is_answered_from_the_journal()
     assert_eq!(results["once"].1, 1, "the duplicate result collapsed on its Nats-Msg-Id");
     assert_eq!(results["once"].0["answer"], "done once");
     assert_eq!(fleet.queued().await, 0);
+
+    // The id again with another prompt: refused, and the session is neither read nor resumed.
+    fleet.submit(&json!({"id": "other", "prompt": "job other"})).await;
+    fleet.submit(&json!({"id": "other-2", "prompt": "job other-2", "session": "once"})).await;
+    let results = fleet.wait_results(3, Duration::from_secs(30), &[&worker]).await;
+    let error = results["other-2"].0["error"].as_str().unwrap_or_default().to_owned();
+    assert!(error.contains("session once was started by another request"), "{error}");
+    assert_eq!(results["other-2"].0["answer"], json!(null), "another run's answer is never handed out");
+    // A bad body naming an existing session is terminated with no result: the session's own result stands.
+    fleet.submit(&json!({"id": "once", "prompt": 5})).await;
+    worker
+        .wait_line("the rejection", Duration::from_secs(30), |l| l.contains("names session once, which exists"))
+        .await;
+    let results = fleet.results().await;
+    assert_eq!((results["once"].0["outcome"].as_str(), results["once"].1), (Some("completed"), 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -198,8 +213,14 @@ async fn work_2_a_misconfigured_stream_consumer_or_results_stream_is_refused_wit
     check(&["ack wait", "nats consumer edit WORK workers --wait 9s"]).await;
     fleet.write_config(&Queue { max_deliver: 3, ..Queue::default() }, "");
     check(&["max deliver 5", "--max-deliver 3"]).await;
-    // No stream stores the results.
+    // A duplicate window shorter than ack_wait x max_deliver (2s x 5) could keep a result twice.
     fleet.write_config(&Queue::default(), "");
+    let mut results = fleet.js.get_stream("RESULTS").await.unwrap();
+    let mut config = results.info().await.unwrap().config.clone();
+    config.duplicate_window = Duration::from_secs(5);
+    fleet.js.update_stream(config).await.unwrap();
+    check(&["duplicate window of 5s", "nats stream edit RESULTS --dupe-window 1m"]).await;
+    // No stream stores the results.
     fleet.js.delete_stream("RESULTS").await.unwrap();
     check(&["results subject results.>", "nats stream add RESULTS --subjects 'results.>'"]).await;
     // A stream with limits retention is not a work queue.

@@ -25,7 +25,10 @@ fn log(event: &WorkerEvent<'_>) {
             let how = if *resumed { ", resuming its session" } else { "" };
             eprintln!("-> request {id} (delivery {delivery}{how})");
         }
-        WorkerEvent::Run { id, event: RunEvent::ToolCall { display, .. }, .. } => eprintln!("   [{id}] -> {display}"),
+        // The command line is the model's choice, which a request can steer.
+        WorkerEvent::Run { id, event: RunEvent::ToolCall { display, .. }, .. } => {
+            eprintln!("   [{id}] -> {}", sanitize(display, 300))
+        }
         WorkerEvent::Run { .. } => {}
         WorkerEvent::Finished { result, from_journal } => {
             let whence = if *from_journal { " (from its journal, not run again)" } else { "" };
@@ -67,8 +70,7 @@ pub(crate) async fn run(args: WorkerArgs) -> Result<(), Box<dyn std::error::Erro
     eprintln!("{line}");
     stop.await;
     eprintln!("stopping: no more requests are taken; runs in flight are suspended for another worker");
-    let rejected = running.rejected();
-    running.shutdown().await;
+    let rejected = running.shutdown().await;
     eprintln!("stopped ({rejected} request(s) without a usable id terminated)");
     Ok(())
 }

@@ -72,7 +72,7 @@ impl RunBudget {
 pub(super) struct Limits {
     pub(super) max_tokens: u64,
     pub(super) narrowed_tokens: bool,
-    /// The run's own call limit, when tighter than `llm.budget.max_iterations`.
+    /// The run's own call limit over the whole run (a conversation's cap grows with each follow-up; this does not).
     pub(super) max_iterations: Option<u32>,
     pub(super) max_cost: Option<Cost>,
     pub(super) narrowed_cost: bool,
@@ -82,8 +82,7 @@ impl Limits {
     pub(super) fn of(inner: &Inner, budget: &RunBudget) -> Limits {
         let configured = inner.config.llm.budget.max_tokens();
         let max_tokens = budget.max_tokens.map_or(configured, |n| n.min(configured));
-        let configured_calls = super::run::max_iterations(inner);
-        let max_iterations = budget.max_iterations.filter(|n| *n < configured_calls);
+        let max_iterations = budget.max_iterations;
         let max_cost = match (inner.long.max_cost, budget.max_cost) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

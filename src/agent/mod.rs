@@ -141,6 +141,17 @@ impl Agent {
         &self.inner.config
     }
 
+    /// Whether the model's price is known in full (cache prices included), so a money budget can be enforced
+    /// (COST-4).
+    pub fn has_complete_price(&self) -> bool {
+        self.inner.long.pricing.is_some_and(|p| p.is_complete())
+    }
+
+    /// The session store checkpointed runs are journaled to, or why there is none.
+    pub(crate) fn session_store(&self) -> std::result::Result<&Arc<dyn SessionStore>, &str> {
+        self.inner.sessions.as_ref().map_err(String::as_str)
+    }
+
     /// What `usage` costs at this agent's model price (COST-1): `None` when the price is unknown.
     pub fn cost_of(&self, usage: &crate::llm::Usage) -> Option<crate::llm::Cost> {
         self.inner.long.pricing.and_then(|p| p.cost(usage))

@@ -97,6 +97,11 @@ impl WorkerExpose {
             )),
             Some(_) => Ok(()),
         }?;
+        // In-progress acks go out every third of it: much less, and a live worker's request would lapse.
+        if self.ack_wait() < Duration::from_secs(1) {
+            let key = format!("{KEY}.ack_wait");
+            return Err(Error::config_key(&key, format!("{key}: must be at least 1s")));
+        }
         if self.max_deliver > u64::from(u32::MAX) {
             let key = format!("{KEY}.max_deliver");
             return Err(Error::config_key(&key, format!("{key}: must be at most {}", u32::MAX)));

@@ -36,6 +36,11 @@ fn work_1_missing_or_bad_names_are_refused_with_their_key_and_location() {
     );
     assert_eq!(e.key(), Some("expose.agent.worker.ack_wait"));
     let e = err(
+        "expose:\n  agent:\n    worker:\n      stream: W\n      consumer: c\n      results_prefix: r\n      ack_wait: 500ms\n",
+    );
+    assert_eq!(e.key(), Some("expose.agent.worker.ack_wait"));
+    assert_contains(&e, &["at least 1s"]);
+    let e = err(
         "expose:\n  agent:\n    worker:\n      stream: W\n      consumer: c\n      results_prefix: r\n      max_concurrent_runs: 5000\n",
     );
     assert_eq!(e.key(), Some("expose.agent.worker.max_concurrent_runs"));

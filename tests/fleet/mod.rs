@@ -81,7 +81,7 @@ impl Fleet {
             .create_stream(stream::Config {
                 name: "RESULTS".into(),
                 subjects: vec!["results.>".into()],
-                duplicate_window: Duration::from_secs(120),
+                duplicate_window: Duration::from_secs(600),
                 ..Default::default()
             })
             .await

@@ -30,9 +30,9 @@ pub(super) fn check_stream(config: &StreamConfig, want: &Expected<'_>) -> Result
     if config.retention != RetentionPolicy::WorkQueue {
         return Err(want.refuse(format!(
             "stream {} has {:?} retention but a work queue needs work-queue retention, which a stream cannot change \
-             to: make a new one (fix: nats stream add {} --subjects '<requests subject>' --retention work \
-             --storage file --discard old --defaults)",
-            want.stream, config.retention, want.stream
+             to: make it anew, losing what it holds (fix: nats stream rm {}; nats stream add {} --subjects \
+             '<requests subject>' --retention work --storage file --defaults)",
+            want.stream, config.retention, want.stream, want.stream
         )));
     }
     Ok(())
@@ -91,8 +91,9 @@ pub(super) fn check_consumer(info: &ConsumerInfo, want: &Expected<'_>) -> Result
 pub(super) async fn check_results(js: &jetstream::Context, want: &Expected<'_>) -> Result<String> {
     let prefix = want.results_prefix;
     let probe = format!("{prefix}.probe");
+    let minutes = want.ack_wait.saturating_mul(want.max_deliver).as_secs().div_ceil(60).max(2);
     let fix = format!(
-        "nats stream add RESULTS --subjects '{prefix}.>' --storage file --retention limits --dupe-window 2m \
+        "nats stream add RESULTS --subjects '{prefix}.>' --storage file --retention limits --dupe-window {minutes}m \
          --defaults"
     );
     let name = js.stream_by_subject(probe.as_str()).await.map_err(|e| {
@@ -116,10 +117,15 @@ pub(super) async fn check_results(js: &jetstream::Context, want: &Expected<'_>) 
             "results stream {name} has work-queue retention, so a result read once would be gone (fix: {fix})"
         )));
     }
-    if info.config.duplicate_window.is_zero() {
+    // A result is published again when its request's ack was lost, up to once per ack_wait until max_deliver.
+    let needed = want.ack_wait.saturating_mul(want.max_deliver);
+    if info.config.duplicate_window < needed {
+        let minutes = needed.as_secs().div_ceil(60).max(1);
         return Err(want.refuse(format!(
-            "results stream {name} has no duplicate window, so a result published twice would be kept twice (fix: \
-             nats stream edit {name} --dupe-window 2m)"
+            "results stream {name} has a duplicate window of {:?}, under ack_wait x max_deliver ({needed:?}), so a \
+             result published again after a lost ack could be kept twice (fix: nats stream edit {name} \
+             --dupe-window {minutes}m)",
+            info.config.duplicate_window
         )));
     }
     Ok(name)

@@ -42,6 +42,7 @@ mod bind;
 mod events;
 mod exhausted;
 mod job;
+mod journal;
 mod wire;
 
 pub use events::{NoWorkerEvents, WorkerEvent, WorkerEventSink};
@@ -83,6 +84,8 @@ pub(crate) struct Shared {
     /// Cancelled on shutdown: every run in flight suspends at its next boundary.
     suspend: CancellationToken,
     rejected: AtomicU64,
+    /// The sessions running in this process, so one session never runs twice here at once.
+    running: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Shared {
@@ -127,8 +130,9 @@ impl WorkerBuilder {
         self
     }
 
-    /// The agent that runs each request, when the host builds its own (e.g. with its own provider); it must be
-    /// built from the same harness. By default one is built from the harness.
+    /// The agent that runs each request, when the host builds its own (e.g. with its own provider), from the same
+    /// harness. Its session store is the one the worker reads journals from. By default one is built from the
+    /// harness.
     #[must_use]
     pub fn agent(mut self, agent: Agent) -> Self {
         self.agent = Some(agent);
@@ -170,11 +174,12 @@ impl WorkerBuilder {
                  backend: jetstream",
             )));
         }
-        let sessions = harness.sessions().map_err(Error::session)?.clone();
         let agent = match self.agent {
             Some(agent) => agent,
             None => Agent::builder().harness(harness.clone()).build().await?,
         };
+        // The agent's own store, so the journal the worker reads is the one its runs write.
+        let sessions = agent.session_store().map_err(Error::session)?.clone();
         let max_cost = config.llm.budget.max_cost.map(Cost::from_usd).transpose()?;
         let nats = harness.nats().await?;
         let js = jetstream::new(nats.client().clone());
@@ -204,6 +209,7 @@ impl WorkerBuilder {
             events: self.events.unwrap_or_else(|| Arc::new(NoWorkerEvents)),
             suspend: CancellationToken::new(),
             rejected: AtomicU64::new(0),
+            running: std::sync::Mutex::new(std::collections::HashSet::new()),
         });
         let grace = self.grace.unwrap_or(SHUTDOWN_GRACE);
         let max_runs = settings.max_concurrent_runs();
@@ -306,7 +312,8 @@ impl Worker {
     pub async fn start(self) -> Result<RunningWorker> {
         let stop = CancellationToken::new();
         let advisories = exhausted::subscribe(&self.shared, &self.stream_name, &self.consumer_name).await?;
-        let watcher = tokio::spawn(exhausted::watch(self.shared.clone(), advisories, stop.clone()));
+        let consumer = self.consumer_name.clone();
+        let watcher = tokio::spawn(exhausted::watch(self.shared.clone(), advisories, consumer, stop.clone()));
         let puller = tokio::spawn(pull(self.shared.clone(), self.consumer, self.max_runs, stop.clone(), self.grace));
         Ok(RunningWorker { shared: self.shared, stop, puller, watcher })
     }
@@ -317,7 +324,9 @@ async fn pull(shared: Arc<Shared>, consumer: PullConsumer, max_runs: usize, stop
     let room = Arc::new(Semaphore::new(max_runs));
     let mut runs = JoinSet::new();
     while !stop.is_cancelled() {
-        while runs.try_join_next().is_some() {}
+        while let Some(done) = runs.try_join_next() {
+            report_panic(&shared, done);
+        }
         let first = tokio::select! {
             () = stop.cancelled() => break,
             permit = room.clone().acquire_owned() => permit,
@@ -368,7 +377,18 @@ async fn pull(shared: Arc<Shared>, consumer: PullConsumer, max_runs: usize, stop
     }
 }
 
+/// A delivery's task that panicked (a host's event sink, say): its request is left to redelivery.
+fn report_panic(shared: &Shared, done: std::result::Result<(), tokio::task::JoinError>) {
+    if let Err(e) = done
+        && e.is_panic()
+    {
+        let what = format!("a request's task panicked; the request goes to another delivery: {e}");
+        shared.events.emit(&WorkerEvent::Trouble { what: &what });
+    }
+}
+
 /// A worker taking requests; [`shutdown`](RunningWorker::shutdown) it to stop.
+#[must_use = "dropping a running worker stops it"]
 pub struct RunningWorker {
     shared: Arc<Shared>,
     stop: CancellationToken,
@@ -383,16 +403,26 @@ impl std::fmt::Debug for RunningWorker {
 }
 
 impl RunningWorker {
-    /// Requests terminated because they had no usable id (WORK-3), since start.
+    /// Requests terminated with no result because they had no usable id (WORK-3), since start.
     pub fn rejected(&self) -> u64 {
         self.shared.rejected.load(Ordering::Relaxed)
     }
 
     /// Stop (WORK-10): no more pulls; runs in flight suspend at their next boundary and their requests are given
-    /// back for another worker; runs that do not reach one within the grace are abandoned to redelivery.
-    pub async fn shutdown(self) {
+    /// back for another worker; runs that do not reach one within the grace are abandoned to redelivery after
+    /// `ack_wait`. Returns [`rejected`](Self::rejected) as it stands once everything stopped.
+    pub async fn shutdown(mut self) -> u64 {
         self.stop.cancel();
-        let _ = self.puller.await;
+        let _ = (&mut self.puller).await;
+        self.watcher.abort();
+        self.rejected()
+    }
+}
+
+/// Dropping a running worker stops it as [`shutdown`](RunningWorker::shutdown) does, without waiting.
+impl Drop for RunningWorker {
+    fn drop(&mut self) {
+        self.stop.cancel();
         self.watcher.abort();
     }
 }

@@ -16,7 +16,7 @@ pub const REQUEST_SCHEMA: &str = include_str!("schemas/run.request.json");
 pub const RESULT_SCHEMA: &str = include_str!("schemas/run.result.json");
 
 /// The longest error text of a refused request's result, in characters.
-const MAX_ERROR_CHARS: usize = 2000;
+pub(super) const MAX_ERROR_CHARS: usize = 2000;
 
 /// The longest request id: it becomes a session id and a subject token.
 pub const MAX_ID_LEN: usize = 64;
@@ -241,7 +241,8 @@ impl RunResult {
             answer: outcome.answer.clone(),
             stats: Some(ResultStats::of(&outcome.stats)),
             cost: outcome.stats.cost.map(Cost::usd),
-            error: outcome.error.as_ref().map(ToString::to_string),
+            // A provider's error body can be long and hold anything.
+            error: outcome.error.as_ref().map(|e| crate::gate::sanitize(&e.to_string(), MAX_ERROR_CHARS)),
         }
     }
 
