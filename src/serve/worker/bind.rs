@@ -35,6 +35,13 @@ pub(super) fn check_stream(config: &StreamConfig, want: &Expected<'_>) -> Result
             want.stream, config.retention, want.stream, want.stream
         )));
     }
+    if config.deny_delete {
+        return Err(want.refuse(format!(
+            "stream {} denies deletes, so a request past max_deliver could never be removed from the queue (fix: \
+             make it anew without --deny-delete: nats stream rm {}; nats stream add {} ...)",
+            want.stream, want.stream, want.stream
+        )));
+    }
     Ok(())
 }
 

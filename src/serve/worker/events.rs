@@ -14,7 +14,7 @@ pub enum WorkerEvent<'a> {
         /// The session it is journaled to.
         session: &'a str,
         /// Which delivery of the request this is (1 for the first).
-        delivery: i64,
+        delivery: u64,
         /// Whether its session already existed, so the run continues it (WORK-8).
         resumed: bool,
     },
@@ -57,7 +57,8 @@ pub enum WorkerEvent<'a> {
         /// Its stream sequence.
         stream_seq: u64,
     },
-    /// Something failed outside any one request (a fetch, a result that could not be stored).
+    /// Something failed outside any one request: a pull, the advisory subscription, a final result that could
+    /// not be stored, a request's task that panicked.
     Trouble {
         /// What failed.
         what: &'a str,

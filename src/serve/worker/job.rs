@@ -178,8 +178,8 @@ async fn execute(shared: &Shared, request: &Request, delivered: i64) -> Step {
         .with_budget(request.budget)
         .with_suspend(shared.suspend.clone())
         .with_events(relay(shared, request));
-    let started =
-        |resumed| WorkerEvent::Started { id: &request.id, session: session.as_str(), delivery: delivered, resumed };
+    let delivery = u64::try_from(delivered).unwrap_or_default();
+    let started = |resumed| WorkerEvent::Started { id: &request.id, session: session.as_str(), delivery, resumed };
     let outcome = match found {
         // WORK-9: a session that ended is answered from its journal; running it again would repeat its turns.
         Found::Ended(result) => return Step::Done { result, from_journal: true },
