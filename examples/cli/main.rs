@@ -7,6 +7,7 @@
 //! ```
 
 mod a2a;
+mod approvals;
 mod audit;
 mod chat;
 mod chat_input;
@@ -76,6 +77,8 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Take agent runs from a JetStream work queue until SIGINT or SIGTERM.
     Worker(worker::WorkerArgs),
+    /// List, approve and deny a fleet's pending approvals (harness.approvals.backend: nats).
+    Approvals(approvals::ApprovalsArgs),
 }
 
 #[tokio::main]
@@ -93,6 +96,7 @@ async fn main() -> ExitCode {
         Command::Pins(args) => pins::run(args).await.map(|()| true),
         Command::Audit(args) => audit::run(args).await,
         Command::Worker(args) => worker::run(args).await.map(|()| true),
+        Command::Approvals(args) => approvals::run(args).await,
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

@@ -430,11 +430,12 @@ pub(crate) async fn prepare(
     }
     // GATE-12: a SIGTERM (or `kill -INT`) while an approval prompt shows ends it like Ctrl-C at the prompt.
     let stop_prompts = CancellationToken::new();
-    let mut builder = Agent::builder()
-        .config(config)
-        .provider_arc(provider)
-        .gate(TerminalGate::stderr().with_interrupt(stop_prompts.clone()))
-        .prompter(TerminalPrompter::stderr());
+    // APPR-1: with `harness.approvals.backend: nats` the builder asks over NATS instead of this terminal.
+    let terminal = config.harness.approvals.backend == fisk_ai::config::ApprovalBackend::Terminal;
+    let mut builder = Agent::builder().config(config).provider_arc(provider).prompter(TerminalPrompter::stderr());
+    if terminal {
+        builder = builder.gate(TerminalGate::stderr().with_interrupt(stop_prompts.clone()));
+    }
     if let Some(dir) = args.state_dir {
         builder = builder.session_store(FileSessionStore::new(dir));
     }

@@ -88,7 +88,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Who approves gated calls; without one every gated call is declined.
+    /// Who approves gated calls. Without one, `harness.approvals.backend: nats` asks over NATS (APPR-1), and
+    /// otherwise every gated call is declined.
     #[must_use]
     pub fn gate(mut self, gate: impl ConfirmGate + 'static) -> Self {
         self.gate = Some(Arc::new(gate));
@@ -272,7 +273,11 @@ impl AgentBuilder {
             audit: harness.audit().cloned(),
             long,
         };
-        Ok(finish(config.clone(), model, provider, self.gate.take(), tools, warnings, self.trace_content))
+        let gate = match self.gate.take() {
+            Some(gate) => Some(gate),
+            None => approvals_gate(&harness).await?,
+        };
+        Ok(finish(config.clone(), model, provider, gate, tools, warnings, self.trace_content))
     }
 
     /// The convenience path: validate for a run and build the provider before any I/O, then assemble a harness
@@ -454,4 +459,23 @@ fn plan_tools(toolset: Toolset, caps: &crate::llm::Caps, no_tool_search: bool, w
         tools: toolset,
         client_search: false,
     }
+}
+
+/// APPR-1: the gate `harness.approvals.backend: nats` names, over the harness's NATS connection.
+#[cfg(feature = "nats")]
+async fn approvals_gate(harness: &Harness) -> Result<Option<Arc<dyn ConfirmGate>>> {
+    let approvals = &harness.config().harness.approvals;
+    if approvals.backend != crate::config::ApprovalBackend::Nats {
+        return Ok(None);
+    }
+    let bucket = approvals.bucket.as_deref().unwrap_or_default();
+    let nats = harness.nats().await?;
+    let book = crate::gate::nats::ApprovalBook::bind(&nats, bucket).await.map_err(|e| harness.config().locate(e))?;
+    Ok(Some(Arc::new(crate::gate::nats::NatsGate::new(book, approvals.timeout()))))
+}
+
+/// Without NATS the backend is refused when the configuration is validated.
+#[cfg(not(feature = "nats"))]
+async fn approvals_gate(_harness: &Harness) -> Result<Option<Arc<dyn ConfirmGate>>> {
+    Ok(None)
 }

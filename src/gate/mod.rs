@@ -4,6 +4,9 @@
 //! [`Approvals`]. With no gate configured every gated call is declined ([`DenyAll`]); no terminal, end of input, an
 //! interrupt, a timeout or any error never means yes (DESIGN §6, invariant 6).
 
+#[cfg(feature = "nats")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+pub mod nats;
 mod quote;
 mod sanitize;
 #[cfg(feature = "terminal")]
@@ -42,6 +45,11 @@ pub struct ConfirmRequest {
     /// [`Remember::Exact`] a gate offers only [`Decision::ForConversationExact`], and a
     /// [`Decision::ForConversation`] is taken as exact (EXACT-2).
     pub remember: Remember,
+    /// The run's session, when it is checkpointed: with [`call_id`](Self::call_id), what a gate that outlives a
+    /// process keys its question by, so a resumed run finds the same one (APPR-6).
+    pub session: Option<String>,
+    /// The model's id for the call (model text: never show it unsanitized).
+    pub call_id: Option<String>,
 }
 
 impl ConfirmRequest {
@@ -59,7 +67,17 @@ impl ConfirmRequest {
             trigger: trigger.into(),
             input: serde_json::Value::Null,
             remember: Remember::Tool,
+            session: None,
+            call_id: None,
         }
+    }
+
+    /// The run's session (when checkpointed) and the call's id (the agent loop sets them for every gated call).
+    #[must_use]
+    pub fn with_call(mut self, session: Option<&str>, call_id: &str) -> Self {
+        self.session = session.map(str::to_owned);
+        self.call_id = Some(call_id.to_owned());
+        self
     }
 
     /// What a remembered answer may cover (the agent sets `harness.approvals.remember`).

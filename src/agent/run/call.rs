@@ -131,9 +131,11 @@ async fn ask(
     } else {
         call.display.to_owned()
     };
+    let session = run.checkpoint.as_ref().map(|c| c.id.to_string());
     let req = ConfirmRequest::new(name, call.tool.spec().display_path(), &line, call.trigger)
         .with_input(call.arguments.clone())
-        .with_remember(remember);
+        .with_remember(remember)
+        .with_call(session.as_deref(), id);
     let choice = match run.inner.gate.confirm(&req).await {
         Decision::Once => ConfirmChoice::Once,
         // EXACT-2: under `remember: exact` an answer for any arguments covers only these.
