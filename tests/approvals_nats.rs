@@ -7,9 +7,9 @@ mod common;
 
 use async_nats::jetstream::{self, kv};
 use common::nats::NatsServer;
-use fisk_ai::gate::nats::{ApprovalBook, ApprovalRecord, NatsGate};
 use fisk_ai::gate::{ConfirmGate, ConfirmRequest, Decision};
 use fisk_ai::nats::NatsConnection;
+use fisk_ai::nats::approvals::{ApprovalBook, ApprovalRecord, NatsGate};
 use serde_json::json;
 use std::time::Duration;
 

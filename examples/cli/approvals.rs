@@ -4,8 +4,8 @@
 use clap::{Args, Subcommand};
 use fisk_ai::Config;
 use fisk_ai::config::ApprovalBackend;
-use fisk_ai::gate::nats::{ApprovalBook, ApprovalRecord};
 use fisk_ai::gate::sanitize;
+use fisk_ai::nats::approvals::{ApprovalBook, ApprovalRecord};
 use fisk_ai::nats::{NatsConnection, NatsContext};
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};

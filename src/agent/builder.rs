@@ -470,8 +470,9 @@ async fn approvals_gate(harness: &Harness) -> Result<Option<Arc<dyn ConfirmGate>
     }
     let bucket = approvals.bucket.as_deref().unwrap_or_default();
     let nats = harness.nats().await?;
-    let book = crate::gate::nats::ApprovalBook::bind(&nats, bucket).await.map_err(|e| harness.config().locate(e))?;
-    Ok(Some(Arc::new(crate::gate::nats::NatsGate::new(book, approvals.timeout()))))
+    let book =
+        crate::nats::approvals::ApprovalBook::bind(&nats, bucket).await.map_err(|e| harness.config().locate(e))?;
+    Ok(Some(Arc::new(crate::nats::approvals::NatsGate::new(book, approvals.timeout()))))
 }
 
 /// Without NATS the backend is refused when the configuration is validated.

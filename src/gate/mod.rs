@@ -4,9 +4,6 @@
 //! [`Approvals`]. With no gate configured every gated call is declined ([`DenyAll`]); no terminal, end of input, an
 //! interrupt, a timeout or any error never means yes (DESIGN §6, invariant 6).
 
-#[cfg(feature = "nats")]
-#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
-pub mod nats;
 mod quote;
 mod sanitize;
 #[cfg(feature = "terminal")]

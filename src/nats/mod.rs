@@ -1,7 +1,7 @@
 //! The one NATS connection every NATS feature borrows (DESIGN §4, feature `nats`): a2a serving
 //! ([`serve::a2a`](crate::serve::a2a)), remote import ([`source::remote`](crate::source::remote)) and, later, the
 //! JetStream stores ([`memory::jetstream`](crate::memory), [`session`](crate::session)), all through one
-//! [`SharedNats`] per agent.
+//! [`SharedNats`] per agent. [`approvals`] keeps a fleet's approvals in a KV bucket.
 //!
 //! - A connection is made from a NATS CLI context ([`NatsContext`], A2A-13, CFG-16) and names itself
 //!   `fisk-ai <identity>`.
@@ -26,6 +26,7 @@
 //! # }
 //! ```
 
+pub mod approvals;
 mod context;
 mod shared;
 pub mod wire;

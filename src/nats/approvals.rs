@@ -16,8 +16,8 @@
 //! `approved` record identical to its own in every other field, decided before it expired; anything else declines
 //! (APPR-4): a deleted, malformed, expired or foreign record, a lost connection, the timeout.
 
-use super::{ConfirmGate, ConfirmRequest, Decision, call_digest};
 use crate::error::{Error, Result};
+use crate::gate::{ConfirmGate, ConfirmRequest, Decision, call_digest};
 use crate::nats::NatsConnection;
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
@@ -231,7 +231,7 @@ impl ApprovalBook {
 /// in the bucket.
 ///
 /// ```no_run
-/// use fisk_ai::gate::nats::{ApprovalBook, NatsGate};
+/// use fisk_ai::nats::approvals::{ApprovalBook, NatsGate};
 /// use fisk_ai::nats::NatsConnection;
 /// use std::time::Duration;
 ///
