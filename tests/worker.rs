@@ -273,3 +273,69 @@ async fn work_3_a_flood_of_large_hostile_requests_keeps_the_worker_bounded_and_a
     assert!(peak < idle + 48 * 1024 * 1024, "the worker's peak grew from {idle} to {peak} bytes");
     assert_eq!(fleet.queued().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn appr_1_a_fleet_s_gated_calls_are_decided_over_nats_with_cli_approvals() {
+    let queue = Queue { steps: 1, ..Queue::default() };
+    let fleet = Fleet::start(queue).await;
+    common::kv::create_bucket(&fleet.client, "APPROVALS").await;
+    let path = &fleet.stepper.config;
+    let text = std::fs::read_to_string(path).unwrap().replacen(
+        "harness:\n",
+        "harness:\n  confirm_tags: [impact:rw]\n  approvals:\n    backend: nats\n    bucket: APPROVALS\n    timeout: 1m\n",
+        1,
+    );
+    std::fs::write(path, text).unwrap();
+    let worker = fleet.worker();
+    worker.ready().await;
+    let js = fleet.stepper.jetstream.as_ref().unwrap();
+    let approvals = |args: &[&str]| {
+        let out = std::process::Command::new(common::example("cli"))
+            .arg("approvals")
+            .args(args)
+            .arg("--config")
+            .arg(path)
+            .env("XDG_CONFIG_HOME", js.xdg.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The id of the pending approval whose command line holds `token`.
+    let pending_for = |token: &'static str| {
+        let approvals = &approvals;
+        async move {
+            for _ in 0..500 {
+                let listed = approvals(&["list"]);
+                if let Some(head) =
+                    listed.lines().position(|l| l.contains(token)).and_then(|i| listed.lines().nth(i - 1))
+                {
+                    return head.split_whitespace().next().unwrap().to_owned();
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("no pending approval for {token}");
+        }
+    };
+    fleet.submit(&job("yes")).await;
+    let id = pending_for("yes-0").await;
+    assert!(fleet.stepper.starts().is_empty(), "nothing runs before the decision");
+    approvals(&["approve", &id, "--by", "alice"]);
+    let results = fleet.wait_results(1, Duration::from_secs(30), &[&worker]).await;
+    assert_eq!(results["yes"].0["outcome"], "completed");
+    assert_eq!(fleet.stepper.starts(), ["yes-0"], "the approved call ran once");
+
+    fleet.submit(&job("no")).await;
+    let id = pending_for("no-0").await;
+    approvals(&["deny", &id]);
+    let results = fleet.wait_results(2, Duration::from_secs(30), &[&worker]).await;
+    assert_eq!(results["no"].0["outcome"], "completed", "the model is told and answers");
+    assert_eq!(fleet.stepper.starts(), ["yes-0"], "the denied call never ran");
+    // The decisions are journaled with the runs (SESS-9).
+    for (session, answer) in [("yes", "once"), ("no", "decline")] {
+        let records = fleet.stepper.sessions().read(&fisk_ai::session::SessionId::new(session).unwrap()).await.unwrap();
+        let text: Vec<String> = records.iter().map(|r| String::from_utf8_lossy(&r.to_json()).into_owned()).collect();
+        assert!(text.iter().any(|t| t.contains("confirm") && t.contains(answer)), "{session}: {text:#?}");
+    }
+}
