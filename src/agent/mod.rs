@@ -148,6 +148,7 @@ impl Agent {
     }
 
     /// The session store checkpointed runs are journaled to, or why there is none.
+    #[cfg(feature = "nats")]
     pub(crate) fn session_store(&self) -> std::result::Result<&Arc<dyn SessionStore>, &str> {
         self.inner.sessions.as_ref().map_err(String::as_str)
     }
