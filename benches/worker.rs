@@ -247,7 +247,8 @@ async fn takeover(nats: &NatsConnection, js: &jetstream::Context, url: &str, ack
     victim.abort();
     victim_rt.shutdown_background();
     loop {
-        if let Some(at) = *resumed.lock().unwrap() {
+        let at = *resumed.lock().unwrap();
+        if let Some(at) = at {
             wait_stored(js, &name, 1).await;
             rescuer.shutdown().await;
             return at - killed;
