@@ -229,17 +229,6 @@ async fn work_2_a_misconfigured_stream_consumer_or_results_stream_is_refused_wit
     check(&["stream WORK has Limits retention", "--retention work"]).await;
 }
 
-/// The peak resident set of process `pid` (`VmHWM`), in bytes.
-fn peak_of(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs nats-server 2.11+"]
 async fn work_3_a_flood_of_large_hostile_requests_keeps_the_worker_bounded_and_answers_each() {
@@ -247,7 +236,7 @@ async fn work_3_a_flood_of_large_hostile_requests_keeps_the_worker_bounded_and_a
     let worker = fleet.worker();
     worker.ready().await;
     let pid = worker.child.id().unwrap();
-    let idle = peak_of(pid);
+    let idle = common::memory::peak_of(pid);
     // 80 requests of ~900 KiB each (under the server's 1 MiB payload limit): half with an escape-laden unknown key
     // as long as the body allows, half with no usable id at all.
     let big = "\u{1b}[2J".repeat(90_000);
@@ -267,7 +256,7 @@ async fn work_3_a_flood_of_large_hostile_requests_keeps_the_worker_bounded_and_a
         assert!(tokio::time::Instant::now() < deadline, "40 rejections:\n{}", worker.said());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let peak = peak_of(pid);
+    let peak = common::memory::peak_of(pid);
     eprintln!("worker peak resident set: {} MiB idle, {} MiB after the flood", idle >> 20, peak >> 20);
     // About 65 MiB passed through; at most four requests are held at once.
     assert!(peak < idle + 48 * 1024 * 1024, "the worker's peak grew from {idle} to {peak} bytes");

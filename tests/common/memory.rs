@@ -3,7 +3,16 @@
 
 /// This process's peak resident set (`VmHWM`), in bytes.
 pub fn peak() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    peak_at("/proc/self/status")
+}
+
+/// The peak resident set of process `pid` (a child the test started), in bytes.
+pub fn peak_of(pid: u32) -> u64 {
+    peak_at(&format!("/proc/{pid}/status"))
+}
+
+fn peak_at(status: &str) -> u64 {
+    let status = std::fs::read_to_string(status).unwrap();
     let kb: u64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
