@@ -78,6 +78,7 @@ async fn reject(shared: &Shared, acker: &Acker, stream_seq: u64, why: &str) {
     shared.rejected.fetch_add(1, Ordering::Relaxed);
     shared.events.emit(&WorkerEvent::Rejected { stream_seq, why });
     let _ = acker.ack_with(AckKind::Term).await;
+    let _ = shared.js.client().flush().await;
 }
 
 /// A usable id and a bad body: an error result under the id, then terminated. Unless a session of that id exists:
@@ -99,6 +100,9 @@ async fn refuse(shared: &Shared, acker: &Acker, stream_seq: u64, id: &str, why: 
 async fn give_back(shared: &Shared, acker: &Acker, id: &str, why: &str, pause: Option<Duration>) {
     shared.events.emit(&WorkerEvent::Released { id, why });
     let _ = acker.ack_with(AckKind::Nak(pause)).await;
+    // Written out now: a worker that exits right after a handover must not take the nak with it, or the request
+    // waits a whole ack_wait for another worker.
+    let _ = shared.js.client().flush().await;
 }
 
 /// The request's metadata for its trace span, bounded.

@@ -375,6 +375,8 @@ async fn pull(shared: Arc<Shared>, consumer: PullConsumer, max_runs: usize, stop
             break;
         }
     }
+    // Every nak of the shutdown written out before the host may exit.
+    let _ = shared.js.client().flush().await;
 }
 
 /// A delivery's task that panicked (a host's event sink, say): its request is left to redelivery.
