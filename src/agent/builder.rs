@@ -273,10 +273,7 @@ impl AgentBuilder {
             audit: harness.audit().cloned(),
             long,
         };
-        let gate = match self.gate.take() {
-            Some(gate) => Some(gate),
-            None => approvals_gate(&harness).await?,
-        };
+        let gate = self.gate.take().or_else(|| approvals_gate(&harness));
         Ok(finish(config.clone(), model, provider, gate, tools, warnings, self.trace_content))
     }
 
@@ -461,22 +458,17 @@ fn plan_tools(toolset: Toolset, caps: &crate::llm::Caps, no_tool_search: bool, w
     }
 }
 
-/// APPR-1: the gate `harness.approvals.backend: nats` names, over the harness's NATS connection.
+/// APPR-1: the gate `harness.approvals.backend: nats` names, on the bucket the harness bound when it was built;
+/// `None` under the terminal backend.
 #[cfg(feature = "nats")]
-async fn approvals_gate(harness: &Harness) -> Result<Option<Arc<dyn ConfirmGate>>> {
-    let approvals = &harness.config().harness.approvals;
-    if approvals.backend != crate::config::ApprovalBackend::Nats {
-        return Ok(None);
-    }
-    let bucket = approvals.bucket.as_deref().unwrap_or_default();
-    let nats = harness.nats().await?;
-    let book =
-        crate::nats::approvals::ApprovalBook::bind(&nats, bucket).await.map_err(|e| harness.config().locate(e))?;
-    Ok(Some(Arc::new(crate::nats::approvals::NatsGate::new(book, approvals.timeout()))))
+fn approvals_gate(harness: &Harness) -> Option<Arc<dyn ConfirmGate>> {
+    let timeout = harness.config().harness.approvals.timeout();
+    let book = harness.approvals()?.clone();
+    Some(Arc::new(crate::nats::approvals::NatsGate::new(book, timeout)))
 }
 
 /// Without NATS the backend is refused when the configuration is validated.
 #[cfg(not(feature = "nats"))]
-async fn approvals_gate(_harness: &Harness) -> Result<Option<Arc<dyn ConfirmGate>>> {
-    Ok(None)
+fn approvals_gate(_harness: &Harness) -> Option<Arc<dyn ConfirmGate>> {
+    None
 }

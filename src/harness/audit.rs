@@ -67,6 +67,17 @@ impl HarnessBuilder {
         #[cfg(not(feature = "nats"))]
         stores::open_pins(&config, self.store_base.as_deref()).await
     }
+
+    /// CFG-15: the injected connection, else one from `nats_context` made on first use.
+    #[cfg(feature = "nats")]
+    pub(super) fn shared_nats(&mut self, config: &Config) -> Option<stores::SharedNats> {
+        stores::shared_nats(config, self.nats.take())
+    }
+
+    #[cfg(not(feature = "nats"))]
+    pub(super) fn shared_nats(&mut self, _config: &Config) -> Option<stores::SharedNats> {
+        None
+    }
 }
 
 /// The trail for `harness.audit`, or the host's ([`HarnessBuilder::audit`]); both at once is ambiguous and

@@ -19,6 +19,22 @@ pub(crate) struct Served {
     pub(crate) policy: Option<std::sync::Arc<dyn crate::policy::PolicyHook>>,
     /// The harness's audit trail (AUD-1), which the server writes on every call.
     pub(crate) audit: Option<std::sync::Arc<crate::audit::AuditTrail>>,
+    /// The harness's approvals bucket (REPL-1), where an MCP server keeps its pending approvals.
+    #[cfg(all(feature = "mcp", feature = "nats"))]
+    pub(crate) approvals: Option<crate::nats::approvals::ApprovalBook>,
+}
+
+impl Served {
+    fn new(tools: Toolset, warnings: Vec<Warning>) -> Served {
+        Served {
+            tools,
+            warnings,
+            policy: None,
+            audit: None,
+            #[cfg(all(feature = "mcp", feature = "nats"))]
+            approvals: None,
+        }
+    }
 }
 
 #[cfg(feature = "mcp")]
@@ -85,7 +101,7 @@ pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
              imported tools never are)"
         }));
     }
-    Ok(Served { tools: served, warnings, policy: None, audit: None })
+    Ok(Served::new(served, warnings))
 }
 
 #[cfg(feature = "nats")]
@@ -140,7 +156,7 @@ pub(crate) fn a2a(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
              the removal of gated, invalid-name and empty-description commands",
         ));
     }
-    Ok(Served { tools: served, warnings, policy: None, audit: None })
+    Ok(Served::new(served, warnings))
 }
 
 /// SEL-11: `expose.agent.tools` narrows, never re-adds.

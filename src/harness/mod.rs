@@ -64,6 +64,8 @@ pub(crate) use expose::{a2a as a2a_served, check_a2a};
 pub(crate) use expose::{check_mcp, mcp as mcp_served};
 #[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use policy::resolve as resolve_policy;
+#[cfg(all(feature = "mcp", feature = "nats"))]
+pub(crate) use stores::open_approvals;
 
 use crate::builtin::{BuiltinEnv, BuiltinFactory, BuiltinRegistry};
 use crate::config::{Config, Mode};
@@ -78,26 +80,12 @@ use crate::source::pins::{PinReport, PinStore};
 use crate::source::{OnFailure, SourcePolicy, ToolSource};
 use crate::tool::Tool;
 use crate::warning::Warning;
+pub use pipeline::child_env;
 use std::path::PathBuf;
 use std::sync::Arc;
 pub use stores::Stores;
 
-/// The children's environment `config` gives without loading anything (ENV-4, SBX-1): the configured credentials
-/// scrubbed, `harness.env`'s policy and `harness.sandbox`'s confinement, with the warnings of an unenforced
-/// setting. What `info` reports, and what a harness built from `config` starts its children with (it scrubs the
-/// credentials of every source and provider it loads besides).
-///
-/// # Errors
-///
-/// As [`HarnessBuilder::build`] for `harness.env` and `harness.sandbox`: a bad policy, a path that cannot be
-/// opened, or a setting the kernel cannot enforce without `best_effort`, located in the configuration.
-pub fn child_env(config: &Config) -> Result<(ChildEnv, Vec<Warning>)> {
-    let mut warnings = Vec::new();
-    let env = ChildEnv::new().with_scrubbed_all(config.bearer_token_envs());
-    let env = pipeline::confine(config, env, &mut warnings)?;
-    Ok((env, warnings))
-}
-use stores::{Places, SharedNats};
+use stores::Places;
 
 /// An assembled tool set with everything its surfaces share: the configuration, the selected tools, the child
 /// environment, the opened stores and the warnings. Built once with [`Harness::builder`]; see the [module
@@ -118,7 +106,10 @@ pub struct Harness {
     audit: Option<Arc<crate::audit::AuditTrail>>,
     /// The one NATS connection of remote hosts, JetStream stores and fleet surfaces, made on first use (CFG-15).
     #[cfg(feature = "nats")]
-    nats: Option<SharedNats>,
+    nats: Option<stores::SharedNats>,
+    /// The approvals bucket under `harness.approvals.backend: nats` (APPR-1, REPL-1).
+    #[cfg(feature = "nats")]
+    approvals: Option<crate::nats::approvals::ApprovalBook>,
 }
 
 /// The names of the agent-only tools the harness made, to tell whether any survived selection.
@@ -233,6 +224,15 @@ impl Harness {
             Some(shared) => shared.get().await,
             None => Err(Error::config("no NATS connection: the configuration has no identity to connect as")),
         }
+    }
+
+    /// The approvals bucket every surface shares under `harness.approvals.backend: nats`, bound when the harness
+    /// was built: the agent's gate waits on it (APPR-1), and an MCP server keeps its clients' pending approvals in
+    /// it so any replica answers them (REPL-1). `None` under the terminal backend.
+    #[cfg(feature = "nats")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+    pub fn approvals(&self) -> Option<&crate::nats::approvals::ApprovalBook> {
+        self.approvals.as_ref()
     }
 
     pub(crate) fn agent_tools(&self) -> &AgentTools {
@@ -544,6 +544,8 @@ impl HarnessBuilder {
         let (mut candidates, env, pinning) = pipeline::load(&config, inputs, &mut warnings).await?;
         let policy = policy::resolve(&config, self.policy.take(), &env)?;
         let audit = audit::open_audit(&config, self.audit.take(), nats.as_ref(), &mut warnings).await?;
+        #[cfg(feature = "nats")]
+        let approvals = stores::open_approvals(&config, nats.as_ref()).await?;
         candidates.extend(std::mem::take(&mut self.tools));
         let prompter: Arc<dyn Prompter> = self.prompter.take().unwrap_or_else(|| Arc::new(NoOperator));
         let builtin_env = BuiltinEnv::new(&config, prompter.clone())?;
@@ -593,20 +595,8 @@ impl HarnessBuilder {
             audit,
             #[cfg(feature = "nats")]
             nats,
+            #[cfg(feature = "nats")]
+            approvals,
         })
-    }
-
-    /// CFG-15: one connection for remote hosts and JetStream stores, made when the first of them needs it.
-    #[cfg(feature = "nats")]
-    fn shared_nats(&mut self, config: &Config) -> Option<SharedNats> {
-        match self.nats.take() {
-            Some(connection) => Some(SharedNats::injected(connection)),
-            None => config.identity().ok().map(|id| SharedNats::from_context(config.nats_context.as_deref(), id)),
-        }
-    }
-
-    #[cfg(not(feature = "nats"))]
-    fn shared_nats(&mut self, _config: &Config) -> Option<SharedNats> {
-        None
     }
 }

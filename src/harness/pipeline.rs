@@ -25,6 +25,22 @@ use crate::warning::Warning;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The children's environment `config` gives without loading anything (ENV-4, SBX-1): the configured credentials
+/// scrubbed, `harness.env`'s policy and `harness.sandbox`'s confinement, with the warnings of an unenforced
+/// setting. What `info` reports, and what a harness built from `config` starts its children with (it scrubs the
+/// credentials of every source and provider it loads besides).
+///
+/// # Errors
+///
+/// As [`HarnessBuilder::build`](super::HarnessBuilder::build) for `harness.env` and `harness.sandbox`: a bad policy, a path that cannot be
+/// opened, or a setting the kernel cannot enforce without `best_effort`, located in the configuration.
+pub fn child_env(config: &Config) -> Result<(ChildEnv, Vec<Warning>)> {
+    let mut warnings = Vec::new();
+    let env = ChildEnv::new().with_scrubbed_all(config.bearer_token_envs());
+    let env = confine(config, env, &mut warnings)?;
+    Ok((env, warnings))
+}
+
 /// What goes into the pipeline besides the configuration.
 pub(crate) struct Inputs<'a> {
     /// The host's sources, after the configured application, each with its policy.

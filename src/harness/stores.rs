@@ -15,6 +15,16 @@ pub(crate) use crate::nats::SharedNats;
 #[cfg(not(feature = "nats"))]
 pub(crate) enum SharedNats {}
 
+/// CFG-15: one connection for remote hosts, JetStream stores and the fleet surfaces: the injected one, else one from
+/// `nats_context`, made when the first of them needs it.
+#[cfg(feature = "nats")]
+pub(crate) fn shared_nats(config: &Config, injected: Option<crate::nats::NatsConnection>) -> Option<SharedNats> {
+    match injected {
+        Some(connection) => Some(SharedNats::injected(connection)),
+        None => config.identity().ok().map(|id| SharedNats::from_context(config.nats_context.as_deref(), id)),
+    }
+}
+
 /// What opening a store needs besides the configuration.
 pub(crate) struct Places<'a> {
     pub(crate) working_dir: &'a Path,
@@ -197,4 +207,25 @@ pub(crate) async fn open_pins(
     let base = checked_dir("store base", store_base)?;
     let dir = crate::source::pins::FilePinStore::default_dir(&identity, base)?;
     Ok(Arc::new(crate::source::pins::FilePinStore::new(dir)))
+}
+
+/// APPR-1, REPL-1: the approvals bucket of `harness.approvals.backend: nats`, bound once (never created) for every
+/// surface built from the harness: the agent's gate and the MCP server's pending approvals. `None` under the
+/// terminal backend.
+#[cfg(feature = "nats")]
+pub(crate) async fn open_approvals(
+    config: &Config,
+    nats: Option<&SharedNats>,
+) -> Result<Option<crate::nats::approvals::ApprovalBook>> {
+    let approvals = &config.harness.approvals;
+    if approvals.backend != crate::config::ApprovalBackend::Nats {
+        return Ok(None);
+    }
+    let bucket = approvals.bucket.as_deref().unwrap_or_default();
+    let nats = match nats {
+        Some(shared) => shared.get().await?,
+        None => return Err(Error::nats("the approvals bucket needs a NATS connection and there is none")),
+    };
+    let book = crate::nats::approvals::ApprovalBook::bind(&nats, bucket).await.map_err(|e| config.locate(e))?;
+    Ok(Some(book))
 }

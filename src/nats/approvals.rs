@@ -25,6 +25,11 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The key prefix of the pending approvals of MCP clients (REPL-1): a 2026-07-28 approval round kept in the same
+/// bucket, so any replica of an MCP server answers it. Those are the client's user's to answer, through the client:
+/// [`ApprovalBook::list`] skips them and [`ApprovalBook::decide`] refuses them.
+pub const MCP_KEY_PREFIX: &str = "mcp.";
+
 /// The largest record the gate or the CLI reads; anything longer is malformed.
 const MAX_RECORD: usize = 64 * 1024;
 /// The record format's version.
@@ -160,7 +165,14 @@ impl ApprovalBook {
         &self.bucket
     }
 
-    /// Every approval in the bucket that parses, pending or decided, oldest first; unreadable keys are skipped.
+    /// The bucket itself, for the MCP server's pending approvals (REPL-1).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn store(&self) -> &kv::Store {
+        &self.kv
+    }
+
+    /// Every approval in the bucket that parses, pending or decided, oldest first; unreadable keys, and MCP
+    /// clients' approvals ([`MCP_KEY_PREFIX`]), are skipped.
     ///
     /// # Errors
     ///
@@ -175,6 +187,9 @@ impl ApprovalBook {
         let mut out = Vec::new();
         while let Some(key) = keys.next().await {
             let Ok(key) = key else { continue };
+            if key.starts_with(MCP_KEY_PREFIX) {
+                continue;
+            }
             if let Ok(Some(entry)) = self.kv.entry(key).await
                 && let Some(record) = ApprovalRecord::parse(&entry.value)
             {
@@ -190,9 +205,14 @@ impl ApprovalBook {
     ///
     /// # Errors
     ///
-    /// A run error naming the id when it is unknown, malformed, already decided (and by whom), or expired; a NATS
-    /// error when the bucket cannot be read or written.
+    /// A run error naming the id when it is unknown, malformed, already decided (and by whom), expired, or an MCP
+    /// client's ([`MCP_KEY_PREFIX`]); a NATS error when the bucket cannot be read or written.
     pub async fn decide(&self, id: &str, approve: bool, by: &str) -> Result<ApprovalRecord> {
+        if id.starts_with(MCP_KEY_PREFIX) {
+            return Err(Error::run(format!(
+                "{id} is an MCP client's pending approval: its user answers it in the client, never here"
+            )));
+        }
         let entry = self
             .kv
             .entry(id)

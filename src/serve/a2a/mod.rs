@@ -410,7 +410,7 @@ impl A2aServerBuilder {
             Some(nats) => Some(self.parts.unwrap_or_default().nats_or(nats)),
             None => self.parts,
         };
-        let (config, harness::Served { tools, warnings, policy, audit }) =
+        let (config, harness::Served { tools, warnings, policy, audit, .. }) =
             serving_harness(self.config, self.harness, parts, self.touched, self.toolset).await?;
         let a2a = &config.expose.agent.a2a;
         let identity = config.identity()?;

@@ -3,6 +3,7 @@
 use super::auth::{self, Auth, ToolScopes};
 use super::events::{McpEventSink, NoMcpEvents};
 use super::handler::{InFlight, Shared};
+use super::pending::PendingApprovals;
 use super::server::McpServer;
 use super::{confirm, listing, sessions, tasks};
 use crate::builtin::BuiltinFactory;
@@ -91,9 +92,7 @@ async fn serving_harness(
         let config = harness.config().clone();
         let mut warnings = harness::check_mcp(&config)?;
         warnings.extend(harness.warnings().iter().cloned());
-        let mut served = harness::mcp_served(&config, harness.toolset(), warnings)?;
-        served.policy = harness.policy().cloned();
-        served.audit = harness.audit().cloned();
+        let served = with_harness(harness::mcp_served(&config, harness.toolset(), warnings)?, &harness);
         return Ok((config, served));
     }
     let config = config.ok_or_else(|| Error::config("an MCP server needs a configuration"))?;
@@ -106,18 +105,36 @@ async fn serving_harness(
             served.policy = harness::resolve_policy(&config, None, &env)?;
             // AUD-1: so is a configured trail (a stream sink needs the harness's NATS connection).
             served.audit = harness::open_audit(&config, None, None, &mut served.warnings).await?;
+            // REPL-1: and the approvals bucket, over a connection of its own.
+            #[cfg(feature = "nats")]
+            {
+                let nats = config
+                    .identity()
+                    .ok()
+                    .map(|id| crate::nats::SharedNats::from_context(config.nats_context.as_deref(), id));
+                served.approvals = harness::open_approvals(&config, nats.as_ref()).await?;
+            }
             served
         }
         None => {
             let harness = parts.config(config.clone()).build().await?;
             warnings.extend(harness.warnings().iter().cloned());
-            let mut served = harness::mcp_served(&config, harness.toolset(), warnings)?;
-            served.policy = harness.policy().cloned();
-            served.audit = harness.audit().cloned();
-            served
+            with_harness(harness::mcp_served(&config, harness.toolset(), warnings)?, &harness)
         }
     };
     Ok((config, served))
+}
+
+/// What the server takes from the harness besides the tools: the policy hook, the audit trail and the approvals
+/// bucket.
+fn with_harness(mut served: harness::Served, harness: &Harness) -> harness::Served {
+    served.policy = harness.policy().cloned();
+    served.audit = harness.audit().cloned();
+    #[cfg(feature = "nats")]
+    {
+        served.approvals = harness.approvals().cloned();
+    }
+    served
 }
 
 impl McpServerBuilder {
@@ -250,8 +267,10 @@ impl McpServerBuilder {
     /// identity is invalid; an introspection or source error when a tool source cannot be loaded; a selection error on
     /// a name collision or when no tool can be served (MCP-7).
     pub async fn build(self) -> Result<McpServer> {
-        let (config, harness::Served { tools, mut warnings, policy, audit }) =
+        let (config, served) =
             serving_harness(self.config, self.harness, self.parts, self.touched, self.toolset).await?;
+        let pending = pending_approvals(&served, self.confirm_timeout);
+        let harness::Served { tools, mut warnings, policy, audit, .. } = served;
         let mcp = config.expose.agent.mcp.clone().unwrap_or_default();
         let identity = config.identity()?;
         let version = self.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
@@ -280,7 +299,7 @@ impl McpServerBuilder {
             tool_timeout: mcp.tool_timeout(),
             max_concurrent,
             slots: Arc::new(Semaphore::new(max_concurrent)),
-            pending: confirm::PendingApprovals::new(self.confirm_timeout),
+            pending,
             form,
             events: self.events.unwrap_or_else(|| Arc::new(NoMcpEvents)),
             in_flight: InFlight::default(),
@@ -306,6 +325,17 @@ impl McpServerBuilder {
             insecure_no_auth: mcp.insecure_no_auth,
         })
     }
+}
+
+/// REPL-1: pending 2026-07-28 approvals in the approvals bucket under `harness.approvals.backend: nats`, so any
+/// replica answers them; in this process otherwise.
+fn pending_approvals(served: &harness::Served, ttl: Duration) -> PendingApprovals {
+    #[cfg(feature = "nats")]
+    if let Some(book) = &served.approvals {
+        return PendingApprovals::shared(ttl, book);
+    }
+    let _ = served;
+    PendingApprovals::new(ttl)
 }
 
 /// AUTH-1, AUTH-5: the resource server and the tools' scopes when `auth` is set; without it, tags are warned about

@@ -184,7 +184,7 @@ impl Shared {
 
     /// Protocol 2026-07-28, second round: the echoed state must name a pending call of this tool with these
     /// arguments, and the answer under [`INPUT_KEY`] must be an explicit approval.
-    fn judge_modern(
+    async fn judge_modern(
         &self,
         request: &CallToolRequestParams,
         state: &str,
@@ -192,10 +192,7 @@ impl Shared {
     ) -> Result<(), (Denial, Option<String>)> {
         let caller = caller.map(super::auth::Principal::of);
         let args = request.arguments.as_ref();
-        self.pending.close(state, &request.name, args, caller.as_ref()).map_err(|d| {
-            let detail = (d == Denial::Failed).then(|| "the answer does not match a pending approval".to_owned());
-            (d, detail)
-        })?;
+        self.pending.close(state, &request.name, args, caller.as_ref()).await?;
         let Some(answer) = request.input_responses.as_ref().and_then(|r| r.get(INPUT_KEY)) else {
             return Err((Denial::Failed, Some("no answer was sent".to_owned())));
         };
@@ -397,9 +394,10 @@ impl Shared {
                 .await
                 .map_or_else(denied, |()| Approval::Approved(Answer::Accepted)),
             GatedBehavior::Asked if is_modern(context) => match request.request_state.as_deref() {
-                None => Approval::Halt(self.ask_modern(request, (tool, display), caller.as_deref(), trigger)),
+                None => Approval::Halt(self.ask_modern(request, (tool, display), caller.as_deref(), trigger).await),
                 Some(state) => self
                     .judge_modern(request, state, caller.as_deref())
+                    .await
                     .map_or_else(denied, |()| Approval::Approved(Answer::Accepted)),
             },
             GatedBehavior::Asked => self
@@ -424,7 +422,7 @@ impl Shared {
 
     /// Protocol 2026-07-28, first round: record the call server-side and ask for approval in an
     /// `InputRequiredResult` whose state is only the record's key.
-    fn ask_modern(
+    async fn ask_modern(
         &self,
         request: &CallToolRequestParams,
         call: (&SelectedTool, &str),
@@ -433,9 +431,9 @@ impl Shared {
     ) -> CallToolResponse {
         let display = call.1;
         let owner = caller.map(super::auth::Principal::of);
-        let Some(key) = self.pending.open(&request.name, request.arguments.as_ref(), owner.as_ref()) else {
-            let text = self.denial(Denial::Failed, call, caller, Some("too many approvals are already pending"));
-            return error_result(text);
+        let key = match self.pending.open(&request.name, request.arguments.as_ref(), owner.as_ref()).await {
+            Ok(key) => key,
+            Err(why) => return error_result(self.denial(Denial::Failed, call, caller, Some(why))),
         };
         let mut requests = InputRequests::new();
         requests.insert(

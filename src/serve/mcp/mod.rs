@@ -24,6 +24,9 @@
 //!   protected-resource metadata is published, tools tagged `auth:scope=<scope>` are served only to callers granted
 //!   it, and the [`Caller`] is carried in events and telemetry. A server that is not loopback needs `auth` or the
 //!   explicit `insecure_no_auth` (AUTH-1..9).
+//! - Replicas (REPL-1..5): with `harness.approvals.backend: nats`, pending 2026-07-28 approval rounds are kept in
+//!   the approvals bucket, so N servers behind a plain load balancer accept an answer on any replica and refuse a
+//!   replay on all of them. Legacy sessions and tasks stay on the replica that made them.
 //! - At most `max_sessions` sessions are open; at the cap a new one replaces the least recently used session with
 //!   no request in progress, and is refused (`503`) only when every session is busy (MCP-24).
 //!
@@ -57,6 +60,7 @@ mod guard;
 mod handler;
 mod http;
 mod listing;
+mod pending;
 mod progress;
 mod server;
 mod sessions;

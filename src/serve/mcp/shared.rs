@@ -2,9 +2,9 @@
 //! requests in progress that shutdown waits for.
 
 use super::auth::{Caller, ToolScopes};
-use super::confirm::PendingApprovals;
 use super::events::McpEventSink;
 use super::listing::Visible;
+use super::pending::PendingApprovals;
 use crate::config::ConfirmOverMcp;
 use crate::select::Toolset;
 use rmcp::model::{ElicitationSchema, ServerConfig};
