@@ -19,6 +19,7 @@ mod output;
 mod pins;
 mod remote;
 mod run;
+mod run_signals;
 mod session;
 mod stores;
 mod trace;

@@ -301,8 +301,8 @@ async fn run_agent(args: RunArgs, model: &mut Option<String>) -> Result<Terminal
     let cancel = CancellationToken::new();
     let suspend = CancellationToken::new();
     let checkpointed = checkpoint.is_some() || resume.is_some();
-    let tokens = Tokens { cancel: cancel.clone(), suspend: suspend.clone(), prompts: stop_prompts };
-    watch_signals(checkpointed, tokens, err.clone())?;
+    let tokens = crate::run_signals::Tokens { cancel: cancel.clone(), suspend: suspend.clone(), prompts: stop_prompts };
+    crate::run_signals::watch(checkpointed, tokens, err.clone())?;
     let sink = events(err.clone(), agent.clone(), args.agent.verbose, args.agent.tool_output);
     let prompt = args.prompt.join(" ");
     let mut options = RunOptions::new().with_cancel(cancel).with_suspend(suspend).with_events(sink);
@@ -505,6 +505,12 @@ pub(crate) fn events(
                 };
                 err.line(&format!("-> {}", fit(&sanitize(&line, PROMPT_LIMIT), width)));
             }
+            // DEMO-4: a declined gated call is shown with why (the decline's own words); nothing ran.
+            RunEvent::ToolDeclined { name, reason, .. } => {
+                let why = serde_json::from_str::<serde_json::Value>(reason).ok();
+                let why = why.as_ref().and_then(|v| v["reason"].as_str()).unwrap_or(reason);
+                err.line(&fit(&sanitize(&format!("x {name} declined: {why}"), PROMPT_LIMIT), width));
+            }
             // CLI-8: built-in results (memory, read_file, base64_encode) are not echoed; HITL only with --verbose.
             RunEvent::ToolResult { name, kind, output, .. } if tool_output && !quiet_result(*kind, name, verbose) => {
                 let shown = match output.exec_report() {
@@ -519,49 +525,6 @@ pub(crate) fn events(
             _ => {}
         }
     }
-}
-
-/// What a signal can stop.
-struct Tokens {
-    cancel: CancellationToken,
-    suspend: CancellationToken,
-    /// Ends an approval prompt on screen (and any later one) as Ctrl-C at the prompt would.
-    prompts: CancellationToken,
-}
-
-/// SESS-24: with a checkpoint the first SIGINT or a SIGTERM asks for a suspend at the next boundary and a second
-/// SIGINT aborts; without one either signal cancels the run (killing a running tool's process group). Either signal
-/// also ends an approval prompt that is waiting for the operator, as Ctrl-C at the prompt does (GATE-12): nothing
-/// runs, and a checkpointed run ends suspended, resumable, with the same call asked again on resume.
-fn watch_signals(checkpointed: bool, tokens: Tokens, err: Arc<Stderr>) -> std::io::Result<()> {
-    let Tokens { cancel, suspend, prompts } = tokens;
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    tokio::spawn(async move {
-        loop {
-            let interrupt = tokio::select! {
-                Some(()) = int.recv() => true,
-                Some(()) = term.recv() => false,
-                else => return,
-            };
-            // The prompt would otherwise keep waiting for a key while the run is asked to stop.
-            prompts.cancel();
-            if cancel.is_cancelled() {
-                // Cancelling did not end the run in time: another interrupt leaves at once.
-                std::process::exit(130);
-            }
-            if !checkpointed || (interrupt && suspend.is_cancelled()) {
-                cancel.cancel();
-                continue;
-            }
-            if !suspend.is_cancelled() {
-                suspend.cancel();
-                err.line("notice: suspending after the current step; press Ctrl-C again to abort");
-            }
-        }
-    });
-    Ok(())
 }
 
 /// SESS-22: the restored conversation, as line output: the prompt, reasoning, narration and tool calls.

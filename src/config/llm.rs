@@ -8,6 +8,8 @@ use super::{GoDuration, de};
 
 /// Default `llm.provider` (PROV-3).
 pub const DEFAULT_PROVIDER: &str = "anthropic";
+/// The `llm.provider` that replays `llm.script` (DEMO-1): no key, no network.
+pub const SCRIPTED_PROVIDER: &str = "scripted";
 /// Default `llm.budget.max_tokens` (CFG-8).
 pub const DEFAULT_MAX_TOKENS: u64 = 200_000;
 /// Default `llm.budget.max_iterations` (CFG-8).
@@ -52,6 +54,10 @@ pub struct Llm {
     /// table's. `input` and `output` are required; a cache price left out is unknown.
     #[serde(deserialize_with = "de::nullable")]
     pub pricing: Option<PricingSettings>,
+    /// `script` (DEMO-1): the file of model turns the `scripted` provider replays, relative to the working
+    /// directory as `application_path` is. Only that provider reads it; it is refused with any other.
+    #[serde(deserialize_with = "de::opt_path")]
+    pub script: Option<std::path::PathBuf>,
 }
 
 /// `llm.pricing`: dollars per million tokens of each kind.
@@ -84,6 +90,7 @@ impl Default for Llm {
             no_tool_search: false,
             base_url: None,
             pricing: None,
+            script: None,
         }
     }
 }

@@ -72,7 +72,7 @@ pub use harness::{
 };
 pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, PricingSettings,
-    Thinking,
+    SCRIPTED_PROVIDER, Thinking,
 };
 pub use pins::PinMode;
 pub use sandbox::{EnvSettings, InheritSetting, NetworkSetting, SandboxFs, SandboxLimits, SandboxSettings};

@@ -339,6 +339,15 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
     }
     check_a2a_queue(i64::from(a2a.queue)).map_err(|e| key_err("expose.agent.a2a.queue", e))?;
 
+    // DEMO-1: only the scripted provider reads a script; with any other it would be ignored.
+    if cfg.llm.script.is_some() && cfg.llm.provider != super::SCRIPTED_PROVIDER {
+        let provider = &cfg.llm.provider;
+        return Err(key_err(
+            "llm.script",
+            format!("only the scripted provider reads a script, and llm.provider is \"{provider}\""),
+        ));
+    }
+
     // CFG-9 (CFG-8 holds by type).
     if let Some(t) = cfg.llm.budget.call_timeout {
         check_positive_duration(t).map_err(|e| key_err("llm.budget.call_timeout", e))?;

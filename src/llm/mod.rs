@@ -11,11 +11,13 @@ pub mod anthropic;
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub mod openai;
 mod plan;
+mod script;
 mod scripted;
 pub(crate) mod spans;
 
 pub use plan::{TOOL_SEARCH_THRESHOLD, ToolPlan};
 
+pub use script::{ScriptedFactory, load_script};
 pub use scripted::{RecordedRequest, ScriptedProvider};
 
 mod delta;

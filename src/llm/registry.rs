@@ -152,14 +152,15 @@ impl Default for ProviderRegistry {
 }
 
 impl ProviderRegistry {
-    /// The providers compiled into this build (`anthropic` and `openai`, each with its feature).
+    /// The providers compiled into this build: `anthropic` and `openai`, each with its feature, and `scripted`
+    /// (a replayed model, [`ScriptedFactory`](super::ScriptedFactory)).
     pub fn with_defaults() -> Self {
-        #[allow(unused_mut)]
         let mut registry = Self::empty();
         #[cfg(feature = "anthropic")]
         registry.register(Arc::new(super::anthropic::AnthropicFactory));
         #[cfg(feature = "openai")]
         registry.register(Arc::new(super::openai::OpenAiFactory));
+        registry.register(Arc::new(super::ScriptedFactory));
         registry
     }
 

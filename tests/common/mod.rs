@@ -137,6 +137,9 @@ pub fn example(name: &str) -> PathBuf {
         (cfg!(feature = "mcp"), "mcp"),
         (cfg!(feature = "nats"), "nats"),
         (cfg!(feature = "terminal"), "terminal"),
+        // Every feature, so the set matches the one `cargo test --all-features` built the examples with: then this
+        // build finds them fresh instead of rebuilding the library with another feature set mid-suite.
+        (cfg!(feature = "testing"), "testing"),
     ]
     .into_iter()
     .filter_map(|(on, feature)| on.then_some(feature))

@@ -70,6 +70,8 @@ mod tasks;
 
 pub use super::signal::shutdown_signal;
 pub use auth::Caller;
+/// The axum (0.8) [`McpServer::router`] is built with, so a host mounting the endpoint needs no axum of its own.
+pub use axum;
 pub use builder::{DEFAULT_MAX_REQUEST_BODY, McpServerBuilder};
 pub use clients::{ClientEntry, ClientFile, ClientScope, Installed, ListedServer, McpClient};
 pub use confirm::DEFAULT_CONFIRM_TIMEOUT;
