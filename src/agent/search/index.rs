@@ -94,7 +94,7 @@ impl Index {
     /// The analysed words of `query`, plus each path word a longer query word (not a path word itself) starts with.
     fn query_words(&self, query: &str) -> Vec<String> {
         let mut words = Vec::new();
-        text::words_into(query, &mut words);
+        text::query_words_into(query, &mut words);
         let mut prefixes = Vec::new();
         for w in words.iter().filter(|w| !self.path_words.contains(*w)) {
             let cuts = w.char_indices().map(|(at, _)| at).filter(|&at| at >= MIN_PREFIX);

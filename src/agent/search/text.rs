@@ -14,23 +14,39 @@ const STOP: [&str; 40] = [
 
 /// CLI abbreviations and verbs in command names, with the plain words a request uses for them. Only names are
 /// expanded: a request saying `remove` then finds a command named `rm`.
-const NAME_WORDS: [(&str, &str); 16] = [
+const NAME_WORDS: [(&str, &str); 31] = [
     ("rm", "remove delete"),
     ("del", "delete remove"),
     ("ls", "list"),
     ("mv", "move rename"),
-    ("cp", "copy"),
+    ("cp", "copy duplicate clone"),
+    ("copy", "duplicate clone"),
     ("gen", "generate"),
-    ("add", "create new"),
+    ("add", "create new make"),
     ("edit", "change modify update"),
-    ("info", "information details"),
+    ("info", "information details status"),
     ("config", "configuration"),
-    ("pub", "publish"),
-    ("sub", "subscribe"),
+    ("pub", "publish send"),
+    ("sub", "subscribe listen"),
     ("kv", "key value"),
     ("mem", "memory"),
     ("passwd", "password"),
     ("stats", "statistics"),
+    // Verbs a request says in other words.
+    ("view", "browse"),
+    ("purge", "wipe clear empty"),
+    ("backup", "back save"),
+    ("restore", "recover"),
+    ("resume", "unpause continue"),
+    ("pause", "suspend"),
+    ("increment", "increase"),
+    ("decrement", "decrease"),
+    ("seal", "lock readonly"),
+    ("select", "switch choose"),
+    ("find", "search locate"),
+    ("report", "summary overview table"),
+    ("graph", "chart plot"),
+    ("ping", "reachable alive"),
 ];
 
 /// Append the analysed words of `text` to `out`.
@@ -43,6 +59,23 @@ pub(super) fn words_into(text: &str, out: &mut Vec<String>) {
             }
         }
     }
+}
+
+/// Append the analysed words of a request to `out`: as [`words_into`], except that a word written in capitals
+/// (three letters or more: `ORDERS`, `WORKER`) is taken for what it almost always is in a request to a CLI, the
+/// name of a resource, and left out. A name says which stream, not which command: kept, `ORDERS` finds the
+/// `ordered` of an unrelated command's path.
+pub(super) fn query_words_into(text: &str, out: &mut Vec<String>) {
+    for raw in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        if !is_resource_name(raw) {
+            words_into(raw, out);
+        }
+    }
+}
+
+/// `ORDERS`, `LOGS2`: three letters or more, every letter a capital.
+fn is_resource_name(word: &str) -> bool {
+    word.chars().filter(|c| c.is_alphabetic()).count() >= 3 && !word.chars().any(char::is_lowercase)
 }
 
 /// The analysed words of a command name or path, each followed by the words its abbreviation stands for.
@@ -157,10 +190,22 @@ mod tests {
     }
 
     #[test]
+    fn searchq_8_a_request_word_in_capitals_is_a_resource_name_and_left_out() {
+        let mut out = Vec::new();
+        query_words_into("purge stream ORDERS into ORDERS_COPY via KV and LOGS2", &mut out);
+        assert_eq!(out, ["purg", "stream", "via", "kv"]);
+        // Documents keep their capitals: a description's `JSON` is a word.
+        assert_eq!(words("Print JSON"), ["print", "json"]);
+    }
+
+    #[test]
     fn searchq_5_cli_abbreviations_in_names_also_index_their_words() {
         let mut out = Vec::new();
         name_words_into("stream_rm", &mut out);
         assert_eq!(out, ["stream", "rm", "remov", "delet"]);
+        let mut out = Vec::new();
+        name_words_into("stream_purge", &mut out);
+        assert_eq!(out, ["stream", "purg", "wip", "clear", "empty"]);
         // A request's own words are never expanded.
         assert_eq!(words("rm"), ["rm"]);
     }
