@@ -21,7 +21,8 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 // (load average about 4), 10k cases took: argv 7.5 s, config 2.7 s, journal 2.7 s, sanitize 9.5 s, output cap
 // 4.5 s, output result 48 s; the journal's 1M long variant took 580 s with the rest of the suite running beside it
 // (about 2x the 10k rate). A long variant is kept to about 5 minutes on that box, hence the counts below: each is
-// as many cases as fit, not a round guess, and each says what 1M would cost.
+// as many cases as fit, not a round guess, and each says what 1M would cost. `scripts/long-properties.sh` runs
+// every long variant at 1M in an optimized build with overflow checks, before a release (README, "Testing").
 
 /// Cases per property in the normal suite.
 const CASES: u32 = 10_000;
@@ -41,6 +42,12 @@ const LONG_OUTPUT: u32 = 600_000;
 /// output result: 1M cases would take about 80 minutes.
 const LONG_RESULT: u32 = 60_000;
 
+/// A long variant's case count: `FISK_AI_PROPERTY_CASES` when set (`scripts/long-properties.sh` sets 1M, the
+/// pre-release check), else the count justified above.
+fn long(justified: u32) -> u32 {
+    std::env::var("FISK_AI_PROPERTY_CASES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(justified)
+}
+
 /// Runs `test` on `cases` values of `strategy` with a fresh random seed; a failure panics with the shrunk input.
 /// Nothing is persisted: a failing input is printed, and belongs in a named regression test.
 fn run<S: Strategy>(cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>) {
@@ -58,7 +65,7 @@ fn exec_1_5_the_argv_mapper_refuses_naming_the_property_or_renders_every_value_a
 #[test]
 #[ignore = "long variant: 400k cases; .ci/run runs it"]
 fn exec_1_5_the_argv_mapper_long() {
-    argv::check(LONG_ARGV);
+    argv::check(long(LONG_ARGV));
 }
 
 #[test]
@@ -69,7 +76,7 @@ fn cfg_1_any_bytes_parse_to_a_config_or_a_located_error() {
 #[test]
 #[ignore = "long variant: 500k cases; .ci/run runs it"]
 fn cfg_1_any_bytes_parse_to_a_config_or_a_located_error_long() {
-    config::check(LONG_CONFIG);
+    config::check(long(LONG_CONFIG));
 }
 
 #[test]
@@ -80,7 +87,7 @@ fn sess_13_30_a_damaged_journal_folds_without_a_repeated_turn_or_is_a_session_er
 #[test]
 #[ignore = "long variant: 500k cases; .ci/run runs it"]
 fn sess_13_30_a_damaged_journal_folds_without_a_repeated_turn_or_is_a_session_error_long() {
-    journal::check(LONG_JOURNAL);
+    journal::check(long(LONG_JOURNAL));
 }
 
 #[test]
@@ -91,7 +98,7 @@ fn gate_8_sanitized_text_holds_no_control_or_format_character() {
 #[test]
 #[ignore = "long variant: 300k cases; .ci/run runs it"]
 fn gate_8_sanitized_text_holds_no_control_or_format_character_long() {
-    sanitize::check(LONG_SANITIZE);
+    sanitize::check(long(LONG_SANITIZE));
 }
 
 #[test]
@@ -102,7 +109,7 @@ fn exec_12_the_captured_output_is_exact_and_within_the_cap() {
 #[test]
 #[ignore = "long variant: 600k cases; .ci/run runs it"]
 fn exec_12_the_captured_output_is_exact_and_within_the_cap_long() {
-    output::check_cap(LONG_OUTPUT);
+    output::check_cap(long(LONG_OUTPUT));
 }
 
 #[test]
@@ -113,5 +120,5 @@ fn exec_13_a_command_result_carries_the_capped_output() {
 #[test]
 #[ignore = "long variant: 60k cases; .ci/run runs it"]
 fn exec_13_a_command_result_carries_the_capped_output_long() {
-    output::check_result(LONG_RESULT);
+    output::check_result(long(LONG_RESULT));
 }
