@@ -200,7 +200,9 @@ fn flag(arg: &Arg) -> Option<(FlagDoc, Kind)> {
         required: arg.is_required_set(),
         hidden: arg.is_hide_set(),
         boolean: kind == Kind::Presence,
-        cumulative: kind == Kind::Many || matches!(arg.get_action(), ArgAction::Count),
+        // Not fisk's Counter (cumulative): the argv gives `--x` once for `true`, and a cumulative global would be
+        // offered as an array of booleans, which no boolean flag renders.
+        cumulative: kind == Kind::Many,
         completions: if kind == Kind::Presence { Vec::new() } else { possible_values(arg) },
     };
     Some((doc, kind))
