@@ -1,7 +1,7 @@
 //! Search quality (issue Ecosystem part 3): how well client-side `search_tools` finds the right command of a real
 //! CLI tree. Ranks every request of `benches/data/search_quality.json` over the natscli tool set with the same
 //! ranking the tool uses and prints recall@1, recall@5 and MRR (the figures the CHANGELOG records), then the same
-for the held-out `search_quality_holdout.json`, which the ranking was never tuned on. Set
+//! for the held-out `search_quality_holdout.json`, which the ranking was never tuned on. Set
 //! `SEARCHQ_MISSES=1` to also list the requests whose right tool is not ranked first.
 
 use fisk_ai::agent::search::Ranker;
