@@ -74,7 +74,11 @@ fn run(m: &ArgMatches) -> String {
                 let tags: Vec<&String> = m.get_many::<String>("tag").into_iter().flatten().collect();
                 let title = m.get_one::<String>("title").map_or("", String::as_str);
                 let priority = m.get_one::<u8>("priority").copied().unwrap_or(3);
-                format!("added note {title:?} ({} words, tags {tags:?}, priority {priority}){}", words.len(), verbose(m))
+                format!(
+                    "added note {title:?} ({} words, tags {tags:?}, priority {priority}){}",
+                    words.len(),
+                    verbose(m)
+                )
             }
             Some(("list", m)) => {
                 let limit = m.get_one::<u32>("limit").map_or("all".to_owned(), u32::to_string);

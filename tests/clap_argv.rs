@@ -80,7 +80,12 @@ fn opt() -> impl Strategy<Value = (Opt, bool)> {
 }
 
 fn pos() -> impl Strategy<Value = Pos> {
-    (any::<bool>(), proptest::option::of(proptest::sample::select(&DEFAULTS[..])), any::<bool>(), proptest::option::of(proptest::collection::vec(text(), 1..3)))
+    (
+        any::<bool>(),
+        proptest::option::of(proptest::sample::select(&DEFAULTS[..])),
+        any::<bool>(),
+        proptest::option::of(proptest::collection::vec(text(), 1..3)),
+    )
         .prop_map(|(required, default, many, value)| Pos { required, default, many, value })
 }
 
@@ -138,9 +143,9 @@ fn normalize(leaf: &mut Leaf) {
 }
 
 fn tree() -> impl Strategy<Value = Vec<Node>> {
-    let node = leaf().prop_map(Node::Leaf).prop_recursive(2, 12, 3, |inner| {
-        proptest::collection::vec(inner, 1..3).prop_map(Node::Group)
-    });
+    let node = leaf()
+        .prop_map(Node::Leaf)
+        .prop_recursive(2, 12, 3, |inner| proptest::collection::vec(inner, 1..3).prop_map(Node::Group));
     proptest::collection::vec(node, 1..4)
 }
 
@@ -254,7 +259,10 @@ fn check(m: &ArgMatches, leaf: &Leaf) -> Result<(), TestCaseError> {
             Opt::Enum(Some(v)) => prop_assert_eq!(m.get_one::<String>(&id).map(String::as_str), Some(COLOURS[*v])),
             Opt::Append(v) => prop_assert_eq!(strings(m, &id).unwrap_or_default(), v.clone()),
             Opt::Ports(v) => {
-                prop_assert_eq!(m.get_many::<u16>(&id).map(|p| p.copied().collect::<Vec<_>>()).unwrap_or_default(), v.clone())
+                prop_assert_eq!(
+                    m.get_many::<u16>(&id).map(|p| p.copied().collect::<Vec<_>>()).unwrap_or_default(),
+                    v.clone()
+                )
             }
             Opt::SetTrue(b) => prop_assert_eq!(m.get_flag(&id), *b),
             Opt::Count(b) => prop_assert_eq!(m.get_count(&id), u8::from(*b)),

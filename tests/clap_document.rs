@@ -10,10 +10,10 @@
 //! - CLAP-3: tags come from a side table; a path the tree does not have is an error naming the path.
 #![cfg(feature = "clap")]
 
-mod common;
 #[path = "../examples/clap_app.rs"]
 #[allow(dead_code)]
 mod clap_app;
+mod common;
 
 use clap::{Arg, ArgAction, Command, value_parser};
 use fisk_ai::FiskApp;
@@ -31,7 +31,11 @@ fn kitchen_sink() -> Command {
         .arg(Arg::new("context").long("context").global(true).value_parser(["dev", "prod"]).help("Context to use"))
         .arg(Arg::new("trace").long("trace").short('t').global(true).action(ArgAction::SetTrue).help("Trace requests"))
         .arg(Arg::new("secret").long("secret").global(true).hide(true).help("A hidden global"))
-        .arg(Arg::new("root-only").long("root-only").help("Not global: it cannot follow a subcommand, so it is left out"))
+        .arg(
+            Arg::new("root-only")
+                .long("root-only")
+                .help("Not global: it cannot follow a subcommand, so it is left out"),
+        )
         .subcommand(
             Command::new("stream")
                 .about("Manage streams")
@@ -42,7 +46,9 @@ fn kitchen_sink() -> Command {
                     Command::new("rm")
                         .about("Remove a stream")
                         .arg(Arg::new("name").required(true).help("Stream name"))
-                        .arg(Arg::new("force").long("force").short('f').action(ArgAction::SetTrue).help("No questions")),
+                        .arg(
+                            Arg::new("force").long("force").short('f').action(ArgAction::SetTrue).help("No questions"),
+                        ),
                 )
                 .subcommand(
                     Command::new("copy")
@@ -146,8 +152,11 @@ fn clap_1_the_golden_documents_load_through_the_fisk_parser() {
     let input = json!({"name": "ORDERS", "mode": "limits", "replicas": 3, "ratio": 0.5, "allow-rollup": true,
         "port": [4222], "discard": ["old"], "verbose": true, "context": "prod", "subjects": ["a", "b"]});
     add.spec().validate_input(&input).unwrap();
-    for bad in [json!({"name": "x"}), json!({"name": "x", "mode": "m"}), json!({"name": "x", "mode": "limits", "replicas": "3"})]
-    {
+    for bad in [
+        json!({"name": "x"}),
+        json!({"name": "x", "mode": "m"}),
+        json!({"name": "x", "mode": "limits", "replicas": "3"}),
+    ] {
         assert!(add.spec().validate_input(&bad).is_err(), "{bad}");
     }
     assert_eq!(loaded.tools[1].spec().tags().iter().collect::<Vec<_>>(), ["ai:confirm"]);
@@ -163,7 +172,8 @@ fn clap_2_clap_generated_help_and_version_are_neither_tools_nor_properties() {
     let mut all = Vec::new();
     walk(&doc["commands"], &mut all);
     assert!(all.iter().all(|c| c["name"] != "help"), "a help subcommand was emitted");
-    let flags = all.iter().flat_map(|c| c["flags"].as_array().into_iter().flatten()).chain(doc["flags"].as_array().unwrap());
+    let flags =
+        all.iter().flat_map(|c| c["flags"].as_array().into_iter().flatten()).chain(doc["flags"].as_array().unwrap());
     for f in flags {
         assert!(f["name"] != "help" && f["name"] != "version", "{f}");
     }

@@ -6,10 +6,10 @@
 //!   stripped, the confirmed one gated), runs a call, and declines the gated call without a terminal.
 #![cfg(feature = "clap")]
 
-mod common;
 #[path = "../examples/clap_app.rs"]
 #[allow(dead_code)]
 mod clap_app;
+mod common;
 
 use common::turns::{call_with, done, result_of, turn};
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
@@ -41,7 +41,8 @@ async fn clap_4_a_clap_source_loads_without_starting_the_binary() {
 
 #[tokio::test]
 async fn clap_4_a_tag_table_naming_no_command_fails_the_load_naming_the_path() {
-    let bad = ClapSource::new(clap_app::command(), "/nonexistent/notes").with_tags(Tags::new().tag("note delete", ["ai:deny"]));
+    let bad = ClapSource::new(clap_app::command(), "/nonexistent/notes")
+        .with_tags(Tags::new().tag("note delete", ["ai:deny"]));
     let err = bad.load(&LoadContext::default()).await.unwrap_err();
     assert!(err.to_string().contains("\"note delete\""), "{err}");
 }
@@ -67,7 +68,8 @@ async fn clap_4_clap_6_the_source_and_the_binary_introspected_give_the_same_tool
 async fn clap_4_a_call_runs_the_binary_with_the_mapped_argv() {
     let loaded = source(common::example("clap_app")).tools().unwrap();
     let add = loaded.tools.iter().find(|t| t.spec().name() == "note_add").unwrap();
-    let input = ToolInput::from_json(r#"{"title": "-rf", "body": ["milk", "--eggs"], "priority": 1, "verbose": true}"#).unwrap();
+    let input = ToolInput::from_json(r#"{"title": "-rf", "body": ["milk", "--eggs"], "priority": 1, "verbose": true}"#)
+        .unwrap();
     let out = add.call(&input, &CallContext::new()).await;
     let exec = out.exec_report().unwrap();
     assert_eq!(exec.command, "note add --verbose --priority=1 -- -rf milk --eggs");
@@ -79,7 +81,11 @@ async fn clap_4_a_call_runs_the_binary_with_the_mapped_argv() {
 async fn clap_6_an_agent_over_the_example_lists_runs_and_declines_the_gated_call_without_a_terminal() {
     let provider = ScriptedProvider::new([
         turn(vec![
-            call_with("1", "note_add", r#"{"title": "groceries", "body": ["milk", "eggs"], "tag": ["home"], "priority": 2}"#),
+            call_with(
+                "1",
+                "note_add",
+                r#"{"title": "groceries", "body": ["milk", "eggs"], "tag": ["home"], "priority": 2}"#,
+            ),
             call_with("2", "note_rm", r#"{"title": "groceries", "force": true}"#),
         ]),
         done(),
@@ -101,7 +107,10 @@ async fn clap_6_an_agent_over_the_example_lists_runs_and_declines_the_gated_call
     let out = agent.run("add my groceries, then remove them", RunOptions::new()).await;
     assert_eq!(out.reason, TerminalReason::Completed, "{:?}", out.error);
     let (added, is_error) = result_of(&out.messages, "1");
-    assert!(!is_error && added.contains(r#"added note \"groceries\" (2 words, tags [\"home\"], priority 2)"#), "{added}");
+    assert!(
+        !is_error && added.contains(r#"added note \"groceries\" (2 words, tags [\"home\"], priority 2)"#),
+        "{added}"
+    );
     let (declined, _) = result_of(&out.messages, "2");
     assert!(declined.contains("no operator"), "{declined}");
     assert!(!declined.contains("removed note"), "the gated command never ran: {declined}");
