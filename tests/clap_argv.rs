@@ -66,10 +66,10 @@ fn text() -> impl Strategy<Value = String> {
 fn opt() -> impl Strategy<Value = (Opt, bool)> {
     let required = any::<bool>();
     prop_oneof![
-        (proptest::option::of(text()), required.clone()).prop_map(|(v, r)| (Opt::Str(v), r)),
-        (proptest::option::of(any::<i64>()), required.clone()).prop_map(|(v, r)| (Opt::Int(v), r)),
-        (proptest::option::of(-1.0e9..1.0e9f64), required.clone()).prop_map(|(v, r)| (Opt::Float(v), r)),
-        (proptest::option::of(any::<bool>()), required.clone()).prop_map(|(v, r)| (Opt::Bool(v), r)),
+        (proptest::option::of(text()), required).prop_map(|(v, r)| (Opt::Str(v), r)),
+        (proptest::option::of(any::<i64>()), required).prop_map(|(v, r)| (Opt::Int(v), r)),
+        (proptest::option::of(-1.0e9..1.0e9f64), required).prop_map(|(v, r)| (Opt::Float(v), r)),
+        (proptest::option::of(any::<bool>()), required).prop_map(|(v, r)| (Opt::Bool(v), r)),
         (proptest::option::of(0..COLOURS.len()), required).prop_map(|(v, r)| (Opt::Enum(v), r)),
         proptest::collection::vec(text(), 0..3).prop_map(|v| (Opt::Append(v), false)),
         proptest::collection::vec(any::<u16>(), 0..3).prop_map(|v| (Opt::Ports(v), false)),
