@@ -1,7 +1,8 @@
 //! CLAP-5: the argv this crate builds parses with clap itself into the values the model chose.
 //!
-//! Generated command trees (nested groups, root globals, every option kind the mapping covers, positionals
-//! required, defaulted and multiple), and for every leaf a generated input the leaf's schema accepts. The input is
+//! Generated command trees (nested groups, root globals and a group's own global, every option kind the mapping
+//! covers: string, integer, number, typed boolean, possible values, `Append` strings and integers, `SetTrue`,
+//! `SetFalse`, `Count`, hidden; positionals required, defaulted and multiple), and for every leaf a generated input the leaf's schema accepts. The input is
 //! mapped by the crate's own argv mapping from `introspection`'s document, then `Command::try_get_matches_from`
 //! must accept it and hold exactly the chosen values.
 #![cfg(feature = "clap")]
@@ -31,6 +32,7 @@ enum Opt {
     Append(Vec<String>),
     Ports(Vec<u16>),
     SetTrue(bool),
+    SetFalse(bool),
     Count(bool),
     Hidden,
 }
@@ -50,6 +52,8 @@ struct Leaf {
     positionals: Vec<Pos>,
     global_s: Option<String>,
     global_b: bool,
+    /// The value of the top-level group's own global `--gg`, for a leaf under a group.
+    group_global: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +78,7 @@ fn opt() -> impl Strategy<Value = (Opt, bool)> {
         proptest::collection::vec(text(), 0..3).prop_map(|v| (Opt::Append(v), false)),
         proptest::collection::vec(any::<u16>(), 0..3).prop_map(|v| (Opt::Ports(v), false)),
         any::<bool>().prop_map(|v| (Opt::SetTrue(v), false)),
+        any::<bool>().prop_map(|v| (Opt::SetFalse(v), false)),
         any::<bool>().prop_map(|v| (Opt::Count(v), false)),
         Just((Opt::Hidden, false)),
     ]
@@ -95,9 +100,10 @@ fn leaf() -> impl Strategy<Value = Leaf> {
         proptest::collection::vec(pos(), 0..4),
         proptest::option::of(text()),
         any::<bool>(),
+        proptest::option::of(text()),
     )
-        .prop_map(|(opts, positionals, global_s, global_b)| {
-            let mut leaf = Leaf { opts, positionals, global_s, global_b };
+        .prop_map(|(opts, positionals, global_s, global_b, group_global)| {
+            let mut leaf = Leaf { opts, positionals, global_s, global_b, group_global };
             normalize(&mut leaf);
             leaf
         })
@@ -162,6 +168,7 @@ fn build_leaf(name: &'static str, leaf: &Leaf) -> Command {
             Opt::Append(_) => arg.action(ArgAction::Append),
             Opt::Ports(_) => arg.action(ArgAction::Append).value_parser(value_parser!(u16)),
             Opt::SetTrue(_) => arg.action(ArgAction::SetTrue),
+            Opt::SetFalse(_) => arg.action(ArgAction::SetFalse),
             Opt::Count(_) => arg.action(ArgAction::Count),
             Opt::Hidden => arg.hide(true),
         });
@@ -179,19 +186,23 @@ fn build_leaf(name: &'static str, leaf: &Leaf) -> Command {
     cmd
 }
 
-fn build(name: &'static str, nodes: &[Node]) -> Command {
+fn build(name: &'static str, nodes: &[Node], depth: usize) -> Command {
     let mut cmd = Command::new(name);
+    if depth == 1 {
+        // A group's own global: not the application's, so each command under it owns it.
+        cmd = cmd.arg(Arg::new("gg").long("gg").global(true));
+    }
     for (i, node) in nodes.iter().enumerate() {
         cmd = cmd.subcommand(match node {
             Node::Leaf(leaf) => build_leaf(COMMANDS[i], leaf),
-            Node::Group(children) => build(COMMANDS[i], children),
+            Node::Group(children) => build(COMMANDS[i], children, depth + 1),
         });
     }
     cmd
 }
 
 fn root(nodes: &[Node]) -> Command {
-    build("app", nodes)
+    build("app", nodes, 0)
         .arg(Arg::new("gs").long("gs").global(true))
         .arg(Arg::new("gb").long("gb").global(true).action(ArgAction::SetTrue))
 }
@@ -207,8 +218,8 @@ fn leaves<'a>(nodes: &'a [Node], path: &mut Vec<String>, out: &mut Vec<(Vec<Stri
     }
 }
 
-/// The model's input for `leaf`.
-fn input(leaf: &Leaf) -> Value {
+/// The model's input for `leaf` at `path`.
+fn input(leaf: &Leaf, path: &[String]) -> Value {
     let mut m = Map::new();
     for (i, (opt, _)) in leaf.opts.iter().enumerate() {
         let v = match opt {
@@ -219,7 +230,7 @@ fn input(leaf: &Leaf) -> Value {
             Opt::Enum(v) => v.map(|i| Value::from(COLOURS[i])),
             Opt::Append(v) => Some(json!(v)),
             Opt::Ports(v) => Some(json!(v)),
-            Opt::SetTrue(b) | Opt::Count(b) => Some(Value::from(*b)),
+            Opt::SetTrue(b) | Opt::SetFalse(b) | Opt::Count(b) => Some(Value::from(*b)),
             Opt::Hidden => None,
         };
         if let Some(v) = v {
@@ -235,6 +246,9 @@ fn input(leaf: &Leaf) -> Value {
         m.insert("gs".into(), json!(s));
     }
     m.insert("gb".into(), json!(leaf.global_b));
+    if let Some(g) = leaf.group_global.as_ref().filter(|_| path.len() > 1) {
+        m.insert("gg".into(), json!(g));
+    }
     Value::Object(m)
 }
 
@@ -248,7 +262,7 @@ fn strings(m: &ArgMatches, id: &str) -> Option<Vec<String>> {
 }
 
 /// Every chosen value is what clap parsed.
-fn check(m: &ArgMatches, leaf: &Leaf) -> Result<(), TestCaseError> {
+fn check(m: &ArgMatches, leaf: &Leaf, path: &[String]) -> Result<(), TestCaseError> {
     for (i, (opt, _)) in leaf.opts.iter().enumerate() {
         let id = format!("o{i}");
         match opt {
@@ -265,6 +279,8 @@ fn check(m: &ArgMatches, leaf: &Leaf) -> Result<(), TestCaseError> {
                 )
             }
             Opt::SetTrue(b) => prop_assert_eq!(m.get_flag(&id), *b),
+            // The model's `true` gives the flag, which clears the value.
+            Opt::SetFalse(b) => prop_assert_eq!(m.get_flag(&id), !*b),
             Opt::Count(b) => prop_assert_eq!(m.get_count(&id), u8::from(*b)),
             _ => prop_assert!(m.get_raw(&id).is_none(), "{id} was not chosen"),
         }
@@ -276,6 +292,9 @@ fn check(m: &ArgMatches, leaf: &Leaf) -> Result<(), TestCaseError> {
     }
     prop_assert_eq!(m.get_one::<String>("gs"), leaf.global_s.as_ref());
     prop_assert_eq!(m.get_flag("gb"), leaf.global_b);
+    if path.len() > 1 {
+        prop_assert_eq!(m.get_one::<String>("gg"), leaf.group_global.as_ref());
+    }
     Ok(())
 }
 
@@ -293,7 +312,7 @@ proptest! {
         let mut all = Vec::new();
         leaves(&nodes, &mut Vec::new(), &mut all);
         for (path, leaf) in all {
-            let input = input(leaf);
+            let input = input(leaf, &path);
             let tool = tools.tools.iter().find(|t| t.spec().name() == path.join("_")).unwrap();
             prop_assert!(tool.spec().validate_input(&input).is_ok(), "{:?} for {}", tool.spec().validate_input(&input), input);
             let model = find(&app.commands, &path);
@@ -304,7 +323,7 @@ proptest! {
             for name in &path {
                 m = m.subcommand_matches(name).unwrap();
             }
-            check(m, leaf).map_err(|e| TestCaseError::fail(format!("{argv:?}: {e}")))?;
+            check(m, leaf, &path).map_err(|e| TestCaseError::fail(format!("{argv:?}: {e}")))?;
         }
     }
 }
