@@ -255,3 +255,17 @@ fn clap_3_tags_come_from_the_side_table_and_an_unknown_path_is_an_error_naming_i
         assert!(err.is_config(), "{err}");
     }
 }
+
+#[test]
+fn clap_2_a_root_without_subcommands_gives_no_tools_and_its_globals_only() {
+    // As a fisk application without commands: nothing to call, and nothing that panics.
+    let flat = Command::new("flat")
+        .arg(Arg::new("file").required(true))
+        .arg(Arg::new("level").long("level").global(true).value_parser(value_parser!(u8)));
+    let doc = introspection(&flat);
+    let value: Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(value.get("commands"), None);
+    assert_eq!(value["flags"][0]["name"], "level");
+    let loaded = FiskApp::new("/nonexistent/flat").tools_from_slice(doc.as_bytes()).unwrap();
+    assert!(loaded.tools.is_empty());
+}
