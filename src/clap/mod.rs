@@ -15,7 +15,8 @@
 //!
 //! What cannot map, because the crate's argv is `path --long=value -- positionals`: options without a long name,
 //! and the root's non-global arguments when it has subcommands, are left out; an option with `ArgAction::Set` and
-//! `num_args(2..)` takes one value per call.
+//! `num_args(2..)` takes one value per call. A root without subcommands gives no tools, as a fisk application
+//! without commands does.
 //!
 //! Tags come from a side table ([`Tags`]); a path the tree does not have is an error (CLAP-3).
 //!
