@@ -92,6 +92,7 @@
 //! | `mcp` | yes | `serve::mcp::McpServer`: the tools over MCP's streamable HTTP transport |
 //! | `nats` | yes | `nats::NatsConnection` from NATS CLI contexts, `serve::a2a::A2aServer`, `serve::worker::Worker`, `source::remote::RemoteAgent` |
 //! | `terminal` | yes | `gate::TerminalGate` and `operator::TerminalPrompter`: approval and `ask_human_*` prompts |
+//! | `clap` | no | `clap::introspection` and `clap::ClapSource`: a Rust CLI built with clap as a tool source |
 //!
 //! The tool model, selection, execution, the agent loop, sessions, `ScriptedProvider` and the traits above work
 //! with `default-features = false`. `fisk-ai` builds on Unix-like systems only: tools run in their own process
@@ -133,6 +134,9 @@ pub mod agent;
 pub mod audit;
 pub mod builtin;
 mod canonical;
+#[cfg(feature = "clap")]
+#[cfg_attr(docsrs, doc(cfg(feature = "clap")))]
+pub mod clap;
 pub mod config;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

@@ -137,6 +137,7 @@ pub fn example(name: &str) -> PathBuf {
         (cfg!(feature = "mcp"), "mcp"),
         (cfg!(feature = "nats"), "nats"),
         (cfg!(feature = "terminal"), "terminal"),
+        (cfg!(feature = "clap"), "clap"),
         // Every feature, so the set matches the one `cargo test --all-features` built the examples with: then this
         // build finds them fresh instead of rebuilding the library with another feature set mid-suite.
         (cfg!(feature = "testing"), "testing"),
