@@ -37,7 +37,12 @@ fn searchq_2_the_set_scores_with_figures_between_0_and_1() {
     assert_eq!(s.cases, cases.len());
     let holdout = search_quality::load_holdout();
     for case in &holdout {
-        assert!(set.get(&case.tool).is_some(), "the held-out {:?} names {}, which natscli lacks", case.query, case.tool);
+        assert!(
+            set.get(&case.tool).is_some(),
+            "the held-out {:?} names {}, which natscli lacks",
+            case.query,
+            case.tool
+        );
     }
     let h = search_quality::score(&Ranker::new(&set), &holdout);
     println!("held out: recall@1 {:.3}  recall@5 {:.3}  MRR {:.3}", h.recall_at_1, h.recall_at_5, h.mrr);
