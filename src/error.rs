@@ -36,6 +36,8 @@ pub enum ErrorKind {
     Run,
     /// The audit trail could not be opened or written (AUD-6).
     Audit,
+    /// The knowledge index could not be built, opened or searched (KNOW-1..).
+    Knowledge,
 }
 
 impl fmt::Display for ErrorKind {
@@ -51,6 +53,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Nats => "NATS error",
             ErrorKind::Run => "run error",
             ErrorKind::Audit => "audit error",
+            ErrorKind::Knowledge => "knowledge index error",
         })
     }
 }
@@ -232,6 +235,11 @@ impl Error {
     /// An [`ErrorKind::Audit`] error: `message` names the sink.
     pub fn audit(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Audit, message)
+    }
+
+    /// An [`ErrorKind::Knowledge`] error: `message` names the index, file or endpoint.
+    pub fn knowledge(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Knowledge, message)
     }
 
     /// A NATS connection or request error.

@@ -146,6 +146,9 @@ pub mod error;
 pub mod exec;
 pub mod gate;
 pub mod harness;
+#[cfg(feature = "knowledge")]
+#[cfg_attr(docsrs, doc(cfg(feature = "knowledge")))]
+pub mod knowledge;
 pub mod llm;
 pub mod memory;
 #[cfg(feature = "nats")]

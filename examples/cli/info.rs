@@ -130,7 +130,7 @@ const INFO_SCHEMA_VERSION: u32 = 1;
 const XDG_DEFAULT: &str = "(XDG default)";
 
 /// Rounded box drawing, as in the product brief.
-const ROUNDED: TableStyle = TableStyle::new()
+pub(crate) const ROUNDED: TableStyle = TableStyle::new()
     .top_border(LineStyle::new('╭', '─', '┬', '╮'))
     .header_lines(ContentLineStyle::new('│', '│', '│'))
     .header_separator(LineStyle::new('├', '─', '┼', '┤'))

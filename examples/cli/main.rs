@@ -13,6 +13,8 @@ mod chat;
 mod chat_input;
 mod info;
 mod info_children;
+mod knowledge;
+mod knowledge_watch;
 mod mcp;
 mod mcp_install;
 mod output;
@@ -80,6 +82,9 @@ enum Command {
     Worker(worker::WorkerArgs),
     /// List, approve and deny a fleet's pending approvals (harness.approvals.backend: nats).
     Approvals(approvals::ApprovalsArgs),
+    /// Build, watch and search the local document index `knowledge_search` reads.
+    #[command(visible_aliases = ["rag", "k"])]
+    Knowledge(knowledge::KnowledgeArgs),
 }
 
 #[tokio::main]
@@ -98,6 +103,7 @@ async fn main() -> ExitCode {
         Command::Audit(args) => audit::run(args).await,
         Command::Worker(args) => worker::run(args).await.map(|()| true),
         Command::Approvals(args) => approvals::run(args).await,
+        Command::Knowledge(args) => knowledge::run(args).await,
     };
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.

@@ -522,14 +522,6 @@ fn parts(err: &serde_yaml::Error) -> Parts {
     } else {
         path.map(str::to_owned)
     };
-    if let Some(k) = key.as_deref()
-        && (k == "harness.knowledge" || k == "expose.agent.mcp.builtins")
-        && rest.starts_with("unknown field")
-    {
-        msg = format!(
-            "{k}: knowledge is not supported in this build (the knowledge subsystem is not implemented; remove `{k}`)"
-        );
-    }
     (msg, key, loc)
 }
 
@@ -577,5 +569,15 @@ pub(crate) fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error>
         Some(v) if v >= 1 => Ok(v.unsigned_abs()),
         Some(v) => Err(format!("must be at least 1, got {v}")),
         None => Err("must be at least 1".to_owned()),
+    })
+}
+
+/// `harness.knowledge.top_k`: 1 to [`MAX_KNOWLEDGE_TOP_K`](super::MAX_KNOWLEDGE_TOP_K).
+pub(crate) fn knowledge_top_k<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let max = super::MAX_KNOWLEDGE_TOP_K;
+    int_opt(d, |v| match v {
+        Some(v) if (1..=max as i64).contains(&v) => Ok(v.unsigned_abs()),
+        Some(v) => Err(format!("must be at least 1 and at most {max}, got {v}")),
+        None => Err(format!("must be at least 1 and at most {max}")),
     })
 }

@@ -160,6 +160,11 @@ pub struct McpExpose {
     /// for a server behind a gateway that authenticates for it (AUTH-9).
     #[serde(deserialize_with = "de::nullable")]
     pub insecure_no_auth: bool,
+    /// `builtins` (KNOW-12): when set, exactly the built-in tools MCP serves, by name (`[knowledge_search]`). Each
+    /// must be a built-in this harness has whose role allows serving; an agent-only one (`ask_human_*`,
+    /// `memory_*`) is refused with its location. Unset, the servable `harness.tools` entries are served as before.
+    #[serde(deserialize_with = "de::nullable")]
+    pub builtins: Option<Vec<String>>,
 }
 
 /// `expose.agent.mcp.tasks`: how many MCP tasks are kept, and for how long (TASK-3).

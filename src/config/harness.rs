@@ -53,6 +53,9 @@ pub struct Harness {
     /// absent; `{}` turns it on with the defaults.
     #[serde(deserialize_with = "de::nullable")]
     pub compaction: Option<Compaction>,
+    /// `harness.knowledge` (KNOW-1..): the local document index behind `knowledge_search`.
+    #[serde(deserialize_with = "de::nullable")]
+    pub knowledge: super::knowledge::Knowledge,
 }
 
 /// Default `harness.compaction.trigger`: a share of the context window.

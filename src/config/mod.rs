@@ -43,6 +43,7 @@ mod duration;
 mod expose;
 mod fleet;
 mod harness;
+mod knowledge;
 mod llm;
 mod locate;
 mod origin;
@@ -69,6 +70,10 @@ pub use fleet::{
 pub use harness::{
     Approvals, Audit, Compaction, DEFAULT_COMPACTION_TRIGGER, DEFAULT_KEEP_RECENT_TURNS, Harness, HarnessTool,
     HumanInTheLoop, Memory, MemoryOptions, Policy, Remember, SessionOptions, Sessions,
+};
+pub use knowledge::{
+    DEFAULT_EMBEDDINGS_TIMEOUT, DEFAULT_KNOWLEDGE_TOP_K, DEFAULT_MAX_INJECTED_TOKENS, Embeddings, Knowledge,
+    MAX_KNOWLEDGE_TOP_K,
 };
 pub use llm::{
     Budget, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, DEFAULT_PROVIDER, Llm, PricingSettings,
@@ -357,7 +362,7 @@ fn with_some_location(yaml: &str, err: Error) -> Error {
 /// agent and the MCP server call before anything starts) refuses them with their location rather than silently
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
 fn refuse_unbuilt(cfg: &Config) -> Result<()> {
-    let unbuilt: [(&str, bool, &str); 7] = [
+    let unbuilt: [(&str, bool, &str); 8] = [
         // Built with the `mcp` feature (source::mcp).
         (
             "mcp_servers",
@@ -391,6 +396,12 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             "harness.audit.stream",
             !cfg!(feature = "nats") && cfg.harness.audit.stream.is_some(),
             "this build has no `nats` feature, which writes the audit trail to a JetStream stream",
+        ),
+        // Built with the `knowledge` feature.
+        (
+            "harness.knowledge",
+            !cfg!(feature = "knowledge") && cfg.harness.knowledge.enabled,
+            "this build has no `knowledge` feature, which indexes and searches local documents",
         ),
         (
             "harness.sandbox.network",
@@ -590,12 +601,15 @@ impl Config {
         }
     }
 
-    /// Every `mcp_servers[].bearer_token_env` and `mcp_servers[].oauth.client_secret_env` name: credentials
+    /// Every `mcp_servers[].bearer_token_env`, `mcp_servers[].oauth.client_secret_env` and
+    /// `harness.knowledge.embeddings.api_key_env` name: credentials
     /// scrubbed from every child process (MCPI-4, OAUTHC-4), by every surface, whether it imports or not.
     pub fn bearer_token_envs(&self) -> Vec<String> {
         let tokens = self.mcp_servers.iter().filter_map(|s| s.bearer_token_env.as_deref());
         let secrets = self.mcp_servers.iter().filter_map(|s| s.oauth.as_ref().map(|o| o.client_secret_env.as_str()));
-        tokens.chain(secrets).filter(|n| !n.is_empty()).map(str::to_owned).collect()
+        // KNOW-9: the embeddings key never reaches a child either.
+        let embeddings = self.harness.knowledge.embeddings.as_ref().and_then(|e| e.api_key_env.as_deref());
+        tokens.chain(secrets).chain(embeddings).filter(|n| !n.is_empty()).map(str::to_owned).collect()
     }
 
     /// `global_flags` normalized per GLOBAL-2: trimmed, leading dashes removed, empties dropped, duplicates

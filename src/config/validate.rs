@@ -243,6 +243,9 @@ pub(crate) fn common(cfg: &Config) -> Result<()> {
     }
     super::fleet::validate_approvals(&cfg.harness.approvals, cfg.nats_context.as_deref())?;
 
+    // KNOW-1.
+    cfg.harness.knowledge.validate()?;
+
     // SEL-6 for every filter.
     check_filter("include", cfg.include.as_ref())?;
     check_filter("exclude", cfg.exclude.as_ref())?;

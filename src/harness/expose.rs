@@ -68,9 +68,22 @@ pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
         }
     }
     let loaded = selected.len();
+    let listed = config.expose.agent.mcp.as_ref().and_then(|m| m.builtins.as_deref());
+    if let Some(list) = listed {
+        check_builtins(config, list, selected)?;
+    }
     let mut kept: Vec<SelectedTool> = Vec::with_capacity(loaded);
     for t in selected.iter() {
         let spec = t.spec();
+        // KNOW-12: a `builtins` list is exactly the built-ins served; without one, the `harness.tools` entries are
+        // (so enabling knowledge for the agent does not also serve it).
+        let named = |n: &str| match listed {
+            Some(l) => l.iter().any(|x| x == n),
+            None => config.harness.tools.iter().any(|t| t.name == n),
+        };
+        if spec.kind() == ToolKind::Builtin && !named(spec.name()) {
+            continue;
+        }
         match spec.exposure() {
             Exposure::Servable => {}
             // A host tool the host may have meant to serve: say why it is not, once, at start.
@@ -102,6 +115,36 @@ pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
         }));
     }
     Ok(Served::new(served, warnings))
+}
+
+/// KNOW-12: every name in `expose.agent.mcp.builtins` is a built-in this harness has, whose role allows serving.
+/// An agent-only one (`ask_human_*`, `memory_*`) is refused by its role even when this harness did not build it.
+#[cfg(feature = "mcp")]
+fn check_builtins(config: &Config, list: &[String], selected: &Toolset) -> Result<()> {
+    let agent_only: Vec<crate::tool::ToolSpec> =
+        crate::operator::hitl_tools(std::sync::Arc::new(crate::operator::NoOperator))
+            .iter()
+            .map(|t| t.spec().clone())
+            .chain(crate::memory::memory_specs())
+            .collect();
+    for (i, name) in list.iter().enumerate() {
+        let key = format!("expose.agent.mcp.builtins[{i}]");
+        let have = selected.iter().find(|t| t.spec().kind() == ToolKind::Builtin && t.spec().name() == name);
+        let role = have
+            .map(|t| t.spec().exposure())
+            .or_else(|| agent_only.iter().find(|s| s.name() == name).map(crate::tool::ToolSpec::exposure));
+        let why = match (have.is_some(), role) {
+            (_, Some(Exposure::AgentOnly | Exposure::NeverServed)) => {
+                format!("{name} is an agent-only built-in; it is never served over MCP")
+            }
+            (true, _) => continue,
+            (false, _) => format!(
+                "no built-in named {name} is enabled here (knowledge_search needs harness.knowledge.enabled;                  read_file and base64_encode are listed under harness.tools)"
+            ),
+        };
+        return Err(config.locate(Error::config_key(key.clone(), format!("{key}: {why}"))));
+    }
+    Ok(())
 }
 
 #[cfg(feature = "nats")]

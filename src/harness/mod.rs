@@ -570,6 +570,12 @@ impl HarnessBuilder {
                 candidates.extend(tools);
             }
         }
+        #[cfg(feature = "knowledge")]
+        if config.harness.knowledge.enabled {
+            // KNOW-10: for the agent and for serving alike; MCP serves it only when `builtins` lists it.
+            let kb = crate::knowledge::KnowledgeBase::from_config(&config, self.store_base.as_deref())?;
+            candidates.extend([Arc::new(crate::knowledge::KnowledgeSearchTool::new(kb)) as Arc<dyn crate::tool::Tool>]);
+        }
         candidates.extend(self.builtins.build_enabled(&config, &builtin_env)?);
         let toolset = candidates.select(&config, &mut warnings)?;
         let sessions = if self.for_agent {

@@ -63,6 +63,8 @@ pub use rules::{
     normalize_description, validate_key,
 };
 pub use session::{MemorySession, WriteOutcome};
+#[cfg(feature = "mcp")]
+pub(crate) use tools::memory_specs;
 pub use tools::memory_tools;
 
 use async_trait::async_trait;

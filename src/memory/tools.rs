@@ -57,6 +57,12 @@ pub fn memory_tools(store: Arc<dyn MemoryStore>) -> Vec<Arc<dyn Tool>> {
     Arc::new(MemorySession::new(store)).tools()
 }
 
+/// The memory tools' specs, without a store: what their roles are, for checks made before any store opens.
+#[cfg(feature = "mcp")]
+pub(crate) fn memory_specs() -> Vec<ToolSpec> {
+    vec![list_spec(), read_spec(), write_spec(), delete_spec()]
+}
+
 pub(super) fn tools_for(session: &Arc<MemorySession>) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(MemoryList { spec: list_spec(), session: session.clone() }),

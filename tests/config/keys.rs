@@ -302,26 +302,6 @@ fn cfg_1_missing_required_entry_name_is_rejected() {
     assert_eq!(e.key(), Some("harness.tools[0].name"));
 }
 
-// ---- CFG-13 --------------------------------------------------------------------------------------------------------
-
-#[test]
-fn cfg_13_harness_knowledge_is_rejected_as_unsupported() {
-    let e = err("harness:\n  no_tui: true\n  knowledge:\n    enabled: true\n");
-    assert_eq!(e.key(), Some("harness.knowledge"));
-    assert_eq!(loc(&e), (3, 3));
-    assert_contains(&e, &["knowledge is not supported in this build"]);
-    assert!(!e.to_string().contains("unknown field"), "{e}");
-}
-
-#[test]
-fn cfg_13_mcp_builtins_is_rejected_as_unsupported() {
-    let e = err("expose:\n  agent:\n    mcp:\n      builtins: [knowledge_search]\n");
-    assert_eq!(e.key(), Some("expose.agent.mcp.builtins"));
-    assert_eq!(loc(&e), (4, 7));
-    assert_contains(&e, &["knowledge is not supported in this build"]);
-    assert!(!e.to_string().contains("unknown field"), "{e}");
-}
-
 // ---- CFG-10 --------------------------------------------------------------------------------------------------------
 
 #[test]

@@ -128,6 +128,7 @@ llm:
 
 mod fleet;
 mod keys;
+mod knowledge;
 mod modes;
 mod names;
 mod values;

@@ -1,0 +1,428 @@
+//! Building the index (KNOW-4, KNOW-5): unchanged files (size, mtime, then content hash) are skipped, changed ones
+//! are re-chunked and re-embedded (reusing the vector of any passage already in the index), deleted ones removed.
+
+use super::KnowledgeBase;
+use super::chunk::{self, Chunk};
+use super::embed::{self, Embedder};
+use super::files::{self, Found, Skipped};
+use super::store::{self, Pins, Writer, sql};
+use crate::error::{Error, Result};
+use rusqlite::{OptionalExtension, params};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Bytes of source read, chunked and embedded per batch; one transaction each.
+const BATCH_BYTES: u64 = 4 << 20;
+
+/// How an index run goes.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct IndexOptions {
+    /// Report what would change, and write nothing.
+    pub dry_run: bool,
+    /// Start from an empty index (after a chunker or model change).
+    pub reindex: bool,
+}
+
+impl IndexOptions {
+    /// The defaults: write, incrementally.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Set [`dry_run`](Self::dry_run).
+    #[must_use]
+    pub fn dry_run(mut self, on: bool) -> Self {
+        self.dry_run = on;
+        self
+    }
+
+    /// Set [`reindex`](Self::reindex).
+    #[must_use]
+    pub fn reindex(mut self, on: bool) -> Self {
+        self.reindex = on;
+        self
+    }
+}
+
+/// What an index run did (or, dry, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexReport {
+    /// Files (re)indexed.
+    pub indexed: usize,
+    /// Files found unchanged.
+    pub unchanged: usize,
+    /// Files removed from the index (deleted, renamed away, or now unreadable).
+    pub removed: usize,
+    /// Passages written.
+    pub chunks: usize,
+    /// Bytes of source read.
+    pub bytes: u64,
+    /// Passages whose vector came from the embedder (the rest reused one already stored).
+    pub embedded: usize,
+    /// Files left out, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+}
+
+impl fmt::Display for IndexReport {
+    /// The one summary line (`indexed N files (M unchanged, K removed)`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = if self.dry_run { "would index" } else { "indexed" };
+        write!(f, "{verb} {} files ({} unchanged, {} removed)", self.indexed, self.unchanged, self.removed)
+    }
+}
+
+/// Told about an index run as it goes (a progress bar). Every method has a default that does nothing.
+///
+/// ```
+/// use fisk_ai::knowledge::IndexProgress;
+///
+/// struct Dots;
+///
+/// impl IndexProgress for Dots {
+///     fn file(&self, _path: &str) {
+///         eprint!(".");
+///     }
+/// }
+/// # let _ = Dots;
+/// ```
+pub trait IndexProgress: Send + Sync {
+    /// The number of files to look at.
+    fn start(&self, _files: usize) {}
+    /// One file looked at (indexed or unchanged).
+    fn file(&self, _path: &str) {}
+}
+
+/// No progress reporting.
+impl IndexProgress for () {}
+
+struct Stored {
+    size: u64,
+    mtime_ns: i64,
+    hash: String,
+}
+
+/// A changed file, chunked, ready to write.
+struct Prepared {
+    found: Found,
+    hash: String,
+    chunks: Vec<Chunk>,
+    vectors: Vec<Option<Vec<u8>>>,
+}
+
+enum Looked {
+    Unchanged(Found),
+    /// The same content under a new mtime: the row's mtime is refreshed so the next run skips it unread.
+    Touched(Found),
+    Changed(Prepared),
+    Unreadable(Found, String),
+}
+
+impl KnowledgeBase {
+    /// Index the configured paths (KNOW-4): the single writer (a second is refused), incremental, pinned.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Knowledge`](crate::ErrorKind::Knowledge) when another indexer holds the lock, the index was
+    /// built with another chunker or model (asking for `--reindex`), the embedder fails (indexing never degrades),
+    /// or the database cannot be written.
+    pub async fn index(&self, options: IndexOptions, progress: &dyn IndexProgress) -> Result<IndexReport> {
+        let kb = self.clone();
+        let dry = options.dry_run;
+        let (writer, stored, found, report) = blocking(move || kb.plan(options)).await??;
+        let mut report = IndexReport { dry_run: dry, ..report };
+        progress.start(found.len());
+        let mut writer = writer;
+        let mut batch: Vec<Found> = Vec::new();
+        let mut bytes = 0;
+        let mut seen: Vec<String> = Vec::with_capacity(found.len());
+        let stored = std::sync::Arc::new(stored);
+        for f in found {
+            seen.push(f.rel.clone());
+            bytes += f.size;
+            batch.push(f);
+            if bytes >= BATCH_BYTES {
+                writer = self.batch(writer, std::mem::take(&mut batch), &stored, &mut report, progress).await?;
+                bytes = 0;
+            }
+        }
+        writer = self.batch(writer, batch, &stored, &mut report, progress).await?;
+        let removed: Vec<String> = stored.keys().filter(|k| seen.binary_search(k).is_err()).cloned().collect();
+        report.removed += removed.len();
+        if let Some(w) = writer {
+            let dir = self.directory().to_path_buf();
+            blocking(move || remove(&w, &removed).map_err(|e| sql(&store::db_path(&dir), e))).await??;
+        }
+        Ok(report)
+    }
+
+    /// Lock, check the pins, and list what is on disk and in the index. A dry run takes no lock and opens nothing
+    /// for writing.
+    #[allow(clippy::type_complexity)]
+    fn plan(
+        &self,
+        options: IndexOptions,
+    ) -> Result<(Option<Writer>, HashMap<String, Stored>, Vec<Found>, IndexReport)> {
+        let dir = self.directory();
+        let wanted = self.pins();
+        let (writer, stored) = if options.dry_run {
+            let conn = store::open_reader(dir)?;
+            let stored = match &conn {
+                Some(c) if !options.reindex => load_stored(c).map_err(|e| sql(&store::db_path(dir), e))?,
+                _ => HashMap::new(),
+            };
+            (None, stored)
+        } else {
+            let w = store::open_writer(dir)?;
+            let db = store::db_path(dir);
+            let pins = store::read_pins(&w.conn).map_err(|e| sql(&db, e))?;
+            if let Some(why) = pins.as_ref().and_then(|p| p.mismatch(&wanted))
+                && !options.reindex
+            {
+                return Err(Error::knowledge(format!(
+                    "the index in {} was built differently: {why}; run `knowledge index --reindex` to rebuild it",
+                    dir.display()
+                )));
+            }
+            if options.reindex {
+                store::clear(&w.conn).map_err(|e| sql(&db, e))?;
+            }
+            let keep_dim = pins.filter(|_| !options.reindex).and_then(|p| p.dimension);
+            store::write_pins(&w.conn, &Pins { dimension: keep_dim, ..wanted }).map_err(|e| sql(&db, e))?;
+            let stored = load_stored(&w.conn).map_err(|e| sql(&db, e))?;
+            (Some(w), stored)
+        };
+        let mut skipped = Vec::new();
+        skipped.extend(self.unresolved().iter().cloned());
+        let found = files::discover(self.roots(), &mut skipped);
+        Ok((writer, stored, found, IndexReport { skipped, ..IndexReport::default() }))
+    }
+
+    /// Read, chunk, embed and write one batch of files.
+    async fn batch(
+        &self,
+        writer: Option<Writer>,
+        batch: Vec<Found>,
+        stored: &std::sync::Arc<HashMap<String, Stored>>,
+        report: &mut IndexReport,
+        progress: &dyn IndexProgress,
+    ) -> Result<Option<Writer>> {
+        if batch.is_empty() {
+            return Ok(writer);
+        }
+        let (stored_c, doc_prefix) = (stored.clone(), self.pins().document_prefix);
+        let (writer, looked) = blocking(move || {
+            let looked: Vec<Looked> = batch.into_iter().map(|f| look(f, &stored_c)).collect();
+            let looked = match &writer {
+                Some(w) => reuse_vectors(&w.conn, looked),
+                None => Ok(looked),
+            };
+            (writer, looked)
+        })
+        .await?;
+        let mut looked = looked.map_err(|e| sql(&store::db_path(self.directory()), e))?;
+        for l in &looked {
+            match l {
+                Looked::Unchanged(f) | Looked::Touched(f) => {
+                    report.unchanged += 1;
+                    progress.file(&f.rel);
+                }
+                Looked::Changed(p) => {
+                    report.indexed += 1;
+                    report.chunks += p.chunks.len();
+                    report.bytes += p.found.size;
+                    progress.file(&p.found.rel);
+                }
+                Looked::Unreadable(f, why) => {
+                    // A file indexed before and unreadable now leaves the index.
+                    report.removed += usize::from(stored.contains_key(&f.rel));
+                    report.skipped.push(Skipped { path: f.abs.clone(), reason: why.clone() });
+                }
+            }
+        }
+        let Some(writer) = writer else { return Ok(None) };
+        if let Some(embedder) = self.embedder() {
+            report.embedded += self.embed_missing(embedder.as_ref(), &mut looked, &doc_prefix).await?;
+        }
+        let dir = self.directory().to_path_buf();
+        let dimension = self.embedder().is_some();
+        let writer = blocking(move || {
+            write_batch(&writer.conn, &looked, dimension).map_err(|e| sql(&store::db_path(&dir), e))?;
+            Ok::<_, Error>(writer)
+        })
+        .await??;
+        Ok(Some(writer))
+    }
+
+    /// Embed every passage that has no vector yet (KNOW-6: a failure here fails the run, loudly).
+    async fn embed_missing(&self, embedder: &dyn Embedder, looked: &mut [Looked], prefix: &str) -> Result<usize> {
+        let mut wanted: Vec<(usize, usize, String)> = Vec::new();
+        for (i, l) in looked.iter().enumerate() {
+            if let Looked::Changed(p) = l {
+                for (j, c) in p.chunks.iter().enumerate() {
+                    if p.vectors[j].is_none() {
+                        let title = c.title(p.found.rel.rsplit('/').next().unwrap_or(&p.found.rel));
+                        wanted.push((i, j, format!("{}{}", prefix.replace("{title}", &title), c.text)));
+                    }
+                }
+            }
+        }
+        let mut done = 0;
+        for part in wanted.chunks(embed::BATCH) {
+            let texts: Vec<String> = part.iter().map(|(_, _, t)| t.clone()).collect();
+            let vectors = embedder.embed(&texts).await.map_err(|e| {
+                Error::knowledge(format!("indexing needs the embedder and it failed, so nothing more was indexed: {e}"))
+            })?;
+            self.check_dimension(vectors.first().map_or(0, Vec::len))?;
+            for ((i, j, _), v) in part.iter().zip(vectors) {
+                if let Looked::Changed(p) = &mut looked[*i] {
+                    p.vectors[*j] = Some(embed::to_blob(&embed::normalize(v)));
+                }
+            }
+            done += part.len();
+        }
+        Ok(done)
+    }
+
+    fn check_dimension(&self, got: usize) -> Result<()> {
+        let dir = self.directory();
+        let Some(conn) = store::open_reader(dir)? else { return Ok(()) };
+        let pinned = store::read_pins(&conn).map_err(|e| sql(&store::db_path(dir), e))?.and_then(|p| p.dimension);
+        match pinned {
+            Some(d) if d != got => Err(Error::knowledge(format!(
+                "the embedder returned vectors of {got} dimensions but the index holds {d}; run `knowledge index \
+                 --reindex` if the model changed"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Run blocking index work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Error::knowledge(format!("the index task failed: {e}")))
+}
+
+fn load_stored(conn: &rusqlite::Connection) -> rusqlite::Result<HashMap<String, Stored>> {
+    let mut stmt = conn.prepare("SELECT path, size, mtime_ns, hash FROM files")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, Stored { size: r.get::<_, i64>(1)? as u64, mtime_ns: r.get(2)?, hash: r.get(3)? }))
+    })?;
+    rows.collect()
+}
+
+fn look(f: Found, stored: &HashMap<String, Stored>) -> Looked {
+    let old = stored.get(&f.rel);
+    if old.is_some_and(|o| o.size == f.size && o.mtime_ns == f.mtime_ns) {
+        return Looked::Unchanged(f);
+    }
+    let text = match files::read_text(&f.abs) {
+        Ok(t) => t,
+        Err(why) => return Looked::Unreadable(f, why),
+    };
+    let hash = hex(&Sha256::digest(text.as_bytes()));
+    if old.is_some_and(|o| o.hash == hash) {
+        return Looked::Touched(f);
+    }
+    let chunks = chunk::chunk_markdown(&text);
+    let vectors = vec![None; chunks.len()];
+    Looked::Changed(Prepared { found: f, hash, chunks, vectors })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn text_hash(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Take the vector of any passage with the same text already stored (a rename, an edit elsewhere in the file).
+fn reuse_vectors(conn: &rusqlite::Connection, mut looked: Vec<Looked>) -> rusqlite::Result<Vec<Looked>> {
+    let mut stmt = conn.prepare("SELECT vector FROM chunks WHERE text_hash = ?1 AND vector IS NOT NULL LIMIT 1")?;
+    for l in &mut looked {
+        if let Looked::Changed(p) = l {
+            for (c, v) in p.chunks.iter().zip(p.vectors.iter_mut()) {
+                *v = stmt.query_row([text_hash(&c.text)], |r| r.get::<_, Vec<u8>>(0)).optional()?;
+            }
+        }
+    }
+    drop(stmt);
+    Ok(looked)
+}
+
+fn write_batch(conn: &rusqlite::Connection, looked: &[Looked], pin_dimension: bool) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    for l in looked {
+        match l {
+            Looked::Touched(f) => {
+                tx.execute("UPDATE files SET mtime_ns = ?2 WHERE path = ?1", params![f.rel, f.mtime_ns])?;
+            }
+            Looked::Unchanged(_) => {}
+            Looked::Changed(p) => write_file(&tx, p, now)?,
+            Looked::Unreadable(f, _) => remove_one(&tx, &f.rel)?,
+        }
+    }
+    if pin_dimension {
+        let dim = looked.iter().find_map(|l| match l {
+            Looked::Changed(p) => p.vectors.iter().flatten().next().map(|v| v.len() / 4),
+            _ => None,
+        });
+        if let Some(d) = dim {
+            store::set_meta(&tx, "dimension", &d.to_string())?;
+        }
+    }
+    tx.commit()
+}
+
+fn write_file(tx: &rusqlite::Transaction<'_>, p: &Prepared, now: i64) -> rusqlite::Result<()> {
+    let f = &p.found;
+    remove_one(tx, &f.rel)?;
+    let name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+    for (i, (c, v)) in p.chunks.iter().zip(&p.vectors).enumerate() {
+        let title = c.title(name);
+        let headings = serde_json::to_string(&c.headings).unwrap_or_else(|_| "[]".into());
+        tx.execute(
+            "INSERT INTO chunks (path, ordinal, title, headings, line_start, line_end, text, text_hash, vector) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                f.rel,
+                i as i64 + 1,
+                title,
+                headings,
+                c.line_start as i64,
+                c.line_end as i64,
+                c.text,
+                text_hash(&c.text),
+                v
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.execute("INSERT INTO chunks_fts (rowid, title, text) VALUES (?1, ?2, ?3)", params![id, title, c.text])?;
+    }
+    tx.execute(
+        "INSERT INTO files (path, abs, size, mtime_ns, hash, chunks, indexed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![f.rel, f.abs.to_string_lossy(), f.size as i64, f.mtime_ns, p.hash, p.chunks.len() as i64, now],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn remove_one(conn: &rusqlite::Connection, rel: &str) -> rusqlite::Result<()> {
+    conn.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path = ?1)", [rel])?;
+    conn.execute("DELETE FROM chunks WHERE path = ?1", [rel])?;
+    conn.execute("DELETE FROM files WHERE path = ?1", [rel])?;
+    Ok(())
+}
+
+fn remove(w: &Writer, rels: &[String]) -> rusqlite::Result<()> {
+    let tx = w.conn.unchecked_transaction()?;
+    for rel in rels {
+        remove_one(&tx, rel)?;
+    }
+    tx.commit()
+}

@@ -1,0 +1,267 @@
+//! Searching (KNOW-2, KNOW-6): BM25 over FTS5 for words OR-ed together, cosine over the stored unit vectors, and
+//! reciprocal rank fusion of the two; a search whose embedder is down falls back to words alone, and says so.
+
+use super::KnowledgeBase;
+use super::embed::{self, Embedder};
+use super::store::{self, sql};
+use crate::error::{Error, Result};
+use rusqlite::{Connection, params};
+use std::collections::HashMap;
+
+/// The reciprocal rank fusion constant (KNOW-6): a passage at rank r in a list scores `1 / (RRF_K + r)`.
+pub const RRF_K: f64 = 60.0;
+/// The most words of a query searched; the rest are dropped.
+const MAX_QUERY_WORDS: usize = 64;
+
+/// Which rankings a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Tier {
+    /// BM25 over the words only.
+    Lexical,
+    /// The vectors only (needs an embedder).
+    Vector,
+    /// Both, fused by reciprocal rank.
+    Fused,
+}
+
+impl Tier {
+    /// Its name as results show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Lexical => "lexical",
+            Tier::Vector => "vector",
+            Tier::Fused => "fused",
+        }
+    }
+}
+
+/// One passage found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Hit {
+    /// `<relpath>#<ordinal>`: how the passage is cited, and what `knowledge show` takes.
+    pub citation: String,
+    /// The file, as cited.
+    pub path: String,
+    /// The passage's place in its file, from 1.
+    pub ordinal: u32,
+    /// The heading path (`Runbook > Restart`), or the file's name.
+    pub title: String,
+    /// The headings above the passage, outermost first.
+    pub headings: Vec<String>,
+    /// First line, 1-based.
+    pub line_start: u32,
+    /// Last line, inclusive.
+    pub line_end: u32,
+    /// Higher is better; comparable within one search only.
+    pub score: f64,
+    /// The passage's rank among the words' matches, from 1, when it is one.
+    pub lexical_rank: Option<usize>,
+    /// The passage's rank among the nearest vectors, from 1, when it is one.
+    pub vector_rank: Option<usize>,
+    /// The passage as written.
+    pub text: String,
+}
+
+/// What a search found.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SearchResults {
+    /// Best first.
+    pub hits: Vec<Hit>,
+    /// The rankings actually used (lexical when the embedder was down).
+    pub tier: Tier,
+    /// What the caller should know: the embedder was unreachable, say.
+    pub warnings: Vec<String>,
+}
+
+/// The FTS5 query for natural-language text (KNOW-2): each word quoted, the words OR-ed. Quotes, operators (`AND`,
+/// `NEAR`, `*`, `^`, column filters) and punctuation are never interpreted. `None` when the text has no word.
+pub fn fts_query(text: &str) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let w = w.to_lowercase();
+        if !words.contains(&w) {
+            words.push(w);
+        }
+        if words.len() == MAX_QUERY_WORDS {
+            break;
+        }
+    }
+    // Only letters and digits remain, so the quotes need no escaping.
+    (!words.is_empty()).then(|| words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" OR "))
+}
+
+/// Reciprocal rank fusion of ranked lists of ids (KNOW-6): each id scores the sum of `1 / (k + rank)` over the
+/// lists it is in, ranks from 1. Best first; ties go to the smaller id, so the order is deterministic.
+pub fn reciprocal_rank_fusion(lists: &[&[i64]], k: f64) -> Vec<(i64, f64)> {
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    for list in lists {
+        for (i, id) in list.iter().enumerate() {
+            *scores.entry(*id).or_default() += 1.0 / (k + (i + 1) as f64);
+        }
+    }
+    let mut out: Vec<(i64, f64)> = scores.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+pub(crate) fn lexical(conn: &Connection, query: &str, limit: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let Some(q) = fts_query(query) else { return Ok(Vec::new()) };
+    // The title weighs twice the text; bm25 is lower for better matches.
+    let mut stmt = conn.prepare_cached(
+        "SELECT rowid, bm25(chunks_fts, 2.0, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ?1 \
+         ORDER BY s, rowid LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![q, limit as i64], |r| Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?)))?;
+    rows.collect()
+}
+
+/// The nearest stored vectors to `query` (a unit vector) by a full scan.
+pub(crate) fn nearest(conn: &Connection, query: &[f32], limit: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let mut stmt = conn.prepare_cached("SELECT id, vector FROM chunks WHERE vector IS NOT NULL")?;
+    let mut rows = stmt.query([])?;
+    let mut scored: Vec<(i64, f64)> = Vec::new();
+    while let Some(r) = rows.next()? {
+        let blob = r.get_ref(1)?.as_blob()?;
+        if let Some(s) = embed::dot_blob(query, blob) {
+            scored.push((r.get(0)?, f64::from(s)));
+        }
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(limit);
+    Ok(scored)
+}
+
+pub(crate) fn load_hit(conn: &Connection, id: i64, score: f64) -> rusqlite::Result<Hit> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT path, ordinal, title, headings, line_start, line_end, text FROM chunks WHERE id = ?1",
+    )?;
+    stmt.query_row([id], |r| {
+        let path: String = r.get(0)?;
+        let ordinal: u32 = r.get(1)?;
+        let headings: String = r.get(3)?;
+        Ok(Hit {
+            citation: format!("{path}#{ordinal}"),
+            path,
+            ordinal,
+            title: r.get(2)?,
+            headings: serde_json::from_str(&headings).unwrap_or_default(),
+            line_start: r.get(4)?,
+            line_end: r.get(5)?,
+            score,
+            lexical_rank: None,
+            vector_rank: None,
+            text: r.get(6)?,
+        })
+    })
+}
+
+/// Rank and load: one list alone, or both fused.
+pub(crate) fn rank(
+    conn: &Connection,
+    query: &str,
+    vector: Option<&[f32]>,
+    tier: Tier,
+    top_k: usize,
+) -> rusqlite::Result<Vec<Hit>> {
+    let depth = (top_k * 5).max(50);
+    let words = if tier == Tier::Vector { Vec::new() } else { lexical(conn, query, depth)? };
+    let near = match vector {
+        Some(v) if tier != Tier::Lexical => nearest(conn, v, depth)?,
+        _ => Vec::new(),
+    };
+    let ids = |l: &[(i64, f64)]| l.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    let (w_ids, n_ids) = (ids(&words), ids(&near));
+    let ranked: Vec<(i64, f64)> = match tier {
+        Tier::Lexical => words,
+        Tier::Vector => near,
+        Tier::Fused => reciprocal_rank_fusion(&[&w_ids, &n_ids], RRF_K),
+    };
+    let position = |l: &[i64], id: i64| l.iter().position(|x| *x == id).map(|p| p + 1);
+    ranked
+        .into_iter()
+        .take(top_k)
+        .map(|(id, score)| {
+            let mut hit = load_hit(conn, id, score)?;
+            hit.lexical_rank = position(&w_ids, id);
+            hit.vector_rank = position(&n_ids, id);
+            Ok(hit)
+        })
+        .collect()
+}
+
+impl KnowledgeBase {
+    /// Search with the tier the configuration allows (fused with embeddings, else lexical), `top_k` passages
+    /// (the configured default when `None`, at most 20). `Ok(None)`: no index was ever built here.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Knowledge`](crate::ErrorKind::Knowledge) when the index was built with another chunker, model
+    /// or prefixes (asking for `--reindex`), or cannot be read. An embedder that is down is not an error: the
+    /// search falls back to words, with a warning.
+    pub async fn search(&self, query: &str, top_k: Option<usize>) -> Result<Option<SearchResults>> {
+        let tier = if self.embedder().is_some() { Tier::Fused } else { Tier::Lexical };
+        self.search_with(query, top_k, tier).await
+    }
+
+    /// [`search`](Self::search) with the tier chosen: [`Tier::Vector`] and [`Tier::Fused`] need an embedder.
+    ///
+    /// # Errors
+    ///
+    /// As [`search`](Self::search); also a vector tier asked of a knowledge base without an embedder.
+    pub async fn search_with(&self, query: &str, top_k: Option<usize>, tier: Tier) -> Result<Option<SearchResults>> {
+        let top_k = top_k.unwrap_or(self.top_k()).clamp(1, crate::config::MAX_KNOWLEDGE_TOP_K as usize);
+        let mut warnings = Vec::new();
+        let mut used = tier;
+        let vector = match (tier, self.embedder()) {
+            (Tier::Lexical, _) => None,
+            (_, None) => return Err(Error::knowledge("a vector search needs harness.knowledge.embeddings")),
+            (_, Some(e)) => match self.embed_query(e.as_ref(), query).await {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    // KNOW-6: words alone are still worth returning; the caller is told why.
+                    warnings.push(format!("embeddings unavailable, lexical results only: {e}"));
+                    used = Tier::Lexical;
+                    None
+                }
+            },
+        };
+        let kb = self.clone();
+        let query = query.to_owned();
+        let found = tokio::task::spawn_blocking(move || kb.rank_blocking(&query, vector.as_deref(), used, top_k))
+            .await
+            .map_err(|e| Error::knowledge(format!("the search task failed: {e}")))??;
+        Ok(found.map(|hits| SearchResults { hits, tier: used, warnings }))
+    }
+
+    async fn embed_query(&self, embedder: &dyn Embedder, query: &str) -> Result<Vec<f32>> {
+        let text = format!("{}{query}", self.pins().query_prefix);
+        let mut vectors = embedder.embed(&[text]).await?;
+        let v = vectors.pop().filter(|_| vectors.is_empty()).ok_or_else(|| Error::knowledge("no query vector"))?;
+        Ok(embed::normalize(v))
+    }
+
+    fn rank_blocking(&self, query: &str, vector: Option<&[f32]>, tier: Tier, top_k: usize) -> Result<Option<Vec<Hit>>> {
+        let db = store::db_path(self.directory());
+        self.with_reader(|conn| {
+            let pins = store::read_pins(conn).map_err(|e| sql(&db, e))?.unwrap_or_default();
+            if let Some(why) = pins.mismatch(&self.pins()) {
+                return Err(Error::knowledge(format!(
+                    "the index in {} was built differently: {why}; run `knowledge index --reindex`",
+                    self.directory().display()
+                )));
+            }
+            if let (Some(v), Some(d)) = (vector, pins.dimension)
+                && v.len() != d
+            {
+                return Err(Error::knowledge(format!(
+                    "the embedder returned {} dimensions but the index holds {d}; run `knowledge index --reindex`",
+                    v.len()
+                )));
+            }
+            rank(conn, query, vector, tier, top_k).map_err(|e| sql(&db, e))
+        })
+    }
+}
