@@ -7,6 +7,7 @@ pub mod a2a;
 pub mod a2a_peer;
 pub mod cli;
 pub mod dispatch;
+pub mod embed;
 pub mod gate;
 #[cfg(feature = "mcp")]
 pub mod jwt;
@@ -138,6 +139,7 @@ pub fn example(name: &str) -> PathBuf {
         (cfg!(feature = "nats"), "nats"),
         (cfg!(feature = "terminal"), "terminal"),
         (cfg!(feature = "clap"), "clap"),
+        (cfg!(feature = "knowledge"), "knowledge"),
         // Every feature, so the set matches the one `cargo test --all-features` built the examples with: then this
         // build finds them fresh instead of rebuilding the library with another feature set mid-suite.
         (cfg!(feature = "testing"), "testing"),
