@@ -72,7 +72,7 @@ async fn know_3_chunks_follow_headings_carry_titles_and_line_ranges_and_keep_cod
 }
 
 #[tokio::test]
-async fn know_4_reindex_skips_unchanged_files_and_follows_an_edit_a_delete_and_a_rename() {
+async fn know_4_5_reindex_skips_unchanged_files_and_follows_an_edit_a_delete_and_a_rename() {
     let server = EmbedServer::start().await;
     let (dir, kb) = corpus();
     let kb = with_embedder(kb, &server, "fake-32");
@@ -318,7 +318,7 @@ async fn call(tool: &KnowledgeSearchTool, input: &str) -> (Value, bool) {
 }
 
 #[tokio::test]
-async fn know_10_the_tool_answers_not_built_softly_then_framed_cited_and_bounded_results() {
+async fn know_10_11_the_tool_answers_not_built_softly_then_framed_cited_and_bounded_results() {
     let (_dir, kb) = corpus();
     let tool = KnowledgeSearchTool::new(kb.clone().with_max_injected_tokens(30));
     let (out, err) = call(&tool, r#"{"query": "restart"}"#).await;
@@ -400,4 +400,40 @@ async fn know_10_an_agent_run_searches_knowledge_and_sends_the_passages_back_to_
     let body: Value = serde_json::from_str(&content).unwrap();
     assert_eq!(body["results"][0]["citation"], "corpus/guides/streams.md#2", "{body}");
     assert_eq!(body["results"][0]["title"], "Streams > Purging a stream");
+}
+
+/// KNOW-6 against a hostile embeddings endpoint: malformed, short, non-numeric, mis-sized, oversize and slow replies
+/// fail an index run with a reason naming the endpoint, degrade a search to words, and never panic.
+#[tokio::test]
+async fn know_6_a_hostile_embeddings_endpoint_fails_indexing_and_degrades_search_without_a_panic() {
+    let server = EmbedServer::start().await;
+    let (_dir, kb) = corpus();
+    let embedder = HttpEmbedder::new(&server.base_url, "fake-32").with_timeout(std::time::Duration::from_millis(500));
+    let kb = kb.with_embedder(Arc::new(embedder), "", "");
+    index(&kb).await;
+    for (kind, why) in [
+        ("garbage", "malformed reply"),
+        ("count", "vectors for"),
+        ("nan", "malformed reply"),
+        ("dims", "dimensions"),
+        ("zero_dims", "dimensions"),
+        ("huge", "over 67108864 bytes"),
+        ("slow", "timed out"),
+    ] {
+        *server.seen.hostile.lock().unwrap() = kind;
+        let found = kb.search("restart the server", None).await.unwrap().unwrap();
+        assert_eq!(found.tier, Tier::Lexical, "{kind}");
+        assert!(found.warnings[0].contains(why), "{kind}: {:?}", found.warnings);
+        assert_eq!(found.hits[0].citation, "corpus/runbook.md#2", "{kind}: the words still answer");
+        let reindex = kb.index(IndexOptions::new().reindex(true), &()).await;
+        if kind == "dims" {
+            // Two consistent dimensions are a model's own choice: a reindex takes them, and pins them.
+            assert_eq!(reindex.unwrap().embedded, 8);
+        } else {
+            let e = reindex.unwrap_err();
+            assert!(e.to_string().contains(&server.base_url), "{kind}: {e}");
+        }
+        *server.seen.hostile.lock().unwrap() = "";
+        kb.index(IndexOptions::new().reindex(true), &()).await.unwrap();
+    }
 }

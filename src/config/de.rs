@@ -486,7 +486,7 @@ fn field_after<'a>(msg: &'a str, prefix: &str) -> Option<&'a str> {
 
 /// Converts a YAML decoding error into a configuration [`Error`]: the message keeps the key path the deserializer
 /// reported, the line and column move into the [`Location`], and the key path (the unknown or missing key itself
-/// when that is what the error is about) becomes [`Error::key`]. CFG-13 keys get their own message.
+/// when that is what the error is about) becomes [`Error::key`].
 pub(crate) fn yaml_error(yaml: &str, err: serde_yaml::Error) -> Error {
     let (msg, key, mut loc) = parts(&err);
     // serde reports a duplicate field at the start of its mapping; the operator needs the second occurrence.

@@ -225,6 +225,15 @@ mod tests {
     }
 
     #[test]
+    fn one_huge_line_is_cut_at_character_boundaries() {
+        let line = "é".repeat(MAX_CHUNK_TOKENS * 4 * 3 + 7);
+        let chunks = chunk_markdown(&line);
+        assert_eq!(chunks.len(), 4);
+        assert_eq!(chunks.iter().map(|c| c.text.chars().count()).sum::<usize>(), line.chars().count());
+        assert!(chunks.iter().all(|c| (c.line_start, c.line_end) == (1, 1)));
+    }
+
+    #[test]
     fn long_prose_is_cut_under_the_bound() {
         let para = (0..400).map(|i| format!("word{i} and more words here")).collect::<Vec<_>>().join("\n");
         let chunks = chunk_markdown(&para);

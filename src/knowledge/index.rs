@@ -272,12 +272,21 @@ impl KnowledgeBase {
             }
         }
         let mut done = 0;
+        // Every vector of one run has one dimension, checked across requests before anything is written.
+        let mut run_dimension: Option<usize> = None;
         for part in wanted.chunks(embed::BATCH) {
             let texts: Vec<String> = part.iter().map(|(_, _, t)| t.clone()).collect();
             let vectors = embedder.embed(&texts).await.map_err(|e| {
                 Error::knowledge(format!("indexing needs the embedder and it failed, so nothing more was indexed: {e}"))
             })?;
-            self.check_dimension(vectors.first().map_or(0, Vec::len))?;
+            let got = vectors.first().map_or(0, Vec::len);
+            if *run_dimension.get_or_insert(got) != got {
+                return Err(Error::knowledge(format!(
+                    "the embedder returned vectors of {got} dimensions after vectors of {} in the same run",
+                    run_dimension.unwrap_or_default()
+                )));
+            }
+            self.check_dimension(got)?;
             for ((i, j, _), v) in part.iter().zip(vectors) {
                 if let Looked::Changed(p) = &mut looked[*i] {
                     p.vectors[*j] = Some(embed::to_blob(&embed::normalize(v)));

@@ -233,7 +233,13 @@ impl KnowledgeBase {
         let found = tokio::task::spawn_blocking(move || kb.rank_blocking(&query, vector.as_deref(), used, top_k))
             .await
             .map_err(|e| Error::knowledge(format!("the search task failed: {e}")))??;
-        Ok(found.map(|hits| SearchResults { hits, tier: used, warnings }))
+        Ok(found.map(|(hits, degraded)| {
+            if let Some(why) = degraded {
+                warnings.push(why);
+                used = Tier::Lexical;
+            }
+            SearchResults { hits, tier: used, warnings }
+        }))
     }
 
     async fn embed_query(&self, embedder: &dyn Embedder, query: &str) -> Result<Vec<f32>> {
@@ -243,7 +249,14 @@ impl KnowledgeBase {
         Ok(embed::normalize(v))
     }
 
-    fn rank_blocking(&self, query: &str, vector: Option<&[f32]>, tier: Tier, top_k: usize) -> Result<Option<Vec<Hit>>> {
+    /// The hits, and why the vectors were left out when the query vector does not fit the index.
+    fn rank_blocking(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        tier: Tier,
+        top_k: usize,
+    ) -> Result<Option<(Vec<Hit>, Option<String>)>> {
         let db = store::db_path(self.directory());
         self.with_reader(|conn| {
             let pins = store::read_pins(conn).map_err(|e| sql(&db, e))?.unwrap_or_default();
@@ -253,15 +266,20 @@ impl KnowledgeBase {
                     self.directory().display()
                 )));
             }
+            // The configured model answered with another dimension: the endpoint changed under the index. Its
+            // vectors cannot be compared, the words still can.
             if let (Some(v), Some(d)) = (vector, pins.dimension)
                 && v.len() != d
             {
-                return Err(Error::knowledge(format!(
-                    "the embedder returned {} dimensions but the index holds {d}; run `knowledge index --reindex`",
+                let why = format!(
+                    "embeddings unavailable, lexical results only: the embedder returned {} dimensions but the index \
+                     holds {d} (run `knowledge index --reindex` if the model changed)",
                     v.len()
-                )));
+                );
+                let hits = rank(conn, query, None, Tier::Lexical, top_k).map_err(|e| sql(&db, e))?;
+                return Ok((hits, Some(why)));
             }
-            rank(conn, query, vector, tier, top_k).map_err(|e| sql(&db, e))
+            rank(conn, query, vector, tier, top_k).map(|h| (h, None)).map_err(|e| sql(&db, e))
         })
     }
 }

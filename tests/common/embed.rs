@@ -42,6 +42,10 @@ pub struct Seen {
     pub auth: std::sync::Mutex<Option<String>>,
     /// Answer every request with HTTP 500.
     pub failing: AtomicBool,
+    /// A hostile reply instead of the vectors: `garbage` (not JSON), `count` (one vector too few), `nan` (a value
+    /// that is not a number, as a string), `dims` (vectors of two dimensions), `zero_dims`, `huge` (a body of
+    /// 80 MiB), `slow` (replies after 5 s); empty for a good reply.
+    pub hostile: std::sync::Mutex<&'static str>,
 }
 
 /// A running server: its base URL (`http://127.0.0.1:<port>/v1`) and what it has seen. Dropping it stops it.
@@ -61,7 +65,7 @@ async fn embeddings(
     State(seen): State<Arc<Seen>>,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
-) -> Result<([(axum::http::header::HeaderName, &'static str); 1], String), StatusCode> {
+) -> Result<Reply, StatusCode> {
     let body: Value = serde_json::from_slice(&body).map_err(|_| StatusCode::BAD_REQUEST)?;
     seen.requests.fetch_add(1, Ordering::SeqCst);
     *seen.auth.lock().unwrap() = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -70,6 +74,10 @@ async fn embeddings(
     }
     let inputs: Vec<String> = serde_json::from_value(body["input"].clone()).map_err(|_| StatusCode::BAD_REQUEST)?;
     seen.inputs.fetch_add(inputs.len(), Ordering::SeqCst);
+    let hostile = *seen.hostile.lock().unwrap();
+    if !hostile.is_empty() {
+        return Ok(hostile_reply(hostile, inputs.len()).await);
+    }
     // Listed in reverse with their indexes, as a server may: the client must order them.
     let data: Vec<Value> = inputs
         .iter()
@@ -78,8 +86,34 @@ async fn embeddings(
         .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": vector(t)}))
         .collect();
     let reply = json!({"object": "list", "data": data, "model": body["model"]});
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], reply.to_string()))
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], axum::body::Body::from(reply.to_string())))
 }
+
+async fn hostile_reply(kind: &str, n: usize) -> Reply {
+    let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+    let item = |i: usize, e: Value| json!({"index": i, "embedding": e});
+    let body = match kind {
+        "garbage" => "{\"data\": [1, 2,".to_owned(),
+        "count" => json!({"data": (1..n).map(|i| item(i, json!(vector("x")))).collect::<Vec<_>>()}).to_string(),
+        "nan" => json!({"data": (0..n).map(|i| item(i, json!(["NaN", 1.0]))).collect::<Vec<_>>()}).to_string(),
+        "dims" => json!({"data": (0..n).map(|i| item(i, json!([1.0, 0.5]))).collect::<Vec<_>>()}).to_string(),
+        "zero_dims" => json!({"data": (0..n).map(|i| item(i, json!([]))).collect::<Vec<_>>()}).to_string(),
+        "huge" => {
+            // 80 MiB of valid-looking JSON, streamed so the server never holds it.
+            let chunk = axum::body::Bytes::from(vec![b' '; 1 << 20]);
+            let stream = futures::stream::iter((0..80).map(move |_| Ok::<_, std::io::Error>(chunk.clone())));
+            return (json, axum::body::Body::from_stream(stream));
+        }
+        "slow" => {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            json!({"data": []}).to_string()
+        }
+        other => panic!("unknown hostile reply {other}"),
+    };
+    (json, axum::body::Body::from(body))
+}
+
+type Reply = ([(axum::http::header::HeaderName, &'static str); 1], axum::body::Body);
 
 impl EmbedServer {
     /// Start on a free loopback port.
