@@ -6,8 +6,9 @@
 //!   `knowledge/<identity>` under the state directory. One process writes it at a time (`index.lock`); the agent
 //!   opens it read-only.
 //! - Vectors are stored as blobs and compared by a full scan: exact, with no extension to load, and fast enough
-//!   for tens of thousands of passages (the README gives the measured figures). `sqlite-vec` is an alpha and was not
-//!   taken.
+//!   for tens of thousands of passages (the README gives the measured figures). `sqlite-vec` was not taken: its
+//!   0.1.10 alpha does not build, and registering 0.1.9 with SQLite takes an `unsafe` call this crate does not
+//!   allow.
 //! - Indexing is incremental: files unchanged by size and mtime are not read, files with the same content hash are
 //!   not re-chunked, and a passage whose text is already stored keeps its vector.
 //! - The chunker's version, the tokenizer, the embedding model, its dimension and both prefixes are pinned in the
