@@ -60,7 +60,7 @@ impl KnowledgeBase {
     /// [`ErrorKind::Knowledge`](crate::ErrorKind::Knowledge) when the index cannot be read.
     pub fn sources(&self) -> Result<Option<Vec<SourceFile>>> {
         let db = store::db_path(self.directory());
-        self.with_reader(|conn| {
+        self.with_reader(|conn, _| {
             let mut stmt = conn
                 .prepare("SELECT path, abs, size, chunks, indexed_at FROM files ORDER BY path")
                 .map_err(|e| sql(&db, e))?;
@@ -87,9 +87,9 @@ impl KnowledgeBase {
     pub fn stats(&self) -> Result<Option<IndexStats>> {
         let dir = self.directory().to_path_buf();
         let db = store::db_path(&dir);
-        self.with_reader(|conn| {
+        self.with_reader(|conn, pins| {
             let count = |q: &str| conn.query_row(q, [], |r| r.get::<_, i64>(0)).map(|n| n as u64);
-            let pins = store::read_pins(conn).map_err(|e| sql(&db, e))?.unwrap_or_default();
+            let pins = pins.clone();
             let disk = [store::DB_FILE, "index.sqlite3-wal"]
                 .iter()
                 .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
@@ -120,7 +120,7 @@ impl KnowledgeBase {
             .and_then(|(p, n)| Some((p, n.parse::<u32>().ok()?)))
             .ok_or_else(|| Error::knowledge(format!("{citation:?} is not a citation: expected <path>#<number>")))?;
         let db = store::db_path(self.directory());
-        let found = self.with_reader(|conn| {
+        let found = self.with_reader(|conn, _| {
             let id = conn
                 .query_row(
                     "SELECT id FROM chunks WHERE path = ?1 AND ordinal = ?2",

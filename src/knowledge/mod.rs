@@ -73,7 +73,15 @@ struct Inner {
     document_prefix: String,
     /// The agent's read-only connection, with the database file's inode: a reset replaces the file, and the
     /// connection is reopened on the new one.
-    reader: Mutex<Option<(Connection, u64)>>,
+    reader: Mutex<Option<Reader>>,
+}
+
+/// The shared read-only connection, the inode of the file it opened, and the pins as of `version`.
+struct Reader {
+    conn: Connection,
+    ino: u64,
+    version: Option<i64>,
+    pins: Option<Pins>,
 }
 
 impl Clone for Inner {
@@ -256,25 +264,30 @@ impl KnowledgeBase {
         }
     }
 
-    /// Run `f` on the shared read-only connection, opening (or reopening) it as needed; `None` when no index was
-    /// ever built.
-    pub(crate) fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<Option<T>> {
+    /// Run `f` on the shared read-only connection and the index's pins, opening (or reopening) it as needed;
+    /// `None` when no index was ever built. The pins are read again only when another connection has committed
+    /// (`PRAGMA data_version`), so a search costs one extra query, not six.
+    pub(crate) fn with_reader<T>(&self, f: impl FnOnce(&Connection, &Pins) -> Result<T>) -> Result<Option<T>> {
         let db = store::db_path(&self.inner.dir);
         let ino = std::fs::metadata(&db).map(|m| m.ino()).ok();
         let mut slot = self.inner.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slot.as_ref().map(|(_, i)| Some(*i)) != Some(ino) {
+        if slot.as_ref().map(|r| Some(r.ino)) != Some(ino) {
             *slot = None;
             let Some(ino) = ino else { return Ok(None) };
             match store::open_reader(&self.inner.dir)? {
-                Some(conn) => *slot = Some((conn, ino)),
+                Some(conn) => *slot = Some(Reader { conn, ino, version: None, pins: None }),
                 None => return Ok(None),
             }
         }
-        let Some((conn, _)) = slot.as_ref() else { return Ok(None) };
-        // An index whose every table was emptied by a reset mid-search reads as not built.
-        if store::read_pins(conn).map_err(|e| store::sql(&db, e))?.is_none() {
-            return Ok(None);
+        let Some(reader) = slot.as_mut() else { return Ok(None) };
+        let version: i64 =
+            reader.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(|e| store::sql(&db, e))?;
+        if reader.version != Some(version) {
+            reader.pins = store::read_pins(&reader.conn).map_err(|e| store::sql(&db, e))?;
+            reader.version = Some(version);
         }
-        f(conn).map(Some)
+        // An index emptied by a reset, or whose first build has not committed, reads as not built.
+        let Some(pins) = &reader.pins else { return Ok(None) };
+        f(&reader.conn, pins).map(Some)
     }
 }

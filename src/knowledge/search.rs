@@ -258,8 +258,7 @@ impl KnowledgeBase {
         top_k: usize,
     ) -> Result<Option<(Vec<Hit>, Option<String>)>> {
         let db = store::db_path(self.directory());
-        self.with_reader(|conn| {
-            let pins = store::read_pins(conn).map_err(|e| sql(&db, e))?.unwrap_or_default();
+        self.with_reader(|conn, pins| {
             if let Some(why) = pins.mismatch(&self.pins()) {
                 return Err(Error::knowledge(format!(
                     "the index in {} was built differently: {why}; run `knowledge index --reindex`",
