@@ -162,7 +162,8 @@ pub struct McpExpose {
     pub insecure_no_auth: bool,
     /// `builtins` (KNOW-12): when set, exactly the built-in tools MCP serves, by name (`[knowledge_search]`). Each
     /// must be a built-in this harness has whose role allows serving; an agent-only one (`ask_human_*`,
-    /// `memory_*`) is refused with its location. Unset, the servable `harness.tools` entries are served as before.
+    /// `memory_*`) is refused with its location. Unset, servable built-ins are served as
+    /// before, except `knowledge_search`, which is served only when listed.
     #[serde(deserialize_with = "de::nullable")]
     pub builtins: Option<Vec<String>>,
 }

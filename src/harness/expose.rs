@@ -37,6 +37,10 @@ impl Served {
     }
 }
 
+/// The knowledge built-in's name (the harness adds it only with the `knowledge` feature).
+#[cfg(feature = "mcp")]
+const KNOWLEDGE_SEARCH: &str = "knowledge_search";
+
 #[cfg(feature = "mcp")]
 /// MCP's checks before anything loads: validated leniently (MCP-1), with MCP serving enabled.
 pub(crate) fn check_mcp(config: &Config) -> Result<Vec<Warning>> {
@@ -75,13 +79,14 @@ pub(crate) fn mcp(config: &Config, selected: &Toolset, mut warnings: Vec<Warning
     let mut kept: Vec<SelectedTool> = Vec::with_capacity(loaded);
     for t in selected.iter() {
         let spec = t.spec();
-        // KNOW-12: a `builtins` list is exactly the built-ins served; without one, the `harness.tools` entries are
-        // (so enabling knowledge for the agent does not also serve it).
-        let named = |n: &str| match listed {
-            Some(l) => l.iter().any(|x| x == n),
-            None => config.harness.tools.iter().any(|t| t.name == n),
+        // KNOW-12: a `builtins` list is exactly the built-ins served. Without one, built-ins are served as before,
+        // except `knowledge_search`, which the reference serves only when listed: enabling knowledge for the agent
+        // must not also publish the documents to every MCP client.
+        let served_builtin = match listed {
+            Some(l) => l.iter().any(|x| x == spec.name()),
+            None => spec.name() != KNOWLEDGE_SEARCH,
         };
-        if spec.kind() == ToolKind::Builtin && !named(spec.name()) {
+        if spec.kind() == ToolKind::Builtin && !served_builtin {
             continue;
         }
         match spec.exposure() {
