@@ -226,7 +226,10 @@ async fn know_2_queries_are_words_ored_and_operators_or_punctuation_are_never_in
         let found = kb.search(hostile, None).await.unwrap_or_else(|e| panic!("{hostile:?}: {e}"));
         assert!(found.is_some(), "{hostile:?}");
     }
-    assert_eq!(fisk_ai::knowledge::fts_query("title: NEAR(a*"), Some("\"title\" OR \"near\" OR \"a\"".into()));
+    assert_eq!(fisk_ai::knowledge::fts_query("title: NEAR(a* b2"), Some("\"title\" OR \"near\" OR \"b2\"".into()));
+    // Function words are left out when anything else is asked, kept when nothing else is.
+    assert_eq!(fisk_ai::knowledge::fts_query("how do I restart it"), Some("\"restart\"".into()));
+    assert_eq!(fisk_ai::knowledge::fts_query("what is it"), Some("\"what\" OR \"is\" OR \"it\"".into()));
     assert!(!citations(&kb, "'; DROP TABLE chunks; --", Tier::Lexical).await.contains(&"x".to_owned()));
     assert!(!citations(&kb, "restart", Tier::Lexical).await.is_empty(), "the table is still there");
 }

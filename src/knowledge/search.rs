@@ -76,8 +76,19 @@ pub struct SearchResults {
     pub warnings: Vec<String>,
 }
 
-/// The FTS5 query for natural-language text (KNOW-2): each word quoted, the words OR-ed. Quotes, operators (`AND`,
-/// `NEAR`, `*`, `^`, column filters) and punctuation are never interpreted. `None` when the text has no word.
+/// English function words left out of a query (unless it has nothing else): they match nearly every passage, so
+/// keeping them makes BM25 score the whole index for almost no change in the ranking.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do",
+    "does", "for", "from", "get", "got", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me",
+    "my", "of", "on", "or", "our", "should", "so", "some", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "while",
+    "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// The FTS5 query for natural-language text (KNOW-2): each word quoted, the words OR-ed, function words left out
+/// when anything else remains. Quotes, operators (`AND`, `NEAR`, `*`, `^`, column filters) and punctuation are never
+/// interpreted. `None` when the text has no word.
 pub fn fts_query(text: &str) -> Option<String> {
     let mut words: Vec<String> = Vec::new();
     for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
@@ -88,6 +99,9 @@ pub fn fts_query(text: &str) -> Option<String> {
         if words.len() == MAX_QUERY_WORDS {
             break;
         }
+    }
+    if words.iter().any(|w| !STOP_WORDS.contains(&w.as_str())) {
+        words.retain(|w| !STOP_WORDS.contains(&w.as_str()));
     }
     // Only letters and digits remain, so the quotes need no escaping.
     (!words.is_empty()).then(|| words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" OR "))
