@@ -28,6 +28,12 @@ impl<T: Serialize + ?Sized> fmt::Display for Json<'_, T> {
     }
 }
 
+/// A count as `i64`, the integer type `tracing-opentelemetry` exports as an integer attribute (it exports `u64`
+/// values as strings), so a collector can sum and compare GenAI token counts.
+pub(crate) fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
