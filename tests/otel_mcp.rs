@@ -24,6 +24,7 @@ const META: (&str, &str) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b716920333
 const HEADER: (&str, &str) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
 const BOTH_META: (&str, &str) = ("11111111111111111111111111111111", "2222222222222222");
 const BOTH_HEADER: (&str, &str) = ("33333333333333333333333333333333", "4444444444444444");
+const FALLBACK: (&str, &str) = ("55555555555555555555555555555555", "6666666666666666");
 const SECRET: &str = "MOO-SECRET";
 
 fn traceparent((trace, span): (&str, &str)) -> String {
@@ -83,10 +84,11 @@ async fn otel_5_otel_6_otel_8_cli_mcp_continues_the_callers_trace_from_meta_or_h
     python_call(&url, "meta", &traceparent(META), "").await;
     python_call(&url, "header", "", &traceparent(HEADER)).await;
     python_call(&url, "both", &traceparent(BOTH_META), &traceparent(BOTH_HEADER)).await;
+    python_call(&url, "fallback", "", &traceparent(FALLBACK)).await;
     python_call(&url, "malformed", "", "").await;
     // OTEL-3, OTEL-8: SIGTERM ends main, and the export flushes as it drops.
     assert!(cli.terminate().success(), "{}", cli.stderr());
-    let spans = receiver.spans_when(|s| named(s, "tools/call say").len() >= 4);
+    let spans = receiver.spans_when(|s| named(s, "tools/call say").len() >= 5);
 
     // OTEL-8: the resource the standard variables describe.
     let resource = &spans.first().unwrap_or_else(|| panic!("nothing exported: {}", cli.stderr()))["resource"];
@@ -94,8 +96,9 @@ async fn otel_5_otel_6_otel_8_cli_mcp_continues_the_callers_trace_from_meta_or_h
     assert_eq!(resource["deployment.environment"], "ci", "{resource}");
     assert_eq!(resource["team"], "tools", "{resource}");
 
-    // OTEL-5: `_meta` (put there by the SDK from the client's own context), a header, and `_meta` over a header.
-    for (mode, (trace, parent)) in [("meta", META), ("header", HEADER), ("both", BOTH_META)] {
+    // OTEL-5: `_meta` (put there by the SDK from the client's own context), a header, `_meta` over a header, and
+    // (OTEL-6) the header when `_meta`'s value is malformed.
+    for (mode, (trace, parent)) in [("meta", META), ("header", HEADER), ("both", BOTH_META), ("fallback", FALLBACK)] {
         let (call, tool) = served_call(&spans, trace);
         assert_eq!(call["parent_span_id"], parent, "{mode}: {call}");
         assert_eq!(call["kind"], "SPAN_KIND_SERVER", "{mode}");
@@ -106,7 +109,7 @@ async fn otel_5_otel_6_otel_8_cli_mcp_continues_the_callers_trace_from_meta_or_h
     assert!(named(&spans, "tools/call say").iter().all(|s| s["trace_id"] != BOTH_HEADER.0), "meta wins");
 
     // OTEL-6: garbage in `_meta` and the header: the call ran, in a trace of its own, as a root.
-    let known = [META.0, HEADER.0, BOTH_META.0];
+    let known = [META.0, HEADER.0, BOTH_META.0, FALLBACK.0];
     let fresh: Vec<&Value> = named(&spans, "tools/call say")
         .into_iter()
         .filter(|s| !known.contains(&s["trace_id"].as_str().unwrap()))

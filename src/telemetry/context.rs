@@ -46,12 +46,12 @@ fn well_formed(value: &str) -> bool {
         && hex(&b[53..55])
 }
 
-/// Make `span` a child of the remote span `traceparent` names (with `tracestate` when it is within bounds). A
-/// malformed or oversize value is ignored. Without an OpenTelemetry layer, or for a span no layer records, there is
-/// nothing to continue, and that is not an error either.
-pub(crate) fn continue_trace(span: &Span, traceparent: Option<&str>, tracestate: Option<&str>) {
+/// Make `span` a child of the remote span `traceparent` names (with `tracestate` when it is within bounds), and
+/// say whether the value was well-formed. A malformed or oversize value is ignored, as if absent. Without an
+/// OpenTelemetry layer, or for a span no layer records, there is nothing to continue, and that is not an error.
+pub(crate) fn continue_trace(span: &Span, traceparent: Option<&str>, tracestate: Option<&str>) -> bool {
     let Some(parent) = traceparent.map(str::trim).filter(|t| well_formed(t)) else {
-        return;
+        return false;
     };
     let mut carrier = HashMap::with_capacity(2);
     carrier.insert(TRACEPARENT.to_owned(), parent.to_owned());
@@ -63,6 +63,7 @@ pub(crate) fn continue_trace(span: &Span, traceparent: Option<&str>, tracestate:
         // An error only says no layer takes the parent (none installed, or the span filtered out).
         let _ = span.set_parent(cx);
     }
+    true
 }
 
 /// The current span's trace context as `(key, value)` pairs for a request's `_meta`: `traceparent`, and

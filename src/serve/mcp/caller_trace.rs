@@ -4,17 +4,18 @@ use crate::telemetry;
 use rmcp::service::{RequestContext, RoleServer};
 use tracing::Span;
 
-/// OTEL-5: the request continues its caller's trace: the context in its `_meta` (SEP-414) when there is one, since
-/// it names this message and a header may name a whole HTTP exchange; else a single `traceparent` header.
+/// OTEL-5: the request continues its caller's trace: the context in its `_meta` (SEP-414) when it is well-formed,
+/// since it names this message while a header may name a whole HTTP exchange; else a single `traceparent` header.
 pub(super) fn continue_caller_trace(
     span: &Span,
     context: &RequestContext<RoleServer>,
     parts: Option<&axum::http::request::Parts>,
 ) {
-    if let Some(parent) = context.meta.get_traceparent() {
-        telemetry::continue_trace(span, Some(parent), context.meta.get_tracestate());
-    } else if let Some(headers) = parts.map(|p| &p.headers) {
-        continue_from_headers(span, headers);
+    let meta = &context.meta;
+    if !telemetry::continue_trace(span, meta.get_traceparent(), meta.get_tracestate())
+        && let Some(p) = parts
+    {
+        continue_from_headers(span, &p.headers);
     }
 }
 
@@ -28,7 +29,5 @@ pub(super) fn continue_from_headers(span: &Span, headers: &axum::http::HeaderMap
             _ => None,
         }
     };
-    if let Some(parent) = single(telemetry::TRACEPARENT) {
-        telemetry::continue_trace(span, Some(parent), single(telemetry::TRACESTATE));
-    }
+    telemetry::continue_trace(span, single(telemetry::TRACEPARENT), single(telemetry::TRACESTATE));
 }
