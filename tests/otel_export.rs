@@ -130,6 +130,7 @@ async fn otel_1_otel_4_a_run_exports_genai_spans_with_their_parentage_and_attrib
 #[ignore = "needs the OTLP receiver (FISK_AI_OTLP_PYTHON); .ci/run provides it"]
 async fn otel_4_no_content_is_exported_by_default() {
     let spans = exported_run(false).await;
+    assert_eq!(spans.len(), 4, "the run was exported: {}", names(&spans));
     let dump = serde_json::to_string(&spans).unwrap();
     for secret in SECRETS {
         assert!(!dump.contains(secret), "{secret} was exported: {dump}");
