@@ -24,6 +24,21 @@
 //! With the feature on, the MCP server also continues a caller's W3C trace context (`traceparent` and
 //! `tracestate` in a request's `_meta`, or as HTTP headers) and calls to imported MCP servers carry ours in
 //! `_meta` (OTEL-5..7). Both need an OpenTelemetry layer in the subscriber; without one they do nothing.
+//!
+//! # Requirements
+//!
+//! - OTEL-1: one call exports the crate's spans over OTLP/HTTP (protobuf), configured by the standard variables.
+//! - OTEL-2: an unusable setting is an [`ErrorKind::Telemetry`](crate::ErrorKind::Telemetry) naming the variable;
+//!   nothing panics.
+//! - OTEL-3: [`OtlpExport::shutdown`] (or dropping the export) exports what is queued.
+//! - OTEL-4: only target `fisk_ai` at `INFO` and above is exported, with no content unless the host turned it on;
+//!   counts are integer attributes.
+//! - OTEL-5: a served MCP request continues the caller's trace from `_meta` (SEP-414 keys), else from a single
+//!   `traceparent` header.
+//! - OTEL-6: a malformed or oversize trace context is ignored (a malformed `_meta` falls back to the header); never
+//!   an error.
+//! - OTEL-7: a call to an imported MCP server carries the calling span's trace context in `_meta`.
+//! - OTEL-8: the example CLI exports when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces variable) is set.
 
 use crate::error::{Error, Result};
 use opentelemetry::trace::TracerProvider as _;
