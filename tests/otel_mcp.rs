@@ -90,6 +90,8 @@ async fn otel_5_otel_6_otel_8_cli_mcp_continues_the_callers_trace_from_meta_or_h
     assert!(cli.terminate().success(), "{}", cli.stderr());
     let spans = receiver.spans_when(|s| named(s, "tools/call say").len() >= 5);
 
+    // A request without a tool is named by its method alone.
+    assert!(!named(&spans, "tools/list").is_empty(), "{}", names(&spans));
     // OTEL-8: the resource the standard variables describe.
     let resource = &spans.first().unwrap_or_else(|| panic!("nothing exported: {}", cli.stderr()))["resource"];
     assert_eq!(resource["service.name"], "otel-mcp-test", "{resource}");

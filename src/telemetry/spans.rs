@@ -10,12 +10,13 @@ use std::time::Duration;
 use tracing::field::Empty;
 use tracing::{Span, info, info_span, warn};
 
-/// `"{operation} {target}"`, formatted only when a subscriber records it.
+/// `"{operation} {target}"`, or the operation alone when there is no target (`tools/list`, not `tools/list `, as
+/// an exported span name), formatted only when a subscriber records it.
 pub(crate) struct Named<'a>(pub(crate) &'a str, pub(crate) &'a str);
 
 impl fmt::Display for Named<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.0, self.1)
+        if self.1.is_empty() { f.write_str(self.0) } else { write!(f, "{} {}", self.0, self.1) }
     }
 }
 
