@@ -64,6 +64,8 @@ const SCOPE: &str = "fisk-ai";
 
 /// A running OTLP export: the tracer provider with its batch processor. Dropping it flushes what is queued and
 /// shuts the export down (errors ignored); [`shutdown`](OtlpExport::shutdown) does the same and reports them.
+/// Either waits for that last export, at most the SDK's 5 s, so a program whose collector is down exits late by
+/// that much, not forever.
 ///
 /// ```no_run
 /// # fn main() -> fisk_ai::Result<()> {
