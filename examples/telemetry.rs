@@ -7,9 +7,9 @@
 //! RUST_LOG=fisk_ai=debug cargo run --example telemetry
 //! ```
 //!
-//! To export the same spans to an OpenTelemetry collector, add `tracing-opentelemetry` (with `opentelemetry_sdk`
-//! and an exporter such as `opentelemetry-otlp`) to the host and install its layer next to (or instead of) the
-//! `fmt` layer; see the `fisk_ai::telemetry` module docs.
+//! To export the same spans to an OpenTelemetry collector, build with the `otel` feature and call
+//! `fisk_ai::telemetry::otel::install()` (or add `OtlpExport::layer()` next to the `fmt` layer); see the
+//! `fisk_ai::telemetry::otel` module docs.
 
 use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunOptions};

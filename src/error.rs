@@ -38,6 +38,9 @@ pub enum ErrorKind {
     Audit,
     /// The knowledge index could not be built, opened or searched (KNOW-1..).
     Knowledge,
+    /// The OpenTelemetry export could not be set up: an `OTEL_*` variable that is not usable, or a subscriber that is
+    /// already installed (OTEL-2; feature `otel`).
+    Telemetry,
 }
 
 impl fmt::Display for ErrorKind {
@@ -54,6 +57,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Run => "run error",
             ErrorKind::Audit => "audit error",
             ErrorKind::Knowledge => "knowledge index error",
+            ErrorKind::Telemetry => "telemetry error",
         })
     }
 }
@@ -240,6 +244,16 @@ impl Error {
     /// An [`ErrorKind::Knowledge`] error: `message` names the index, file or endpoint.
     pub fn knowledge(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Knowledge, message)
+    }
+
+    /// An [`ErrorKind::Telemetry`] error: `message` names the variable or the setting at fault.
+    pub fn telemetry(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Telemetry, message)
+    }
+
+    /// Whether the OpenTelemetry export could not be set up.
+    pub fn is_telemetry(&self) -> bool {
+        self.kind == ErrorKind::Telemetry
     }
 
     /// A NATS connection or request error.

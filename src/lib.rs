@@ -93,6 +93,7 @@
 //! | `nats` | yes | `nats::NatsConnection` from NATS CLI contexts, `serve::a2a::A2aServer`, `serve::worker::Worker`, `source::remote::RemoteAgent` |
 //! | `terminal` | yes | `gate::TerminalGate` and `operator::TerminalPrompter`: approval and `ask_human_*` prompts |
 //! | `clap` | no | `clap::introspection` and `clap::ClapSource`: a Rust CLI built with clap as a tool source |
+//! | `otel` | no | `telemetry::otel`: the spans exported over OTLP/HTTP (protobuf), W3C trace context continued from MCP callers and passed on to imported MCP servers |
 //!
 //! The tool model, selection, execution, the agent loop, sessions, `ScriptedProvider` and the traits above work
 //! with `default-features = false`. `fisk-ai` builds on Unix-like systems only: tools run in their own process

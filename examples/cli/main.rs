@@ -87,11 +87,28 @@ enum Command {
     Knowledge(knowledge::KnowledgeArgs),
 }
 
+/// The OTLP export when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces-only variable) is set; none otherwise, so a
+/// CLI built with `otel` sends nothing to a collector nobody named.
+#[cfg(feature = "otel")]
+fn otel_export() -> fisk_ai::Result<Option<fisk_ai::telemetry::otel::OtlpExport>> {
+    use fisk_ai::telemetry::otel;
+    otel::configured().then(otel::install).transpose()
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let matches = Cli::command().name(program()).bin_name(program()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let _ = cli.no_tui; // CLI-4: accepted, no effect on line output.
+    // OTEL-8: spans go to the collector the standard variables name; dropped at the end of main, which flushes them.
+    #[cfg(feature = "otel")]
+    let _export = match otel_export() {
+        Ok(export) => export,
+        Err(e) => {
+            eprintln!("error: {}", fisk_ai::gate::sanitize(&format!("{e:#}"), usize::MAX));
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
         Command::Info(args) => info::run(args).await.map(|()| true),
         Command::Run(args) => run::run(args).await.map(|reason| reason.is_success()),

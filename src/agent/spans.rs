@@ -33,11 +33,11 @@ pub(crate) fn run_span(agent: &str, provider: &str, model: &str, session: Option
 
 /// The run's totals and how it ended.
 pub(crate) fn run_ended(span: &Span, stats: &RunStats, reason: TerminalReason, error: Option<&crate::Error>) {
-    span.record(USAGE_INPUT_TOKENS, input_tokens(&stats.usage));
-    span.record(USAGE_OUTPUT_TOKENS, stats.usage.output_tokens);
+    span.record(USAGE_INPUT_TOKENS, int(input_tokens(&stats.usage)));
+    span.record(USAGE_OUTPUT_TOKENS, int(stats.usage.output_tokens));
     span.record(RUN_OUTCOME, reason.as_str());
-    span.record(RUN_LLM_CALLS, stats.llm_calls);
-    span.record(RUN_TOOL_CALLS, stats.tool_calls);
+    span.record(RUN_LLM_CALLS, i64::from(stats.llm_calls));
+    span.record(RUN_TOOL_CALLS, i64::from(stats.tool_calls));
     if !reason.is_success()
         && let Some(error) = error
     {

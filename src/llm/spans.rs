@@ -22,8 +22,8 @@ pub(crate) fn chat_span(provider: &str, model: &str, iteration: u32, max_tokens:
         { PROVIDER_NAME } = provider,
         { SYSTEM } = provider,
         { REQUEST_MODEL } = model,
-        { REQUEST_MAX_TOKENS } = max_tokens,
-        { ITERATION } = iteration,
+        { REQUEST_MAX_TOKENS } = max_tokens.map(i64::from),
+        { ITERATION } = i64::from(iteration),
         { RESPONSE_MODEL } = Empty,
         { RESPONSE_ID } = Empty,
         { RESPONSE_FINISH_REASONS } = Empty,
@@ -46,10 +46,10 @@ pub(crate) fn chat_answered(span: &Span, response: &Response) {
         span.record(RESPONSE_ID, id.as_str());
     }
     let usage = &response.usage;
-    span.record(USAGE_INPUT_TOKENS, input_tokens(usage));
-    span.record(USAGE_OUTPUT_TOKENS, usage.output_tokens);
-    span.record(USAGE_CACHE_READ_TOKENS, usage.cache_read_tokens);
-    span.record(USAGE_CACHE_CREATION_TOKENS, usage.cache_creation_tokens);
+    span.record(USAGE_INPUT_TOKENS, int(input_tokens(usage)));
+    span.record(USAGE_OUTPUT_TOKENS, int(usage.output_tokens));
+    span.record(USAGE_CACHE_READ_TOKENS, int(usage.cache_read_tokens));
+    span.record(USAGE_CACHE_CREATION_TOKENS, int(usage.cache_creation_tokens));
     span.record(RESPONSE_FINISH_REASONS, response.stop_reason.as_str());
     if response.stop_reason == StopReason::MaxTokens {
         span.in_scope(|| {

@@ -80,29 +80,35 @@
 //!
 //! # Exporting to OpenTelemetry
 //!
-//! `tracing-opentelemetry` is not a dependency of this crate. A host adds it, with an exporter, and installs its
-//! layer next to any other:
+//! With the `otel` feature, [`otel::install`] exports these spans over OTLP/HTTP (protobuf) in one call, configured
+//! by the standard `OTEL_*` variables, and [`otel::OtlpExport::layer`] adds the same export to a host's own
+//! subscriber. With it the MCP server also continues a caller's W3C trace context and calls to imported MCP
+//! servers carry ours (OTEL-1..8; see [`otel`]).
 //!
-//! ```toml
-//! [dependencies]
-//! opentelemetry_sdk = "0.31"
-//! opentelemetry-otlp = "0.31"
-//! tracing-opentelemetry = "0.32"
-//! tracing-subscriber = "0.3"
+//! ```no_run
+//! # #[cfg(feature = "otel")]
+//! # fn main() -> fisk_ai::Result<()> {
+//! let _export = fisk_ai::telemetry::otel::install()?; // flushes when dropped
+//! # Ok(()) }
+//! # #[cfg(not(feature = "otel"))]
+//! # fn main() {}
 //! ```
 //!
-//! ```text
-//! let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
-//!     .with_batch_exporter(opentelemetry_otlp::SpanExporter::builder().with_tonic().build()?)
-//!     .build();
-//! let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "my-host");
-//! tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer)).init();
-//! ```
+//! Without the feature, a host adds `tracing-opentelemetry` and an exporter itself and installs its layer next to
+//! any other; the span names and kinds above are already in the fields it reads.
 //!
-//! `examples/tracing.rs` runs one scripted run under a `fmt` subscriber: `cargo run --example tracing`.
+//! `examples/telemetry.rs` runs one scripted run under a `fmt` subscriber: `cargo run --example telemetry`.
 
+// Trace context only crosses MCP, so without `mcp` there is nothing to carry it.
+#[cfg(all(feature = "otel", feature = "mcp"))]
+mod context;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
 mod spans;
 
+#[cfg(all(feature = "otel", feature = "mcp"))]
+pub(crate) use context::{TRACEPARENT, TRACESTATE, continue_trace, current as current_trace_context};
 pub(crate) use spans::*;
 
 /// The target of every span and event but the content events.

@@ -10,12 +10,13 @@ use std::time::Duration;
 use tracing::field::Empty;
 use tracing::{Span, info, info_span, warn};
 
-/// `"{operation} {target}"`, formatted only when a subscriber records it.
+/// `"{operation} {target}"`, or the operation alone when there is no target (`tools/list`, not `tools/list `, as
+/// an exported span name), formatted only when a subscriber records it.
 pub(crate) struct Named<'a>(pub(crate) &'a str, pub(crate) &'a str);
 
 impl fmt::Display for Named<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.0, self.1)
+        if self.1.is_empty() { f.write_str(self.0) } else { write!(f, "{} {}", self.0, self.1) }
     }
 }
 
@@ -26,6 +27,12 @@ impl<T: Serialize + ?Sized> fmt::Display for Json<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&serde_json::to_string(self.0).map_err(|_| fmt::Error)?)
     }
+}
+
+/// A count as `i64`, the integer type `tracing-opentelemetry` exports as an integer attribute (it exports `u64`
+/// values as strings), so a collector can sum and compare GenAI token counts.
+pub(crate) fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 pub(crate) fn millis(d: Duration) -> u64 {

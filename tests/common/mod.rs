@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod memory;
 pub mod nats;
 pub mod net;
+pub mod otlp;
 pub mod procs;
 pub mod python;
 pub mod tools;
@@ -140,6 +141,7 @@ pub fn example(name: &str) -> PathBuf {
         (cfg!(feature = "terminal"), "terminal"),
         (cfg!(feature = "clap"), "clap"),
         (cfg!(feature = "knowledge"), "knowledge"),
+        (cfg!(feature = "otel"), "otel"),
         // Every feature, so the set matches the one `cargo test --all-features` built the examples with: then this
         // build finds them fresh instead of rebuilding the library with another feature set mid-suite.
         (cfg!(feature = "testing"), "testing"),

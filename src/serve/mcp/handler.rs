@@ -94,6 +94,8 @@ fn request_span(method: &str, tool: Option<&str>, context: &RequestContext<RoleS
     if let Some(c) = parts.and_then(|p| p.extensions.get::<Arc<Caller>>()) {
         telemetry::caller(&span, c.subject(), c.client_id());
     }
+    #[cfg(feature = "otel")]
+    super::caller_trace::continue_caller_trace(&span, context, parts);
     span
 }
 

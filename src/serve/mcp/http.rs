@@ -321,7 +321,10 @@ impl Gate {
         };
         match listing_request_id(&bytes) {
             Some(id) => {
-                let _span = crate::telemetry::mcp_span("tools/list", None, Some(&session), &id, None).entered();
+                let span = crate::telemetry::mcp_span("tools/list", None, Some(&session), &id, None);
+                #[cfg(feature = "otel")]
+                super::caller_trace::continue_from_headers(&span, &parts.headers);
+                let _span = span.entered();
                 let head = bytes::Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#));
                 let chunks = std::iter::once(head)
                     .chain(self.listing.chunks(self.shared.visible(caller)))

@@ -52,6 +52,8 @@
 
 mod auth;
 mod builder;
+#[cfg(feature = "otel")]
+mod caller_trace;
 mod clients;
 mod confirm;
 mod duplicate;

@@ -200,6 +200,11 @@ impl Connection {
         if let Some(args) = arguments {
             params = params.with_arguments(args);
         }
+        // OTEL-7: the server continues our trace (SEP-414 keys); nothing is added without an exporting layer.
+        #[cfg(feature = "otel")]
+        for (key, value) in crate::telemetry::current_trace_context() {
+            params.meta.get_or_insert_with(Default::default).insert(key.to_owned(), value.into());
+        }
         let work = async {
             let session = self.live().await.map_err(ToolOutput::error)?;
             Ok::<_, ToolOutput>((session.call_tool(params).await, session))
