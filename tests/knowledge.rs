@@ -440,3 +440,17 @@ async fn know_6_a_hostile_embeddings_endpoint_fails_indexing_and_degrades_search
         kb.index(IndexOptions::new().reindex(true), &()).await.unwrap();
     }
 }
+
+/// KNOW-13: `remove` takes a file or a directory by exact, case-sensitive path; a name that only starts the same,
+/// or has LIKE wildcards, removes nothing else.
+#[tokio::test]
+async fn know_13_remove_matches_a_file_or_a_directory_exactly() {
+    let (_dir, kb) = corpus();
+    index(&kb).await;
+    for nothing in ["corpus/guide", "CORPUS/guides", "corpus/g%", "corpus/guides_", "corpus/runbook"] {
+        assert_eq!(kb.remove(nothing).await.unwrap(), 0, "{nothing}");
+    }
+    assert_eq!(kb.remove("corpus/guides/").await.unwrap(), 2);
+    assert_eq!(kb.remove("corpus/runbook.md").await.unwrap(), 1);
+    assert!(kb.sources().unwrap().unwrap().is_empty());
+}

@@ -148,11 +148,15 @@ impl KnowledgeBase {
         tokio::task::spawn_blocking(move || {
             let w = store::open_writer(kb.directory())?;
             let db = store::db_path(kb.directory());
-            let under = format!("{path}/%");
+            // An exact, case-sensitive prefix (LIKE would read `%` and `_` as wildcards and ignore ASCII case).
+            let under = format!("{path}/");
             let rels: Vec<String> = {
                 let mut stmt = w
                     .conn
-                    .prepare("SELECT path FROM files WHERE path = ?1 OR abs = ?1 OR path LIKE ?2 OR abs LIKE ?2")
+                    .prepare(
+                        "SELECT path FROM files WHERE path = ?1 OR abs = ?1 \
+                         OR substr(path, 1, length(?2)) = ?2 OR substr(abs, 1, length(?2)) = ?2",
+                    )
                     .map_err(|e| sql(&db, e))?;
                 let rows = stmt.query_map([&path, &under], |r| r.get(0)).map_err(|e| sql(&db, e))?;
                 rows.collect::<rusqlite::Result<_>>().map_err(|e| sql(&db, e))?
