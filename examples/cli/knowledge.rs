@@ -96,7 +96,9 @@ pub(crate) async fn run(args: KnowledgeArgs) -> Result<bool> {
         KnowledgeCommand::Search { query, top_k } => search(&kb, &query, top_k).await,
         KnowledgeCommand::Show { citation } => match kb.show(&citation)? {
             Some(hit) => {
-                println!("{} {} (lines {}-{})", hit.citation, hit.title, hit.line_start, hit.line_end);
+                // The path and the headings come from the documents: shown sanitized, like the text.
+                let (cite, title) = (clean(&hit.citation), clean(&hit.title));
+                println!("{cite} {title} (lines {}-{})", hit.line_start, hit.line_end);
                 // Line by line: the sanitizer folds line breaks, and a passage is read as lines.
                 for line in hit.text.lines() {
                     println!("{}", fisk_ai::gate::sanitize(line, usize::MAX));
@@ -104,7 +106,7 @@ pub(crate) async fn run(args: KnowledgeArgs) -> Result<bool> {
                 Ok(true)
             }
             None => {
-                eprintln!("{}: no such passage in the index {}", citation, kb.directory().display());
+                eprintln!("{}: no such passage in the index {}", clean(&citation), kb.directory().display());
                 Ok(false)
             }
         },
@@ -152,9 +154,17 @@ pub(crate) async fn index(kb: &KnowledgeBase, options: IndexOptions) -> Result<I
 
 pub(crate) fn print_report(report: &IndexReport) {
     for s in &report.skipped {
-        eprintln!("skipped {}: {}", fisk_ai::gate::sanitize(&s.path.display().to_string(), 300), s.reason);
+        eprintln!("skipped {}: {}", clean(&s.path.display().to_string()), clean(&s.reason));
+    }
+    if report.skipped_unlisted > 0 {
+        eprintln!("skipped {} more file(s), not listed", report.skipped_unlisted);
     }
     println!("{report}");
+}
+
+/// Text from a document, a path or a service, made safe for a terminal (escapes stripped, controls folded).
+fn clean(text: &str) -> String {
+    fisk_ai::gate::sanitize(text, 300)
 }
 
 async fn search(kb: &KnowledgeBase, query: &str, top_k: Option<usize>) -> Result<bool> {
@@ -163,14 +173,14 @@ async fn search(kb: &KnowledgeBase, query: &str, top_k: Option<usize>) -> Result
         return Ok(false);
     };
     for w in &found.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", clean(w));
     }
     for (i, hit) in found.hits.iter().enumerate() {
         println!(
             "{}. {} {} (lines {}-{}, score {:.4})",
             i + 1,
-            hit.citation,
-            hit.title,
+            clean(&hit.citation),
+            clean(&hit.title),
             hit.line_start,
             hit.line_end,
             hit.score

@@ -26,7 +26,10 @@ pub(crate) async fn watch(kb: &KnowledgeBase, debounce: Duration, initial: bool)
         };
         debouncer.watch(&target, mode).map_err(|e| format!("cannot watch {}: {e}", target.display()))?;
     }
-    let index_dir = kb.directory().to_path_buf();
+    // notify reports absolute paths: a relative index directory would never match, and the index's own writes
+    // would trigger endless reindexing when it lies under a watched root.
+    let index_dir = std::path::absolute(kb.directory()).unwrap_or_else(|_| kb.directory().to_path_buf());
+    let index_dir = index_dir.canonicalize().unwrap_or(index_dir);
     eprintln!("watching {} path(s); Ctrl-C stops", kb.paths().len());
     loop {
         tokio::select! {

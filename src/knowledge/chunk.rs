@@ -3,11 +3,17 @@
 
 /// The chunker's version, pinned in every index: a change to how text is cut changes this, so an old index asks
 /// for `--reindex` instead of mixing two chunkings.
-pub const CHUNKER_VERSION: &str = "md-2";
+pub const CHUNKER_VERSION: &str = "md-3";
 /// How tokens are estimated (pinned in the index with the chunker).
 pub const TOKENIZER: &str = "chars/4";
 /// The token bound of one chunk.
 pub const MAX_CHUNK_TOKENS: usize = 400;
+/// The most characters of one heading kept in a title: a document could otherwise make every passage's title (and
+/// so every search result and embedder request) as long as the file.
+pub const MAX_HEADING_CHARS: usize = 200;
+/// The largest fenced code block kept whole, in estimated tokens. Above it (an unclosed fence runs to the end of
+/// the file) the block is cut at line boundaries like prose, so no passage can swamp a result or an embedder request.
+pub const MAX_CODE_BLOCK_TOKENS: usize = 4 * MAX_CHUNK_TOKENS;
 
 /// Estimated tokens of `text`: a quarter of its characters, rounded up. Model tokenizers differ; this errs on the
 /// long side for prose and is the same on every machine.
@@ -98,7 +104,7 @@ fn heading(line: &str) -> Option<(usize, String)> {
         return None;
     }
     let title = rest.trim().trim_end_matches('#').trim();
-    Some((level, title.to_owned()))
+    Some((level, title.chars().take(MAX_HEADING_CHARS).collect()))
 }
 
 /// A fence opening: three or more backticks or tildes, up to three spaces indented.
@@ -136,8 +142,9 @@ impl Section {
     fn add(&mut self, block: Option<Block>, out: &mut Vec<Chunk>) {
         let Some(block) = block else { return };
         let tokens = estimate_tokens(&block.lines.join("\n"));
-        if tokens > MAX_CHUNK_TOKENS && !block.code {
-            // A paragraph too long for one chunk goes out in line-sized pieces.
+        if tokens > MAX_CHUNK_TOKENS && (!block.code || tokens > MAX_CODE_BLOCK_TOKENS) {
+            // A paragraph too long for one chunk goes out in line-sized pieces; so does a code block too long to
+            // be a passage at all.
             self.flush(out);
             for piece in split_lines(block) {
                 self.add_fitting(piece, out);
@@ -183,7 +190,7 @@ fn split_lines(block: Block) -> Vec<Block> {
                 Some(b) if tokens + t <= MAX_CHUNK_TOKENS => b.lines.push(part),
                 _ => {
                     tokens = 0;
-                    out.push(Block { start: n, lines: vec![part], code: false });
+                    out.push(Block { start: n, lines: vec![part], code: block.code });
                 }
             }
             tokens += t;
@@ -216,12 +223,29 @@ mod tests {
 
     #[test]
     fn a_hash_in_a_code_block_is_not_a_heading_and_the_block_stays_whole() {
-        let body = (0..600).map(|i| format!("echo {i} # not a heading")).collect::<Vec<_>>().join("\n");
+        let body = (0..200).map(|i| format!("echo {i} # not a heading")).collect::<Vec<_>>().join("\n");
         let text = format!("# A\n\n```sh\n# comment\n{body}\n```\n\nafter\n");
         let chunks = chunk_markdown(&text);
         let code = chunks.iter().find(|c| c.text.starts_with("```sh")).expect("the code block is one chunk");
         assert!(code.text.ends_with("```"), "never split: {}", &code.text[code.text.len() - 20..]);
         assert!(chunks.iter().all(|c| c.headings == ["A"]));
+    }
+
+    #[test]
+    fn an_unclosed_fence_over_the_code_bound_is_cut_into_bounded_passages() {
+        let body = (0..20_000).map(|i| format!("line {i} of a runaway fence")).collect::<Vec<_>>().join("\n");
+        let text = format!("# A\n\n```\n{body}\n");
+        let chunks = chunk_markdown(&text);
+        assert!(chunks.len() > 100);
+        assert!(chunks.iter().all(|c| estimate_tokens(&c.text) <= MAX_CHUNK_TOKENS + 1));
+        assert_eq!(chunks.last().unwrap().line_end, 20_003);
+    }
+
+    #[test]
+    fn a_huge_heading_is_cut_to_the_title_bound() {
+        let text = format!("# {}\n\nbody\n", "h".repeat(100_000));
+        let chunks = chunk_markdown(&text);
+        assert_eq!(chunks[0].title("f.md").chars().count(), MAX_HEADING_CHARS);
     }
 
     #[test]

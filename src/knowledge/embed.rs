@@ -100,7 +100,10 @@ impl HttpEmbedder {
         &self.url
     }
 
+    /// An error naming the endpoint. Everything the endpoint (or the network) said is sanitized: these messages
+    /// reach the operator's terminal and, as search warnings, the model.
     fn fail(&self, what: impl std::fmt::Display) -> Error {
+        let what = crate::gate::sanitize(&what.to_string(), 300);
         Error::new(ErrorKind::Provider, format!("embeddings endpoint {}: {what}", self.url))
     }
 
@@ -146,9 +149,13 @@ impl Embedder for HttpEmbedder {
         let bytes = self.read(response).await?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned();
-            return Err(self.fail(format!("HTTP {}: {}", status.as_u16(), crate::gate::sanitize(&text, 300))));
+            return Err(self.fail(format!("HTTP {}: {text}", status.as_u16())));
         }
-        let reply: Reply = serde_json::from_slice(&bytes).map_err(|e| self.fail(format!("malformed reply: {e}")))?;
+        // serde's message can quote the reply; the position is enough to find the fault, and says nothing the
+        // endpoint chose.
+        let reply: Reply = serde_json::from_slice(&bytes).map_err(|e| {
+            self.fail(format!("malformed reply ({:?} error at line {} column {})", e.classify(), e.line(), e.column()))
+        })?;
         order(reply, texts.len()).map_err(|e| self.fail(e))
     }
 }

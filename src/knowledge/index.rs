@@ -62,8 +62,10 @@ pub struct IndexReport {
     pub bytes: u64,
     /// Passages whose vector came from the embedder (the rest reused one already stored).
     pub embedded: usize,
-    /// Files left out, with the reason.
+    /// Files left out, with the reason: the first [`MAX_SKIPPED_LISTED`](super::MAX_SKIPPED_LISTED).
     pub skipped: Vec<Skipped>,
+    /// Files left out beyond those listed in [`skipped`](Self::skipped).
+    pub skipped_unlisted: usize,
     /// Whether nothing was written.
     pub dry_run: bool,
 }
@@ -106,9 +108,27 @@ struct Stored {
     hash: String,
 }
 
+/// What [`KnowledgeBase::plan`] found: the writer (none when dry), the files the index holds and those on disk.
+struct Planned {
+    writer: Option<Writer>,
+    stored: HashMap<String, Stored>,
+    found: Vec<Found>,
+    report: IndexReport,
+    dimension: Option<usize>,
+}
+
+/// An index run between batches: the writer, the files still to look at, and the vectors' dimension once known.
+struct Run {
+    writer: Option<Writer>,
+    queue: std::collections::VecDeque<Found>,
+    dimension: Option<usize>,
+}
+
 /// A changed file, chunked, ready to write.
 struct Prepared {
     found: Found,
+    /// Bytes read.
+    bytes: u64,
     hash: String,
     chunks: Vec<Chunk>,
     vectors: Vec<Option<Vec<u8>>>,
@@ -133,49 +153,37 @@ impl KnowledgeBase {
     pub async fn index(&self, options: IndexOptions, progress: &dyn IndexProgress) -> Result<IndexReport> {
         let kb = self.clone();
         let dry = options.dry_run;
-        let (writer, stored, found, report) = blocking(move || kb.plan(options)).await??;
-        let mut report = IndexReport { dry_run: dry, ..report };
-        progress.start(found.len());
-        let mut writer = writer;
-        let mut batch: Vec<Found> = Vec::new();
-        let mut bytes = 0;
-        let mut seen: Vec<String> = Vec::with_capacity(found.len());
-        let stored = std::sync::Arc::new(stored);
-        for f in found {
-            seen.push(f.rel.clone());
-            bytes += f.size;
-            batch.push(f);
-            if bytes >= BATCH_BYTES {
-                writer = self.batch(writer, std::mem::take(&mut batch), &stored, &mut report, progress).await?;
-                bytes = 0;
-            }
+        let planned = blocking(move || kb.plan(options)).await??;
+        let mut report = IndexReport { dry_run: dry, ..planned.report };
+        progress.start(planned.found.len());
+        let seen: Vec<String> = planned.found.iter().map(|f| f.rel.clone()).collect();
+        let stored = std::sync::Arc::new(planned.stored);
+        let mut run = Run { writer: planned.writer, queue: planned.found.into(), dimension: planned.dimension };
+        while !run.queue.is_empty() {
+            run = self.batch(run, &stored, &mut report, progress).await?;
         }
-        writer = self.batch(writer, batch, &stored, &mut report, progress).await?;
         let removed: Vec<String> = stored.keys().filter(|k| seen.binary_search(k).is_err()).cloned().collect();
         report.removed += removed.len();
-        if let Some(w) = writer {
+        if let Some(w) = run.writer {
             let dir = self.directory().to_path_buf();
-            blocking(move || remove(&w, &removed).map_err(|e| sql(&store::db_path(&dir), e))).await??;
+            blocking(move || finish(&w, &removed).map_err(|e| sql(&store::db_path(&dir), e))).await??;
         }
         Ok(report)
     }
 
     /// Lock, check the pins, and list what is on disk and in the index. A dry run takes no lock and opens nothing
-    /// for writing.
-    #[allow(clippy::type_complexity)]
-    fn plan(
-        &self,
-        options: IndexOptions,
-    ) -> Result<(Option<Writer>, HashMap<String, Stored>, Vec<Found>, IndexReport)> {
+    /// for writing. A `--reindex` empties the index inside one transaction that lasts the whole run: readers keep
+    /// the old index until the new one commits, and a failed rebuild leaves the old one as it was.
+    fn plan(&self, options: IndexOptions) -> Result<Planned> {
         let dir = self.directory();
         let wanted = self.pins();
-        let (writer, stored) = if options.dry_run {
+        let (writer, stored, dimension) = if options.dry_run {
             let conn = store::open_reader(dir)?;
             let stored = match &conn {
                 Some(c) if !options.reindex => load_stored(c).map_err(|e| sql(&store::db_path(dir), e))?,
                 _ => HashMap::new(),
             };
-            (None, stored)
+            (None, stored, None)
         } else {
             let w = store::open_writer(dir)?;
             let db = store::db_path(dir);
@@ -189,77 +197,80 @@ impl KnowledgeBase {
                 )));
             }
             if options.reindex {
+                w.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| sql(&db, e))?;
                 store::clear(&w.conn).map_err(|e| sql(&db, e))?;
             }
             let keep_dim = pins.filter(|_| !options.reindex).and_then(|p| p.dimension);
-            store::write_pins(&w.conn, &Pins { dimension: keep_dim, ..wanted }).map_err(|e| sql(&db, e))?;
+            let pins = Pins { dimension: keep_dim, ..wanted };
+            // Pins that already read so are not written again: an idle `watch` cycle writes nothing.
+            if store::read_pins(&w.conn).map_err(|e| sql(&db, e))?.as_ref() != Some(&pins) {
+                store::write_pins(&w.conn, &pins).map_err(|e| sql(&db, e))?;
+            }
             let stored = load_stored(&w.conn).map_err(|e| sql(&db, e))?;
-            (Some(w), stored)
+            (Some(w), stored, keep_dim)
         };
-        let mut skipped = Vec::new();
-        skipped.extend(self.unresolved().iter().cloned());
+        let mut skipped = files::Skips::default();
+        for s in self.unresolved() {
+            skipped.push(s.path.clone(), s.reason.clone());
+        }
         let found = files::discover(self.roots(), &mut skipped);
-        Ok((writer, stored, found, IndexReport { skipped, ..IndexReport::default() }))
+        let report = IndexReport { skipped: skipped.listed, skipped_unlisted: skipped.more, ..IndexReport::default() };
+        Ok(Planned { writer, stored, found, report, dimension })
     }
 
-    /// Read, chunk, embed and write one batch of files.
+    /// Read, chunk, embed and write the next batch: files are read until [`BATCH_BYTES`] of them have been, so a
+    /// batch is bounded by what was actually read, not by the sizes listed before.
     async fn batch(
         &self,
-        writer: Option<Writer>,
-        batch: Vec<Found>,
+        run: Run,
         stored: &std::sync::Arc<HashMap<String, Stored>>,
         report: &mut IndexReport,
         progress: &dyn IndexProgress,
-    ) -> Result<Option<Writer>> {
-        if batch.is_empty() {
-            return Ok(writer);
-        }
-        let (stored_c, doc_prefix) = (stored.clone(), self.pins().document_prefix);
-        let (writer, looked) = blocking(move || {
-            let looked: Vec<Looked> = batch.into_iter().map(|f| look(f, &stored_c)).collect();
+    ) -> Result<Run> {
+        let Run { writer, mut queue, mut dimension } = run;
+        let stored_c = stored.clone();
+        let (writer, queue, looked) = blocking(move || {
+            let mut looked: Vec<Looked> = Vec::new();
+            let mut read = 0;
+            while read < BATCH_BYTES {
+                let Some(f) = queue.pop_front() else { break };
+                let (l, bytes) = look(f, &stored_c);
+                read += bytes;
+                looked.push(l);
+            }
             let looked = match &writer {
                 Some(w) => reuse_vectors(&w.conn, looked),
                 None => Ok(looked),
             };
-            (writer, looked)
+            (writer, queue, looked)
         })
         .await?;
         let mut looked = looked.map_err(|e| sql(&store::db_path(self.directory()), e))?;
-        for l in &looked {
-            match l {
-                Looked::Unchanged(f) | Looked::Touched(f) => {
-                    report.unchanged += 1;
-                    progress.file(&f.rel);
-                }
-                Looked::Changed(p) => {
-                    report.indexed += 1;
-                    report.chunks += p.chunks.len();
-                    report.bytes += p.found.size;
-                    progress.file(&p.found.rel);
-                }
-                Looked::Unreadable(f, why) => {
-                    // A file indexed before and unreadable now leaves the index.
-                    report.removed += usize::from(stored.contains_key(&f.rel));
-                    report.skipped.push(Skipped { path: f.abs.clone(), reason: why.clone() });
-                }
-            }
-        }
-        let Some(writer) = writer else { return Ok(None) };
+        tally(&looked, stored, report, progress);
+        let Some(writer) = writer else { return Ok(Run { writer: None, queue, dimension }) };
         if let Some(embedder) = self.embedder() {
-            report.embedded += self.embed_missing(embedder.as_ref(), &mut looked, &doc_prefix).await?;
+            let prefix = self.pins().document_prefix;
+            report.embedded += self.embed_missing(embedder.as_ref(), &mut looked, &prefix, &mut dimension).await?;
         }
         let dir = self.directory().to_path_buf();
-        let dimension = self.embedder().is_some();
+        let pin = dimension.filter(|_| self.embedder().is_some());
         let writer = blocking(move || {
-            write_batch(&writer.conn, &looked, dimension).map_err(|e| sql(&store::db_path(&dir), e))?;
+            write_batch(&writer.conn, &looked, pin).map_err(|e| sql(&store::db_path(&dir), e))?;
             Ok::<_, Error>(writer)
         })
         .await??;
-        Ok(Some(writer))
+        Ok(Run { writer: Some(writer), queue, dimension })
     }
 
     /// Embed every passage that has no vector yet (KNOW-6: a failure here fails the run, loudly).
-    async fn embed_missing(&self, embedder: &dyn Embedder, looked: &mut [Looked], prefix: &str) -> Result<usize> {
+    /// `dimension` is the index's (or the run's, once a vector came back): every vector must have it.
+    async fn embed_missing(
+        &self,
+        embedder: &dyn Embedder,
+        looked: &mut [Looked],
+        prefix: &str,
+        dimension: &mut Option<usize>,
+    ) -> Result<usize> {
         let mut wanted: Vec<(usize, usize, String)> = Vec::new();
         for (i, l) in looked.iter().enumerate() {
             if let Looked::Changed(p) = l {
@@ -272,21 +283,31 @@ impl KnowledgeBase {
             }
         }
         let mut done = 0;
-        // Every vector of one run has one dimension, checked across requests before anything is written.
-        let mut run_dimension: Option<usize> = None;
         for part in wanted.chunks(embed::BATCH) {
             let texts: Vec<String> = part.iter().map(|(_, _, t)| t.clone()).collect();
             let vectors = embedder.embed(&texts).await.map_err(|e| {
-                Error::knowledge(format!("indexing needs the embedder and it failed, so nothing more was indexed: {e}"))
+                let why = crate::gate::sanitize(&e.to_string(), 500);
+                Error::knowledge(format!(
+                    "indexing needs the embedder and it failed, so nothing more was indexed: {why}"
+                ))
             })?;
             let got = vectors.first().map_or(0, Vec::len);
-            if *run_dimension.get_or_insert(got) != got {
+            if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != got) || got == 0 {
                 return Err(Error::knowledge(format!(
-                    "the embedder returned vectors of {got} dimensions after vectors of {} in the same run",
-                    run_dimension.unwrap_or_default()
+                    "the embedder returned {} vectors of mixed or zero dimensions for {} passages",
+                    vectors.len(),
+                    texts.len()
                 )));
             }
-            self.check_dimension(got)?;
+            match *dimension.get_or_insert(got) {
+                d if d == got => {}
+                d => {
+                    return Err(Error::knowledge(format!(
+                        "the embedder returned vectors of {got} dimensions but the index holds {d}; run `knowledge \
+                         index --reindex` if the model changed"
+                    )));
+                }
+            }
             for ((i, j, _), v) in part.iter().zip(vectors) {
                 if let Looked::Changed(p) = &mut looked[*i] {
                     p.vectors[*j] = Some(embed::to_blob(&embed::normalize(v)));
@@ -295,19 +316,6 @@ impl KnowledgeBase {
             done += part.len();
         }
         Ok(done)
-    }
-
-    fn check_dimension(&self, got: usize) -> Result<()> {
-        let dir = self.directory();
-        let Some(conn) = store::open_reader(dir)? else { return Ok(()) };
-        let pinned = store::read_pins(&conn).map_err(|e| sql(&store::db_path(dir), e))?.and_then(|p| p.dimension);
-        match pinned {
-            Some(d) if d != got => Err(Error::knowledge(format!(
-                "the embedder returned vectors of {got} dimensions but the index holds {d}; run `knowledge index \
-                 --reindex` if the model changed"
-            ))),
-            _ => Ok(()),
-        }
     }
 }
 
@@ -324,22 +332,51 @@ fn load_stored(conn: &rusqlite::Connection) -> rusqlite::Result<HashMap<String, 
     rows.collect()
 }
 
-fn look(f: Found, stored: &HashMap<String, Stored>) -> Looked {
+/// Look at one file, and the bytes read doing so.
+fn look(f: Found, stored: &HashMap<String, Stored>) -> (Looked, u64) {
     let old = stored.get(&f.rel);
     if old.is_some_and(|o| o.size == f.size && o.mtime_ns == f.mtime_ns) {
-        return Looked::Unchanged(f);
+        return (Looked::Unchanged(f), 0);
     }
-    let text = match files::read_text(&f.abs) {
+    let text = match files::read_text(&f) {
         Ok(t) => t,
-        Err(why) => return Looked::Unreadable(f, why),
+        Err(why) => return (Looked::Unreadable(f, why), 0),
     };
+    let bytes = text.len() as u64;
     let hash = hex(&Sha256::digest(text.as_bytes()));
     if old.is_some_and(|o| o.hash == hash) {
-        return Looked::Touched(f);
+        return (Looked::Touched(f), bytes);
     }
     let chunks = chunk::chunk_markdown(&text);
     let vectors = vec![None; chunks.len()];
-    Looked::Changed(Prepared { found: f, hash, chunks, vectors })
+    (Looked::Changed(Prepared { found: f, bytes, hash, chunks, vectors }), bytes)
+}
+
+/// Count a batch into the report, and tell the progress bar.
+fn tally(looked: &[Looked], stored: &HashMap<String, Stored>, report: &mut IndexReport, progress: &dyn IndexProgress) {
+    for l in looked {
+        match l {
+            Looked::Unchanged(f) | Looked::Touched(f) => {
+                report.unchanged += 1;
+                progress.file(&f.rel);
+            }
+            Looked::Changed(p) => {
+                report.indexed += 1;
+                report.chunks += p.chunks.len();
+                report.bytes += p.bytes;
+                progress.file(&p.found.rel);
+            }
+            Looked::Unreadable(f, why) => {
+                // A file indexed before and unreadable now leaves the index.
+                report.removed += usize::from(stored.contains_key(&f.rel));
+                if report.skipped.len() < super::MAX_SKIPPED_LISTED {
+                    report.skipped.push(Skipped { path: f.abs.clone(), reason: why.clone() });
+                } else {
+                    report.skipped_unlisted += 1;
+                }
+            }
+        }
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -364,32 +401,38 @@ fn reuse_vectors(conn: &rusqlite::Connection, mut looked: Vec<Looked>) -> rusqli
     Ok(looked)
 }
 
-fn write_batch(conn: &rusqlite::Connection, looked: &[Looked], pin_dimension: bool) -> rusqlite::Result<()> {
+/// Run `f` in a transaction of its own, or inside the run-long one a `--reindex` holds.
+fn in_transaction(conn: &rusqlite::Connection, f: impl FnOnce() -> rusqlite::Result<()>) -> rusqlite::Result<()> {
+    if !conn.is_autocommit() {
+        return f();
+    }
     let tx = conn.unchecked_transaction()?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
-    for l in looked {
-        match l {
-            Looked::Touched(f) => {
-                tx.execute("UPDATE files SET mtime_ns = ?2 WHERE path = ?1", params![f.rel, f.mtime_ns])?;
-            }
-            Looked::Unchanged(_) => {}
-            Looked::Changed(p) => write_file(&tx, p, now)?,
-            Looked::Unreadable(f, _) => remove_one(&tx, &f.rel)?,
-        }
-    }
-    if pin_dimension {
-        let dim = looked.iter().find_map(|l| match l {
-            Looked::Changed(p) => p.vectors.iter().flatten().next().map(|v| v.len() / 4),
-            _ => None,
-        });
-        if let Some(d) = dim {
-            store::set_meta(&tx, "dimension", &d.to_string())?;
-        }
-    }
+    f()?;
     tx.commit()
 }
 
-fn write_file(tx: &rusqlite::Transaction<'_>, p: &Prepared, now: i64) -> rusqlite::Result<()> {
+fn write_batch(conn: &rusqlite::Connection, looked: &[Looked], dimension: Option<usize>) -> rusqlite::Result<()> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    in_transaction(conn, || {
+        for l in looked {
+            match l {
+                Looked::Touched(f) => {
+                    conn.execute("UPDATE files SET mtime_ns = ?2 WHERE path = ?1", params![f.rel, f.mtime_ns])?;
+                }
+                Looked::Unchanged(_) => {}
+                Looked::Changed(p) => write_file(conn, p, now)?,
+                Looked::Unreadable(f, _) => remove_one(conn, &f.rel)?,
+            }
+        }
+        let wrote_vectors = looked.iter().any(|l| matches!(l, Looked::Changed(p) if !p.chunks.is_empty()));
+        match dimension {
+            Some(d) if wrote_vectors => store::set_meta(conn, "dimension", &d.to_string()),
+            _ => Ok(()),
+        }
+    })
+}
+
+fn write_file(tx: &rusqlite::Connection, p: &Prepared, now: i64) -> rusqlite::Result<()> {
     let f = &p.found;
     remove_one(tx, &f.rel)?;
     let name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
@@ -428,10 +471,11 @@ pub(crate) fn remove_one(conn: &rusqlite::Connection, rel: &str) -> rusqlite::Re
     Ok(())
 }
 
-fn remove(w: &Writer, rels: &[String]) -> rusqlite::Result<()> {
-    let tx = w.conn.unchecked_transaction()?;
-    for rel in rels {
-        remove_one(&tx, rel)?;
+/// Remove the files gone from disk, and commit a `--reindex`'s transaction.
+fn finish(w: &Writer, rels: &[String]) -> rusqlite::Result<()> {
+    in_transaction(&w.conn, || rels.iter().try_for_each(|rel| remove_one(&w.conn, rel)))?;
+    if !w.conn.is_autocommit() {
+        w.conn.execute_batch("COMMIT")?;
     }
-    tx.commit()
+    Ok(())
 }

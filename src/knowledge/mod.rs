@@ -40,9 +40,12 @@ mod store;
 mod tool;
 
 pub use admin::{DoctorReport, IndexStats, SourceFile};
-pub use chunk::{CHUNKER_VERSION, Chunk, MAX_CHUNK_TOKENS, TOKENIZER, chunk_markdown, estimate_tokens};
+pub use chunk::{
+    CHUNKER_VERSION, Chunk, MAX_CHUNK_TOKENS, MAX_CODE_BLOCK_TOKENS, MAX_HEADING_CHARS, TOKENIZER, chunk_markdown,
+    estimate_tokens,
+};
 pub use embed::{Embedder, HttpEmbedder};
-pub use files::{MAX_FILE_BYTES, MAX_FILES, Skipped, TEXT_EXTENSIONS};
+pub use files::{MAX_FILE_BYTES, MAX_FILES, MAX_SKIPPED_LISTED, MAX_WALK_ENTRIES, Skipped, TEXT_EXTENSIONS};
 pub use index::{IndexOptions, IndexProgress, IndexReport};
 pub use search::{Hit, RRF_K, SearchResults, Tier, fts_query, reciprocal_rank_fusion};
 pub use store::{DB_FILE, LOCK_FILE, Pins};
@@ -71,12 +74,15 @@ struct Inner {
     embedder: Option<Arc<dyn Embedder>>,
     query_prefix: String,
     document_prefix: String,
-    /// The agent's read-only connection, with the database file's inode: a reset replaces the file, and the
-    /// connection is reopened on the new one.
-    reader: Mutex<Option<Reader>>,
+    /// Idle read-only connections, each with the database file's inode: a reset replaces the file, and a connection
+    /// on the old one is dropped. A pool, so concurrent searches (an MCP server's callers) do not queue on one.
+    readers: Mutex<Vec<Reader>>,
 }
 
-/// The shared read-only connection, the inode of the file it opened, and the pins as of `version`.
+/// The most idle read-only connections kept.
+const MAX_IDLE_READERS: usize = 4;
+
+/// A read-only connection, the inode of the file it opened, and the pins as of `version`.
 struct Reader {
     conn: Connection,
     ino: u64,
@@ -96,7 +102,7 @@ impl Clone for Inner {
             embedder: self.embedder.clone(),
             query_prefix: self.query_prefix.clone(),
             document_prefix: self.document_prefix.clone(),
-            reader: Mutex::new(None),
+            readers: Mutex::new(Vec::new()),
         }
     }
 }
@@ -125,7 +131,7 @@ impl KnowledgeBase {
                 embedder: None,
                 query_prefix: String::new(),
                 document_prefix: String::new(),
-                reader: Mutex::new(None),
+                readers: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -264,22 +270,25 @@ impl KnowledgeBase {
         }
     }
 
-    /// Run `f` on the shared read-only connection and the index's pins, opening (or reopening) it as needed;
+    /// Run `f` on a read-only connection and the index's pins, taking an idle one from the pool or opening one;
     /// `None` when no index was ever built. The pins are read again only when another connection has committed
     /// (`PRAGMA data_version`), so a search costs one extra query, not six.
     pub(crate) fn with_reader<T>(&self, f: impl FnOnce(&Connection, &Pins) -> Result<T>) -> Result<Option<T>> {
         let db = store::db_path(&self.inner.dir);
-        let ino = std::fs::metadata(&db).map(|m| m.ino()).ok();
-        let mut slot = self.inner.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slot.as_ref().map(|r| Some(r.ino)) != Some(ino) {
-            *slot = None;
-            let Some(ino) = ino else { return Ok(None) };
-            match store::open_reader(&self.inner.dir)? {
-                Some(conn) => *slot = Some(Reader { conn, ino, version: None, pins: None }),
+        let Some(ino) = std::fs::metadata(&db).map(|m| m.ino()).ok() else { return Ok(None) };
+        let idle = {
+            let mut pool = self.inner.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Connections on a replaced file are of no more use.
+            pool.retain(|r| r.ino == ino);
+            pool.pop()
+        };
+        let mut reader = match idle {
+            Some(r) => r,
+            None => match store::open_reader(&self.inner.dir)? {
+                Some(conn) => Reader { conn, ino, version: None, pins: None },
                 None => return Ok(None),
-            }
-        }
-        let Some(reader) = slot.as_mut() else { return Ok(None) };
+            },
+        };
         let version: i64 =
             reader.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(|e| store::sql(&db, e))?;
         if reader.version != Some(version) {
@@ -287,7 +296,14 @@ impl KnowledgeBase {
             reader.version = Some(version);
         }
         // An index emptied by a reset, or whose first build has not committed, reads as not built.
-        let Some(pins) = &reader.pins else { return Ok(None) };
-        f(&reader.conn, pins).map(Some)
+        let out = match &reader.pins {
+            Some(pins) => f(&reader.conn, pins).map(Some),
+            None => Ok(None),
+        };
+        let mut pool = self.inner.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pool.len() < MAX_IDLE_READERS {
+            pool.push(reader);
+        }
+        out
     }
 }

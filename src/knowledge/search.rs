@@ -236,7 +236,9 @@ impl KnowledgeBase {
                 Ok(v) => Some(v),
                 Err(e) => {
                     // KNOW-6: words alone are still worth returning; the caller is told why.
-                    warnings.push(format!("embeddings unavailable, lexical results only: {e}"));
+                    // A host's embedder may say anything; the warning reaches the model and the terminal.
+                    let why = crate::gate::sanitize(&e.to_string(), 300);
+                    warnings.push(format!("embeddings unavailable, lexical results only: {why}"));
                     used = Tier::Lexical;
                     None
                 }

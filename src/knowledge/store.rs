@@ -66,6 +66,7 @@ impl Pins {
 /// Create the index directory with mode 0700 (and its parents), or check the one there: a directory, not a link,
 /// owned by this user, that nobody else can write.
 pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
+    check_ancestors(dir)?;
     if !dir.exists() {
         DirBuilder::new()
             .recursive(true)
@@ -74,6 +75,29 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
             .map_err(|e| Error::knowledge(format!("cannot create the index directory {}: {e}", dir.display())))?;
     }
     check_dir(dir)
+}
+
+/// Every existing directory above `dir` must be one only this user or root can change entries in (or, like `/tmp`,
+/// sticky): otherwise another user could swap the index directory, or one of its parents, for their own.
+fn check_ancestors(dir: &Path) -> Result<()> {
+    let me = nix::unistd::geteuid().as_raw();
+    let absolute = std::path::absolute(dir)
+        .map_err(|e| Error::knowledge(format!("cannot resolve the index directory {}: {e}", dir.display())))?;
+    for parent in absolute.ancestors().skip(1) {
+        let Ok(meta) = std::fs::metadata(parent) else { continue };
+        let mode = meta.permissions().mode();
+        let shared = mode & 0o022 != 0 && mode & 0o1000 == 0;
+        if (meta.uid() != me && meta.uid() != 0) || shared {
+            return Err(Error::knowledge(format!(
+                "the index directory {} lies under {}, which {} (mode {:o}); choose a directory only you can change",
+                dir.display(),
+                parent.display(),
+                if shared { "other users can write without the sticky bit" } else { "belongs to another user" },
+                mode & 0o7777
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn check_dir(dir: &Path) -> Result<()> {
