@@ -147,6 +147,25 @@ async fn know_17_huge_headings_are_capped_and_count_against_the_injected_budget(
     assert!(body["omitted"].as_u64().unwrap() > 0, "{body}");
 }
 
+/// KNOW-17, escapes: control characters cost what JSON makes of them (`\u0001` is six characters), so a passage
+/// of them cannot reach the model at six times the budget.
+#[tokio::test]
+async fn know_17_control_characters_count_at_their_json_escaped_width() {
+    let dir = tempfile::tempdir().unwrap();
+    let body: String = (0..200).map(|_| format!("restart {}\n", "\u{1}".repeat(60))).collect();
+    write(&dir.path().join("docs/ctl.md"), &body);
+    let budget = 300;
+    let kb = KnowledgeBase::new(dir.path().join("idx")).with_path("docs", dir.path()).with_max_injected_tokens(budget);
+    kb.index(IndexOptions::new(), &()).await.unwrap();
+    let tool = KnowledgeSearchTool::new(kb);
+    let out = tool.call(&ToolInput::from_json(r#"{"query":"restart"}"#).unwrap(), &CallContext::new()).await;
+    let body: serde_json::Value = serde_json::from_str(out.content()).unwrap();
+    let results = body["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    let spent: usize = results.iter().map(|r| serde_json::to_string(r).unwrap().len()).sum();
+    assert!(spent.div_ceil(4) <= budget, "{spent} JSON characters for a budget of {budget} tokens");
+}
+
 /// KNOW-18: an unclosed code fence over a megabyte is cut into passages of the usual bound, so no passage (or
 /// embedder request) is the size of the file.
 #[tokio::test]
@@ -195,8 +214,17 @@ async fn know_20_an_index_under_a_directory_others_can_write_is_refused() {
     let e = kb.index(IndexOptions::new(), &()).await.unwrap_err().to_string();
     assert!(e.contains(&shared.display().to_string()) && e.contains("sticky"), "{e}");
     assert!(!shared.join("idx").exists(), "nothing created");
+    // Through a link: the directories above where the link leads are checked too.
+    let inner = shared.join("mine");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(&inner, dir.path().join("link")).unwrap();
+    let linked = KnowledgeBase::new(dir.path().join("link/idx")).with_path("docs", dir.path());
+    let e = linked.index(IndexOptions::new(), &()).await.unwrap_err().to_string();
+    assert!(e.contains(&shared.display().to_string()), "{e}");
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
     kb.index(IndexOptions::new(), &()).await.unwrap();
+    linked.index(IndexOptions::new(), &()).await.unwrap();
 }
 
 /// Swaps `docs/guides` for a link to a directory outside the roots once the walk is done, before any file is read.

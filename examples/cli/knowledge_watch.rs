@@ -26,10 +26,13 @@ pub(crate) async fn watch(kb: &KnowledgeBase, debounce: Duration, initial: bool)
         };
         debouncer.watch(&target, mode).map_err(|e| format!("cannot watch {}: {e}", target.display()))?;
     }
-    // notify reports absolute paths: a relative index directory would never match, and the index's own writes
-    // would trigger endless reindexing when it lies under a watched root.
-    let index_dir = std::path::absolute(kb.directory()).unwrap_or_else(|_| kb.directory().to_path_buf());
-    let index_dir = index_dir.canonicalize().unwrap_or(index_dir);
+    // notify reports canonical absolute paths: a relative index directory would never match, and the index's own
+    // writes would trigger endless reindexing when it lies under a watched root. Resolved per batch, since the
+    // directory may only appear with the first run.
+    let index_dir = || {
+        let dir = std::path::absolute(kb.directory()).unwrap_or_else(|_| kb.directory().to_path_buf());
+        dir.canonicalize().unwrap_or(dir)
+    };
     eprintln!("watching {} path(s); Ctrl-C stops", kb.paths().len());
     loop {
         tokio::select! {
@@ -38,11 +41,14 @@ pub(crate) async fn watch(kb: &KnowledgeBase, debounce: Duration, initial: bool)
                 let Some(events) = got else { return Ok(()) };
                 match events {
                     // The index's own writes (when it lives under a watched path) are not a reason to index again.
-                    Ok(events) if events.iter().all(|e| e.paths.iter().all(|p| p.starts_with(&index_dir))) => continue,
+                    Ok(events) if {
+                        let index_dir = index_dir();
+                        events.iter().all(|e| e.paths.iter().all(|p| p.starts_with(&index_dir)))
+                    } => continue,
                     Ok(_) => {}
                     Err(errors) => {
                         for e in errors {
-                            eprintln!("warning: watching: {e}");
+                            eprintln!("warning: watching: {}", fisk_ai::gate::sanitize(&e.to_string(), 300));
                         }
                     }
                 }

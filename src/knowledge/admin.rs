@@ -204,7 +204,7 @@ impl KnowledgeBase {
                 let started = Instant::now();
                 Some(match e.embed(&["fisk-ai knowledge doctor".to_owned()]).await {
                     Ok(v) => Ok((v.first().map_or(0, Vec::len), started.elapsed())),
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(crate::gate::sanitize(&e.to_string(), 500)),
                 })
             }
         };

@@ -74,6 +74,8 @@ fn slashed(p: &Path) -> String {
 pub(crate) struct Skips {
     pub(crate) listed: Vec<Skipped>,
     pub(crate) more: usize,
+    /// The walk stopped before it saw every file: what it did not reach must not be taken for deleted.
+    pub(crate) truncated: bool,
 }
 
 impl Skips {
@@ -89,8 +91,12 @@ impl Skips {
 /// Every indexable file under `roots`, sorted by citation path; what was left out goes to `skipped`. The walk
 /// stops at [`MAX_FILES`] files or [`MAX_WALK_ENTRIES`] entries, whichever comes first.
 pub(crate) fn discover(roots: &[Root], skipped: &mut Skips) -> Vec<Found> {
+    discover_within(roots, skipped, MAX_WALK_ENTRIES)
+}
+
+fn discover_within(roots: &[Root], skipped: &mut Skips, max_entries: usize) -> Vec<Found> {
     let mut out = Vec::new();
-    let mut budget = Budget { entries: 0, stopped: false };
+    let mut budget = Budget { entries: 0, max_entries, stopped: false };
     for root in roots {
         let Ok(meta) = std::fs::metadata(&root.abs) else {
             skipped.push(root.abs.clone(), "cannot be read");
@@ -118,6 +124,7 @@ pub(crate) fn discover(roots: &[Root], skipped: &mut Skips) -> Vec<Found> {
 /// How much of the trees one run has looked at.
 struct Budget {
     entries: usize,
+    max_entries: usize,
     stopped: bool,
 }
 
@@ -137,10 +144,15 @@ fn walk(root: &Root, out: &mut Vec<Found>, skipped: &mut Skips, budget: &mut Bud
         };
         for entry in entries.flatten() {
             budget.entries += 1;
-            if budget.entries > MAX_WALK_ENTRIES || out.len() > MAX_FILES {
+            if budget.entries > budget.max_entries || out.len() > MAX_FILES {
                 if !std::mem::replace(&mut budget.stopped, true) {
-                    let why = format!("the walk stopped here, past {MAX_FILES} files or {MAX_WALK_ENTRIES} entries");
-                    skipped.push(dir, why);
+                    let why = format!(
+                        "the walk stopped here, past {MAX_FILES} files or {MAX_WALK_ENTRIES} entries; files it did \
+                         not reach are neither indexed nor removed"
+                    );
+                    // Listed whatever the cap: it explains every file missing from this run.
+                    skipped.listed.push(Skipped { path: dir, reason: why });
+                    skipped.truncated = true;
                 }
                 return;
             }
@@ -212,4 +224,26 @@ pub(crate) fn read_text(f: &Found) -> std::result::Result<String, String> {
         return Err("not text (it holds NUL bytes)".into());
     }
     String::from_utf8(bytes).map_err(|e| format!("not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_walk_past_its_entry_limit_stops_says_where_and_marks_itself_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(dir.path().join(format!("f{i:02}.md")), "x").unwrap();
+        }
+        let root = Root::new(Path::new("."), dir.path()).unwrap();
+        let mut skips = Skips::default();
+        let found = discover_within(std::slice::from_ref(&root), &mut skips, 5);
+        assert_eq!(found.len(), 5);
+        assert!(skips.truncated);
+        assert!(skips.listed[0].reason.contains("walk stopped"), "{:?}", skips.listed);
+        let mut whole = Skips::default();
+        assert_eq!(discover_within(&[root], &mut whole, 1000).len(), 20);
+        assert!(!whole.truncated);
+    }
 }

@@ -66,6 +66,9 @@ pub struct IndexReport {
     pub skipped: Vec<Skipped>,
     /// Files left out beyond those listed in [`skipped`](Self::skipped).
     pub skipped_unlisted: usize,
+    /// The walk stopped at its limit ([`MAX_WALK_ENTRIES`](super::MAX_WALK_ENTRIES) entries or
+    /// [`MAX_FILES`](super::MAX_FILES) files) before seeing every file, so files missing from it were not removed.
+    pub walk_truncated: bool,
     /// Whether nothing was written.
     pub dry_run: bool,
 }
@@ -162,7 +165,11 @@ impl KnowledgeBase {
         while !run.queue.is_empty() {
             run = self.batch(run, &stored, &mut report, progress).await?;
         }
-        let removed: Vec<String> = stored.keys().filter(|k| seen.binary_search(k).is_err()).cloned().collect();
+        // A walk cut short did not see every file: a file it missed is not thereby deleted.
+        let removed: Vec<String> = match report.walk_truncated {
+            true => Vec::new(),
+            false => stored.keys().filter(|k| seen.binary_search(k).is_err()).cloned().collect(),
+        };
         report.removed += removed.len();
         if let Some(w) = run.writer {
             let dir = self.directory().to_path_buf();
@@ -214,7 +221,12 @@ impl KnowledgeBase {
             skipped.push(s.path.clone(), s.reason.clone());
         }
         let found = files::discover(self.roots(), &mut skipped);
-        let report = IndexReport { skipped: skipped.listed, skipped_unlisted: skipped.more, ..IndexReport::default() };
+        let report = IndexReport {
+            skipped: skipped.listed,
+            skipped_unlisted: skipped.more,
+            walk_truncated: skipped.truncated,
+            ..IndexReport::default()
+        };
         Ok(Planned { writer, stored, found, report, dimension })
     }
 

@@ -77,10 +77,14 @@ struct Inner {
     /// Idle read-only connections, each with the database file's inode: a reset replaces the file, and a connection
     /// on the old one is dropped. A pool, so concurrent searches (an MCP server's callers) do not queue on one.
     readers: Mutex<Vec<Reader>>,
+    /// Bounds the connections open at once: a burst of searches waits here rather than opening one each.
+    permits: Arc<tokio::sync::Semaphore>,
 }
 
 /// The most idle read-only connections kept.
 const MAX_IDLE_READERS: usize = 4;
+/// The most searches running at once on one knowledge base (each holds a connection).
+pub(crate) const MAX_READERS: usize = 8;
 
 /// A read-only connection, the inode of the file it opened, and the pins as of `version`.
 struct Reader {
@@ -103,6 +107,7 @@ impl Clone for Inner {
             query_prefix: self.query_prefix.clone(),
             document_prefix: self.document_prefix.clone(),
             readers: Mutex::new(Vec::new()),
+            permits: Arc::new(tokio::sync::Semaphore::new(MAX_READERS)),
         }
     }
 }
@@ -132,6 +137,7 @@ impl KnowledgeBase {
                 query_prefix: String::new(),
                 document_prefix: String::new(),
                 readers: Mutex::new(Vec::new()),
+                permits: Arc::new(tokio::sync::Semaphore::new(MAX_READERS)),
             }),
         }
     }

@@ -246,9 +246,13 @@ impl KnowledgeBase {
         };
         let kb = self.clone();
         let query = query.to_owned();
-        let found = tokio::task::spawn_blocking(move || kb.rank_blocking(&query, vector.as_deref(), used, top_k))
-            .await
-            .map_err(|e| Error::knowledge(format!("the search task failed: {e}")))??;
+        let permit = self.inner.permits.clone().acquire_owned().await;
+        let found = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            kb.rank_blocking(&query, vector.as_deref(), used, top_k)
+        })
+        .await
+        .map_err(|e| Error::knowledge(format!("the search task failed: {e}")))??;
         Ok(found.map(|(hits, degraded)| {
             if let Some(why) = degraded {
                 warnings.push(why);

@@ -83,7 +83,11 @@ fn check_ancestors(dir: &Path) -> Result<()> {
     let me = nix::unistd::geteuid().as_raw();
     let absolute = std::path::absolute(dir)
         .map_err(|e| Error::knowledge(format!("cannot resolve the index directory {}: {e}", dir.display())))?;
-    for parent in absolute.ancestors().skip(1) {
+    // The path as written, and where its deepest existing parent really is: a link in the path leads to
+    // directories the written path does not name.
+    let real = absolute.ancestors().skip(1).find_map(|p| p.canonicalize().ok());
+    let written = absolute.ancestors().skip(1);
+    for parent in written.chain(real.iter().flat_map(|r| r.ancestors())) {
         let Ok(meta) = std::fs::metadata(parent) else { continue };
         let mode = meta.permissions().mode();
         let shared = mode & 0o022 != 0 && mode & 0o1000 == 0;
@@ -190,6 +194,7 @@ pub(crate) fn open_reader(dir: &Path) -> Result<Option<Connection>> {
     if !db.exists() {
         return Ok(None);
     }
+    check_ancestors(dir)?;
     check_dir(dir)?;
     let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|e| sql(&db, e))?;
