@@ -118,6 +118,26 @@ struct Writer {
     broken: Option<String>,
 }
 
+/// How long a held trail lock is waited for before another writer is assumed.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Take the trail's lock. A lock can be held for a moment by a child this process has just forked, whose copy of
+/// the descriptor lives until it execs (a sink reopened while a tool starts), so a held lock is retried briefly
+/// before it is taken for another writer.
+fn take_lock(lock: &std::fs::File) -> std::result::Result<(), String> {
+    let deadline = std::time::Instant::now() + LOCK_GRACE;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err("another process is writing this trail".to_owned()),
+            Err(std::fs::TryLockError::Error(e)) => return Err(format!("cannot lock it: {e}")),
+        }
+    }
+}
+
 impl Writer {
     fn open(path: &Path, rotate_bytes: u64) -> Result<Self> {
         let fail = |why: String| Error::audit(format!("audit file {}: {why}", path.display()));
@@ -130,10 +150,7 @@ impl Writer {
                 .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
         }
         let lock = open_private(&sibling(path, "lock"), false).map_err(&fail)?;
-        lock.try_lock().map_err(|e| match e {
-            std::fs::TryLockError::WouldBlock => fail("another process is writing this trail".to_owned()),
-            std::fs::TryLockError::Error(e) => fail(format!("cannot lock it: {e}")),
-        })?;
+        take_lock(&lock).map_err(&fail)?;
         check_dir(dir).map_err(&fail)?;
         let mut file = open_private(path, true).map_err(&fail)?;
         // The file (and the lock) may have just been made: their names must survive a crash like the records.
