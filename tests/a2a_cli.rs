@@ -25,7 +25,10 @@ struct Demo {
 }
 
 fn demo() -> Demo {
-    let nats = NatsServer::start();
+    demo_with(NatsServer::start())
+}
+
+fn demo_with(nats: NatsServer) -> Demo {
     let contexts = common::nats::context_dir("fisk-demo", json!({"url": nats.url()}), false);
     let home = common::nats::xdg_home_for(contexts.path());
     Demo { nats, _contexts: contexts, home }
@@ -63,7 +66,8 @@ async fn cli_a2a_serves_the_cowsay_demo_and_stops_on_sigterm() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn cli_a2a_killing_one_of_two_servers_loses_no_later_request() {
-    let demo = demo();
+    // Debug logging makes the server log each connection it closes, which the test waits for.
+    let demo = demo_with(NatsServer::start_with("debug: true"));
     let mut one = serve(demo.home.path());
     let two = serve(demo.home.path());
     let client = async_nats::connect(demo.nats.url()).await.unwrap();
@@ -71,10 +75,18 @@ async fn cli_a2a_killing_one_of_two_servers_loses_no_later_request() {
         let out = common::a2a::call(&client, "cowsay", "say", Some(json!({"message": format!("m{i}")}))).await;
         assert!(out["output"].as_str().unwrap().contains(&format!("m{i}")), "{out}");
     }
-    // SIGKILL: no goodbye. The NATS server drops the dead connection's queue subscription at once, so every later
-    // request is taken by the survivor.
+    // SIGKILL: no goodbye. Once the NATS server has seen the dead connection close it drops its queue
+    // subscription, so every later request is taken by the survivor. A request sent before the server noticed can
+    // still be routed to the dead subscriber (and lost: that is NATS core's at-most-once), so the test waits for it.
+    let closed = |log: String| log.matches("Client connection closed").count();
+    let before = closed(demo.nats.log());
     one.child.kill().unwrap();
     one.child.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while closed(demo.nats.log()) == before {
+        assert!(std::time::Instant::now() < deadline, "the server never saw the killed connection close");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     for i in 0..20 {
         let out = common::a2a::call(&client, "cowsay", "say", Some(json!({"message": format!("after{i}")}))).await;
         assert!(out["output"].as_str().unwrap().contains(&format!("after{i}")), "{out}");

@@ -1,4 +1,4 @@
-//! The audit trail (AUD-1..8) through the agent loop and the file sink: a real fake application (mcp-app), a
+//! The audit trail (AUD-1..10) through the agent loop and the file sink: a real fake application (mcp-app), a
 //! scripted model, a recording gate; the trail is read back from the file and its chain checked. The MCP surface
 //! (with an OAuth caller) is in tests/audit_mcp.rs, the JetStream sink and a2a in tests/audit_jetstream.rs.
 
@@ -342,6 +342,55 @@ async fn aud_4_rotation_keeps_one_chain_across_files_and_restarts() {
     std::fs::remove_file(&verified.files[1]).unwrap();
     let broken = verify_file(&path).unwrap_err();
     assert!(broken.to_string().contains("is missing or moved"), "{broken}");
+}
+
+/// AUD-10: settled records (acknowledged once written, synced after) and durable ones, appended from many tasks at
+/// once across rotations, form one chain; each acknowledged record is in the file when its append returns, and
+/// the trail reopens after the last of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aud_10_settled_and_durable_records_interleaved_keep_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trail.jsonl");
+    let sink = Arc::new(FileSink::open(&path, 4096).unwrap());
+    let tasks = (0..8).map(|t| {
+        let (sink, path) = (sink.clone(), path.clone());
+        tokio::spawn(async move {
+            for i in 0..25 {
+                let name = format!("t{t}-{i}");
+                if i % 2 == 0 {
+                    sink.append(&[entry(&name)]).await.unwrap();
+                } else {
+                    sink.append_settled(&[entry(&name)]).await.unwrap();
+                }
+                // A rotation between listing the files and reading one can hide a record from one look, never from
+                // several.
+                let quoted = format!("\"{name}\"");
+                let written = (0..5).any(|_| trail_text(&path).contains(&quoted));
+                assert!(written, "{name} was acknowledged but is not written");
+            }
+        })
+    });
+    for task in futures::future::join_all(tasks).await {
+        task.unwrap();
+    }
+    drop(Arc::into_inner(sink).unwrap());
+    write_trail(&path, 1, 4096).await;
+    let verified = verify_file(&path).unwrap();
+    assert_eq!(verified.records, 201);
+    assert!(verified.files.len() > 2, "rotated: {:?}", verified.files);
+}
+
+/// The text of the trail at `path` and of its rotated files, read while it may be written.
+fn trail_text(path: &Path) -> String {
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let mut text = String::new();
+    for e in std::fs::read_dir(path.parent().unwrap()).unwrap().flatten() {
+        let file = e.file_name().into_string().unwrap();
+        if file.starts_with(name) && !file.ends_with(".lock") {
+            text.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    text
 }
 
 #[tokio::test]

@@ -31,14 +31,20 @@ fn small() -> (tempfile::TempDir, KnowledgeBase) {
     (dir, kb)
 }
 
+/// [`small`] with the fake embeddings endpoint of `server`, indexed once.
+async fn small_embedded(server: &EmbedServer) -> (tempfile::TempDir, KnowledgeBase) {
+    let (dir, kb) = small();
+    let kb = kb.with_embedder(Arc::new(HttpEmbedder::new(&server.base_url, "fake-32")), "", "");
+    kb.index(IndexOptions::new(), &()).await.unwrap();
+    (dir, kb)
+}
+
 /// KNOW-15: a `--reindex` that fails (the embedder goes down half way) leaves the index it was rebuilding as it
 /// was: the same files, the same vectors, searchable with both tiers.
 #[tokio::test]
 async fn know_15_a_failed_reindex_leaves_the_old_index_whole_and_searchable() {
     let server = EmbedServer::start().await;
-    let (_dir, kb) = small();
-    let kb = kb.with_embedder(Arc::new(HttpEmbedder::new(&server.base_url, "fake-32")), "", "");
-    kb.index(IndexOptions::new(), &()).await.unwrap();
+    let (_dir, kb) = small_embedded(&server).await;
     let before = kb.stats().unwrap().unwrap();
     assert!(before.vectors > 0);
     server.seen.failing.store(true, Ordering::SeqCst);
@@ -76,9 +82,7 @@ impl Embedder for Loud {
 #[tokio::test]
 async fn know_16_an_endpoint_cannot_put_escapes_or_instructions_in_warnings_or_errors() {
     let server = EmbedServer::start().await;
-    let (_dir, kb) = small();
-    let kb = kb.with_embedder(Arc::new(HttpEmbedder::new(&server.base_url, "fake-32")), "", "");
-    kb.index(IndexOptions::new(), &()).await.unwrap();
+    let (_dir, kb) = small_embedded(&server).await;
     *server.seen.hostile.lock().unwrap() = "inject";
     let found = kb.search("restart the server", None).await.unwrap().unwrap();
     assert!(found.warnings[0].contains("malformed reply"), "{:?}", found.warnings);
@@ -104,9 +108,7 @@ async fn know_16_an_endpoint_cannot_put_escapes_or_instructions_in_warnings_or_e
 #[tokio::test]
 async fn know_16_the_tool_frames_embedder_warnings_as_untrusted() {
     let server = EmbedServer::start().await;
-    let (_dir, kb) = small();
-    let kb = kb.with_embedder(Arc::new(HttpEmbedder::new(&server.base_url, "fake-32")), "", "");
-    kb.index(IndexOptions::new(), &()).await.unwrap();
+    let (_dir, kb) = small_embedded(&server).await;
     server.seen.failing.store(true, Ordering::SeqCst);
     let tool = KnowledgeSearchTool::new(kb);
     let out = tool.call(&ToolInput::from_json(r#"{"query":"restart"}"#).unwrap(), &CallContext::new()).await;

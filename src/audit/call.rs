@@ -45,7 +45,7 @@ impl Drop for Recorder {
         open.push(Event::Cancelled).reason = Some("the call was dropped before it ended".to_owned());
         let (trail, entries, tool) = (open.scope.trail.clone(), std::mem::take(&mut open.pending), open.tool.clone());
         runtime.spawn(async move {
-            if let Err(e) = trail.append(&entries).await {
+            if let Err(e) = trail.append_settled(&entries).await {
                 warn(&Warning::AuditUnwritten { tool, error: e.to_string() });
             }
         });
@@ -102,7 +102,7 @@ impl Recorder {
         }
         open.running = false;
         open.bound();
-        let written = open.scope.trail.append(&open.pending).await;
+        let written = open.scope.trail.append_settled(&open.pending).await;
         open.pending.clear();
         if let Err(e) = written {
             let warning = Warning::AuditUnwritten { tool: open.tool.clone(), error: e.to_string() };

@@ -1,7 +1,9 @@
 //! The file sink (AUD-4): JSON lines in a 0600 file, fsynced per write, rotated by size with the chain continued.
 //!
 //! One writer thread owns the file, so the chain has one order; records that arrive while it syncs are written
-//! together and synced once (group commit), and every caller's records are durable when its append returns. A lock
+//! together and synced once (group commit), and every caller's records are durable when its append returns. Settled
+//! records (what is already over, AUD-10) are acknowledged once written and synced right after, as soon as the
+//! writer has nothing more to write, or together with the next records that must be durable. A lock
 //! file keeps a second process from writing the same trail, which would fork the chain. A rotated file is renamed
 //! `<file>.<seq of its first record, 20 digits>`, and the new file's first record links to the rotated one's last.
 
@@ -22,6 +24,8 @@ pub(crate) const MAX_LINE: usize = 16 << 20;
 
 struct Job {
     entries: Vec<Entry>,
+    /// Whether the caller waits until the records are synced; settled records are acknowledged once written.
+    durable: bool,
     done: tokio::sync::oneshot::Sender<std::result::Result<(), String>>,
 }
 
@@ -72,10 +76,11 @@ impl FileSink {
         let path = path.into();
         let writer = Writer::open(&path, rotate_bytes.max(1))?;
         let (jobs, rx) = mpsc::channel();
-        let writer = std::thread::Builder::new()
-            .name("fisk-audit".to_owned())
-            .spawn(move || writer.serve(&rx))
-            .map_err(|e| Error::audit(format!("audit file {}: cannot start its writer: {e}", path.display())))?;
+        let writer =
+            std::thread::Builder::new()
+                .name("fisk-audit".to_owned())
+                .spawn(move || drop(writer.serve(&rx)))
+                .map_err(|e| Error::audit(format!("audit file {}: cannot start its writer: {e}", path.display())))?;
         Ok(FileSink { path, jobs: Some(jobs), writer: Some(writer) })
     }
 
@@ -85,18 +90,28 @@ impl FileSink {
     }
 }
 
-#[async_trait]
-impl super::AuditSink for FileSink {
-    async fn append(&self, entries: &[Entry]) -> Result<()> {
+impl FileSink {
+    async fn send(&self, entries: &[Entry], durable: bool) -> Result<()> {
         let (done, rx) = tokio::sync::oneshot::channel();
         let fail = |why: &str| Error::audit(format!("audit file {}: {why}", self.path.display()));
         let jobs = self.jobs.as_ref().ok_or_else(|| fail("it is closed"))?;
-        jobs.send(Job { entries: entries.to_vec(), done }).map_err(|_| fail("its writer stopped"))?;
+        jobs.send(Job { entries: entries.to_vec(), durable, done }).map_err(|_| fail("its writer stopped"))?;
         match rx.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(why)) => Err(fail(&why)),
             Err(_) => Err(fail("its writer stopped")),
         }
+    }
+}
+
+#[async_trait]
+impl super::AuditSink for FileSink {
+    async fn append(&self, entries: &[Entry]) -> Result<()> {
+        self.send(entries, true).await
+    }
+
+    async fn append_settled(&self, entries: &[Entry]) -> Result<()> {
+        self.send(entries, false).await
     }
 
     fn describe(&self) -> String {
@@ -172,30 +187,63 @@ impl Writer {
         Ok(Writer { path: path.to_owned(), file, size, first, chain, rotate_bytes, _lock: lock, broken: None })
     }
 
-    /// Write each batch of jobs that arrived together, sync once, answer each.
-    fn serve(mut self, jobs: &mpsc::Receiver<Job>) {
-        while let Ok(job) = jobs.recv() {
+    /// Write each batch of jobs that arrived together, sync once, answer each. Settled records written without a
+    /// sync are synced as soon as nothing else is waiting, and before the writer stops.
+    fn serve(mut self, jobs: &mpsc::Receiver<Job>) -> Self {
+        let mut unsynced = false;
+        loop {
+            let job = if unsynced {
+                match jobs.try_recv() {
+                    Ok(job) => job,
+                    Err(waiting) => {
+                        self.sync();
+                        unsynced = false;
+                        if waiting == mpsc::TryRecvError::Disconnected {
+                            return self;
+                        }
+                        continue;
+                    }
+                }
+            } else {
+                let Ok(job) = jobs.recv() else { return self };
+                job
+            };
             let mut batch = vec![job];
             batch.extend(jobs.try_iter());
-            let result = self.write(&batch);
+            let durable = batch.iter().any(|job| job.durable);
+            let result = self.write(&batch, durable);
+            unsynced = result.is_ok() && !durable;
             for job in batch {
                 let _ = job.done.send(result.clone());
             }
         }
     }
 
-    fn write(&mut self, batch: &[Job]) -> std::result::Result<(), String> {
+    /// Sync settled records already acknowledged. A failure cannot be answered to them; it breaks the trail, so the
+    /// next call is refused (AUD-6) instead of run with a trail whose state is unknown.
+    fn sync(&mut self) {
+        if self.broken.is_some() {
+            return;
+        }
+        if let Err(e) = self.file.sync_data() {
+            let why = format!("cannot sync it: {e}");
+            tracing::error!(target: "fisk_ai::telemetry", "audit file {}: {why}", self.path.display());
+            self.broken = Some(format!("an earlier write failed ({why}); restart to reopen it"));
+        }
+    }
+
+    fn write(&mut self, batch: &[Job], durable: bool) -> std::result::Result<(), String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
-        let result = self.write_batch(batch);
+        let result = self.write_batch(batch, durable);
         if let Err(why) = &result {
             self.broken = Some(format!("an earlier write failed ({why}); restart to reopen it"));
         }
         result
     }
 
-    fn write_batch(&mut self, batch: &[Job]) -> std::result::Result<(), String> {
+    fn write_batch(&mut self, batch: &[Job], durable: bool) -> std::result::Result<(), String> {
         let mut buf = Vec::new();
         for entry in batch.iter().flat_map(|job| &job.entries) {
             let seq = self.chain.next_seq();
@@ -211,7 +259,10 @@ impl Writer {
             buf.push(b'\n');
         }
         self.put(&buf)?;
-        self.file.sync_data().map_err(|e| format!("cannot sync it: {e}"))
+        if durable {
+            self.file.sync_data().map_err(|e| format!("cannot sync it: {e}"))?;
+        }
+        Ok(())
     }
 
     fn put(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
@@ -265,9 +316,9 @@ fn sync_dir(dir: &Path) -> std::result::Result<(), String> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("cannot sync {}: {e}", dir.display()))
 }
 
-/// Cut an incomplete last line (a write that a crash or a full disk stopped midway). Its bytes were never
-/// acknowledged (a record is acknowledged only once its whole line, newline included, is synced), so cutting them
-/// loses nothing that was reported written; it is logged.
+/// Cut an incomplete last line (a write that a crash or a full disk stopped midway). A record that something waited
+/// on is acknowledged only once its whole line, newline included, is synced, so cutting loses none of those: only a
+/// settled record (the ending of a call that was over in the moment before the crash) can be lost. It is logged.
 fn recover_tail(file: &mut File) -> std::result::Result<(), String> {
     let len = file.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
     if len == 0 {
@@ -395,4 +446,56 @@ fn first_seq(file: &mut File) -> std::result::Result<u64, String> {
     let link: super::record::Link = serde_json::from_slice(line.strip_suffix(b"\n").unwrap_or(&line))
         .map_err(|e| format!("its first line is not an audit record: {e}"))?;
     Ok(link.seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::Event;
+
+    /// A writer over `file`, as [`Writer::open`] leaves one on an empty trail.
+    fn writer(file: File, lock: File) -> Writer {
+        let path = PathBuf::from("/dev/null");
+        let chain = Chain::genesis();
+        Writer { path, file, size: 0, first: None, chain, rotate_bytes: u64::MAX, _lock: lock, broken: None }
+    }
+
+    fn job(durable: bool) -> (Job, tokio::sync::oneshot::Receiver<std::result::Result<(), String>>) {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        (Job { entries: vec![Entry::new(Event::Requested, "other", "t")], durable, done }, rx)
+    }
+
+    /// AUD-10: a settled record is acknowledged once written and synced when the writer is idle; when that sync
+    /// fails (the kernel refuses `fdatasync` on `/dev/null`), the trail is broken and later appends are refused.
+    /// Only settled appends are sent, which never sync themselves, so the failure can only be the idle sync's.
+    #[test]
+    fn aud_10_a_failed_sync_after_a_settled_write_refuses_later_appends() {
+        let null = || OpenOptions::new().append(true).open("/dev/null").unwrap();
+        let (jobs, rx) = mpsc::channel();
+        let server = std::thread::spawn(move || drop(writer(null(), null()).serve(&rx)));
+        let refused = (0..1000).find_map(|_| {
+            let (settled, answer) = job(false);
+            jobs.send(settled).unwrap();
+            answer.blocking_recv().unwrap().err()
+        });
+        let why = refused.expect("the idle sync failed and broke the trail");
+        assert!(why.starts_with("an earlier write failed (cannot sync it"), "{why}");
+        drop(jobs);
+        server.join().unwrap();
+    }
+
+    /// AUD-10: settled records written without a sync are synced before the writer stops: on `/dev/null` that
+    /// sync fails, which leaves its mark on the writer it returns.
+    #[test]
+    fn aud_10_settled_records_are_synced_before_the_writer_stops() {
+        let null = || OpenOptions::new().append(true).open("/dev/null").unwrap();
+        let (jobs, rx) = mpsc::channel();
+        let (settled, settled_rx) = job(false);
+        jobs.send(settled).unwrap();
+        drop(jobs);
+        let stopped = writer(null(), null()).serve(&rx);
+        assert_eq!(settled_rx.blocking_recv().unwrap(), Ok(()), "acknowledged once written");
+        let why = stopped.broken.expect("the writer synced before it stopped, and the sync failed");
+        assert!(why.contains("cannot sync it"), "{why}");
+    }
 }

@@ -9,7 +9,10 @@
 //!
 //! Records are durable before what they record goes on: the records up to `run` are written (and, for the file
 //! sink, fsynced) before the process starts, and a trail that cannot be written refuses the call (AUD-6) unless
-//! the operator chose `fail_open` (then a warning says what was lost).
+//! the operator chose `fail_open` (then a warning says what was lost). The records of what is already over (how a
+//! call ended, a refusal, a decline) are written before the caller gets its result, and the file sink syncs them
+//! right after, together with whatever comes next (AUD-10): nothing waits on them, so the result does not wait for
+//! the disk, and a sync that fails then refuses the next call.
 //!
 //! Sinks ([`AuditSink`]): [`FileSink`] (JSON lines, 0600, fsynced, rotated by size with the chain continued) and,
 //! with the `nats` feature, [`StreamSink`] (a JetStream stream a fleet shares; the chain is kept by the stream's
@@ -72,6 +75,19 @@ pub trait AuditSink: Send + Sync {
     ///
     /// Why they could not be stored; the trail then refuses the call (or warns, under `fail_open`).
     async fn append(&self, entries: &[Entry]) -> Result<()>;
+
+    /// Store `entries` that record what is already over (a call's ending, a refusal, a decline), in order, after the
+    /// sink's last record (AUD-10). Nothing waits on these records to go on, so a sink may return once they are
+    /// ordered and visible and make them durable a moment later (the file sink syncs them right after, with the next
+    /// records that arrive); an error it meets then fails the next [`append`](AuditSink::append). By default, the
+    /// same as [`append`](AuditSink::append).
+    ///
+    /// # Errors
+    ///
+    /// Why they could not be stored; the trail then logs a warning (the call is already over).
+    async fn append_settled(&self, entries: &[Entry]) -> Result<()> {
+        self.append(entries).await
+    }
 
     /// Where records go, for messages: `file /var/log/fisk/audit.jsonl`.
     fn describe(&self) -> String;
@@ -149,10 +165,24 @@ impl AuditTrail {
     ///
     /// The first failure, naming its sink.
     pub async fn append(&self, entries: &[Entry]) -> Result<()> {
+        self.append_to_each(entries, false).await
+    }
+
+    /// Store `entries` that record what is already over in every sink ([`AuditSink::append_settled`]).
+    ///
+    /// # Errors
+    ///
+    /// The first failure, naming its sink.
+    pub async fn append_settled(&self, entries: &[Entry]) -> Result<()> {
+        self.append_to_each(entries, true).await
+    }
+
+    async fn append_to_each(&self, entries: &[Entry], settled: bool) -> Result<()> {
         // Every sink gets the records even when one fails, so a healthy sink never misses what a broken one did.
         let mut failed = None;
         for sink in &self.sinks {
-            if let Err(e) = sink.append(entries).await {
+            let written = if settled { sink.append_settled(entries).await } else { sink.append(entries).await };
+            if let Err(e) = written {
                 failed.get_or_insert(e);
             }
         }
