@@ -1,9 +1,9 @@
 //! The file sink (AUD-4): JSON lines in a 0600 file, fsynced per write, rotated by size with the chain continued.
 //!
-//! One writer thread owns the file, so the chain has one order; records that arrive while it syncs are written
-//! together and synced once (group commit), and every caller's records are durable when its append returns. Settled
-//! records (what is already over, AUD-10) are acknowledged once written and synced right after, as soon as the
-//! writer has nothing more to write, or together with the next records that must be durable. A lock
+//! Records are written under one lock, so the chain has one order. Durable appends are handed to a writer thread,
+//! which writes those that arrived together and syncs once (group commit): every caller's records are durable when
+//! its append returns. Settled records (what is already over, AUD-10) are written by their caller under the lock,
+//! acknowledged once written, and synced by the writer thread right after, outside the lock. A lock
 //! file keeps a second process from writing the same trail, which would fork the chain. A rotated file is renamed
 //! `<file>.<seq of its first record, 20 digits>`, and the new file's first record links to the rotated one's last.
 
@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 /// The default size a file may reach before it is rotated: 64 MiB.
 pub const DEFAULT_ROTATE_BYTES: u64 = 64 << 20;
@@ -22,11 +22,12 @@ pub const DEFAULT_ROTATE_BYTES: u64 = 64 << 20;
 /// The longest record line read back when a trail is reopened or verified.
 pub(crate) const MAX_LINE: usize = 16 << 20;
 
-struct Job {
-    entries: Vec<Entry>,
-    /// Whether the caller waits until the records are synced; settled records are acknowledged once written.
-    durable: bool,
-    done: tokio::sync::oneshot::Sender<std::result::Result<(), String>>,
+/// What the writer thread is asked to do.
+enum Job {
+    /// Write the records, sync them, answer.
+    Durable { entries: Vec<Entry>, done: tokio::sync::oneshot::Sender<std::result::Result<(), String>> },
+    /// Settled records were written by their caller: sync them.
+    Sync,
 }
 
 /// JSON lines in a file (AUD-4). See the [module docs](super).
@@ -42,18 +43,19 @@ struct Job {
 /// ```
 pub struct FileSink {
     path: PathBuf,
+    writer: Arc<Mutex<Writer>>,
     /// `None` only while dropping.
     jobs: Option<mpsc::Sender<Job>>,
-    writer: Option<std::thread::JoinHandle<()>>,
+    syncer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for FileSink {
-    /// The writer finishes what it was given and releases the trail's lock before this returns, so the trail can
-    /// be opened again at once.
+    /// The writer thread finishes what it was given (syncing every record written) before this returns, and the
+    /// trail's lock is released with the sink, so the trail can be opened again at once.
     fn drop(&mut self) {
         self.jobs = None;
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
+        if let Some(syncer) = self.syncer.take() {
+            let _ = syncer.join();
         }
     }
 }
@@ -75,43 +77,52 @@ impl FileSink {
     pub fn open(path: impl Into<PathBuf>, rotate_bytes: u64) -> Result<Self> {
         let path = path.into();
         let writer = Writer::open(&path, rotate_bytes.max(1))?;
+        Self::start(path, writer)
+    }
+
+    fn start(path: PathBuf, writer: Writer) -> Result<Self> {
+        let writer = Arc::new(Mutex::new(writer));
         let (jobs, rx) = mpsc::channel();
-        let writer =
-            std::thread::Builder::new()
-                .name("fisk-audit".to_owned())
-                .spawn(move || drop(writer.serve(&rx)))
-                .map_err(|e| Error::audit(format!("audit file {}: cannot start its writer: {e}", path.display())))?;
-        Ok(FileSink { path, jobs: Some(jobs), writer: Some(writer) })
+        let shared = writer.clone();
+        let syncer = std::thread::Builder::new()
+            .name("fisk-audit".to_owned())
+            .spawn(move || serve(&shared, &rx))
+            .map_err(|e| Error::audit(format!("audit file {}: cannot start its writer: {e}", path.display())))?;
+        Ok(FileSink { path, writer, jobs: Some(jobs), syncer: Some(syncer) })
     }
 
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
 
-impl FileSink {
-    async fn send(&self, entries: &[Entry], durable: bool) -> Result<()> {
-        let (done, rx) = tokio::sync::oneshot::channel();
-        let fail = |why: &str| Error::audit(format!("audit file {}: {why}", self.path.display()));
-        let jobs = self.jobs.as_ref().ok_or_else(|| fail("it is closed"))?;
-        jobs.send(Job { entries: entries.to_vec(), durable, done }).map_err(|_| fail("its writer stopped"))?;
-        match rx.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(why)) => Err(fail(&why)),
-            Err(_) => Err(fail("its writer stopped")),
-        }
+    fn fail(&self, why: &str) -> Error {
+        Error::audit(format!("audit file {}: {why}", self.path.display()))
     }
 }
 
 #[async_trait]
 impl super::AuditSink for FileSink {
+    /// Handed to the writer thread, which writes the records of every append waiting, syncs once (group commit)
+    /// and answers each.
     async fn append(&self, entries: &[Entry]) -> Result<()> {
-        self.send(entries, true).await
+        let (done, rx) = tokio::sync::oneshot::channel();
+        let jobs = self.jobs.as_ref().ok_or_else(|| self.fail("it is closed"))?;
+        let job = Job::Durable { entries: entries.to_vec(), done };
+        jobs.send(job).map_err(|_| self.fail("its writer stopped"))?;
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(self.fail(&why)),
+            Err(_) => Err(self.fail("its writer stopped")),
+        }
     }
 
+    /// Written here, under the writer's lock (a few microseconds: sealing and one `write`), so nothing waits on a
+    /// thread hand-off; the writer thread is told to sync them.
     async fn append_settled(&self, entries: &[Entry]) -> Result<()> {
-        self.send(entries, false).await
+        let jobs = self.jobs.as_ref().ok_or_else(|| self.fail("it is closed"))?;
+        lock(&self.writer).write(entries.iter()).map_err(|why| self.fail(&why))?;
+        jobs.send(Job::Sync).map_err(|_| self.fail("its writer stopped"))
     }
 
     fn describe(&self) -> String {
@@ -119,9 +130,59 @@ impl super::AuditSink for FileSink {
     }
 }
 
+/// The writer, whatever a panic elsewhere left: its state is only ever changed whole, under the lock.
+fn lock(writer: &Mutex<Writer>) -> std::sync::MutexGuard<'_, Writer> {
+    writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The writer thread: write the durable appends that arrived together, sync once (with any settled records written
+/// since the last sync), answer each. The sync runs outside the lock, so settled records are written meanwhile.
+fn serve(writer: &Mutex<Writer>, jobs: &mpsc::Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        let mut batch = vec![job];
+        batch.extend(jobs.try_iter());
+        let mut waiting = Vec::new();
+        let mut entries = Vec::new();
+        for job in batch {
+            if let Job::Durable { entries: e, done } = job {
+                entries.extend(e);
+                waiting.push(done);
+            }
+        }
+        let (file, written) = {
+            let mut w = lock(writer);
+            let written = if entries.is_empty() { Ok(()) } else { w.write(entries.iter()) };
+            (w.take_unsynced(), written)
+        };
+        let result = written.and_then(|()| file.map_or(Ok(()), |f| sync(writer, &f)));
+        for done in waiting {
+            let _ = done.send(result.clone());
+        }
+    }
+    // Every job is answered; anything written since (nothing, unless a send failed) is synced before the end.
+    let file = lock(writer).take_unsynced();
+    if let Some(f) = file {
+        let _ = sync(writer, &f);
+    }
+}
+
+/// Sync `file`. A failure breaks the trail: settled records already acknowledged may not be on disk, so the next
+/// append is refused (AUD-6) instead of a call run with a trail whose state is unknown.
+fn sync(writer: &Mutex<Writer>, file: &File) -> std::result::Result<(), String> {
+    let Err(e) = file.sync_data() else { return Ok(()) };
+    let why = format!("cannot sync it: {e}");
+    let mut w = lock(writer);
+    tracing::error!(target: "fisk_ai::telemetry", "audit file {}: {why}", w.path.display());
+    w.broken.get_or_insert_with(|| format!("an earlier write failed ({why}); restart to reopen it"));
+    Err(why)
+}
+
 struct Writer {
     path: PathBuf,
-    file: File,
+    /// Shared with the writer thread while it syncs, outside the lock.
+    file: Arc<File>,
+    /// Whether records were written since the file was last synced.
+    unsynced: bool,
     size: u64,
     /// The seq of the current file's first record, which names it when rotated.
     first: Option<u64>,
@@ -184,68 +245,41 @@ impl Writer {
             let chain = tail_chain(&mut file).map_err(&fail)?;
             (chain, Some(first_seq(&mut file).map_err(&fail)?))
         };
-        Ok(Writer { path: path.to_owned(), file, size, first, chain, rotate_bytes, _lock: lock, broken: None })
+        let file = Arc::new(file);
+        Ok(Writer {
+            path: path.to_owned(),
+            file,
+            unsynced: false,
+            size,
+            first,
+            chain,
+            rotate_bytes,
+            _lock: lock,
+            broken: None,
+        })
     }
 
-    /// Write each batch of jobs that arrived together, sync once, answer each. Settled records written without a
-    /// sync are synced as soon as nothing else is waiting, and before the writer stops.
-    fn serve(mut self, jobs: &mpsc::Receiver<Job>) -> Self {
-        let mut unsynced = false;
-        loop {
-            let job = if unsynced {
-                match jobs.try_recv() {
-                    Ok(job) => job,
-                    Err(waiting) => {
-                        self.sync();
-                        unsynced = false;
-                        if waiting == mpsc::TryRecvError::Disconnected {
-                            return self;
-                        }
-                        continue;
-                    }
-                }
-            } else {
-                let Ok(job) = jobs.recv() else { return self };
-                job
-            };
-            let mut batch = vec![job];
-            batch.extend(jobs.try_iter());
-            let durable = batch.iter().any(|job| job.durable);
-            let result = self.write(&batch, durable);
-            unsynced = result.is_ok() && !durable;
-            for job in batch {
-                let _ = job.done.send(result.clone());
-            }
-        }
+    /// The file to sync, if anything was written since the last time it was taken.
+    fn take_unsynced(&mut self) -> Option<Arc<File>> {
+        std::mem::take(&mut self.unsynced).then(|| self.file.clone())
     }
 
-    /// Sync settled records already acknowledged. A failure cannot be answered to them; it breaks the trail, so the
-    /// next call is refused (AUD-6) instead of run with a trail whose state is unknown.
-    fn sync(&mut self) {
-        if self.broken.is_some() {
-            return;
-        }
-        if let Err(e) = self.file.sync_data() {
-            let why = format!("cannot sync it: {e}");
-            tracing::error!(target: "fisk_ai::telemetry", "audit file {}: {why}", self.path.display());
-            self.broken = Some(format!("an earlier write failed ({why}); restart to reopen it"));
-        }
-    }
-
-    fn write(&mut self, batch: &[Job], durable: bool) -> std::result::Result<(), String> {
+    /// Write `entries` (not synced: [`serve`] syncs). A failure breaks the trail: the chain's state is no longer
+    /// known.
+    fn write<'e>(&mut self, entries: impl Iterator<Item = &'e Entry>) -> std::result::Result<(), String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
-        let result = self.write_batch(batch, durable);
+        let result = self.write_entries(entries);
         if let Err(why) = &result {
             self.broken = Some(format!("an earlier write failed ({why}); restart to reopen it"));
         }
         result
     }
 
-    fn write_batch(&mut self, batch: &[Job], durable: bool) -> std::result::Result<(), String> {
+    fn write_entries<'e>(&mut self, entries: impl Iterator<Item = &'e Entry>) -> std::result::Result<(), String> {
         let mut buf = Vec::new();
-        for entry in batch.iter().flat_map(|job| &job.entries) {
+        for entry in entries {
             let seq = self.chain.next_seq();
             let line = self.chain.seal(entry);
             let grown = self.size + (buf.len() + line.len() + 1) as u64;
@@ -258,16 +292,13 @@ impl Writer {
             buf.extend_from_slice(&line);
             buf.push(b'\n');
         }
-        self.put(&buf)?;
-        if durable {
-            self.file.sync_data().map_err(|e| format!("cannot sync it: {e}"))?;
-        }
-        Ok(())
+        self.put(&buf)
     }
 
     fn put(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
-        self.file.write_all(bytes).map_err(|e| format!("cannot write it: {e}"))?;
+        (&*self.file).write_all(bytes).map_err(|e| format!("cannot write it: {e}"))?;
         self.size += bytes.len() as u64;
+        self.unsynced |= !bytes.is_empty();
         Ok(())
     }
 
@@ -281,7 +312,7 @@ impl Writer {
             return Err(format!("cannot rotate it: {} exists already", to.display()));
         }
         std::fs::rename(&self.path, &to).map_err(|e| format!("cannot rotate it to {}: {e}", to.display()))?;
-        self.file = open_private(&self.path, true)?;
+        self.file = Arc::new(open_private(&self.path, true)?);
         File::open(parent(&self.path))
             .and_then(|d| d.sync_all())
             .map_err(|e| format!("cannot sync its directory: {e}"))?;
@@ -451,51 +482,60 @@ fn first_seq(file: &mut File) -> std::result::Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::Event;
+    use crate::audit::{AuditSink, Event};
 
-    /// A writer over `file`, as [`Writer::open`] leaves one on an empty trail.
-    fn writer(file: File, lock: File) -> Writer {
+    /// A sink over `/dev/null`, whose `fdatasync` the kernel refuses (EINVAL) while its writes succeed.
+    fn unsyncable() -> FileSink {
+        let null = || OpenOptions::new().append(true).open("/dev/null").unwrap();
         let path = PathBuf::from("/dev/null");
-        let chain = Chain::genesis();
-        Writer { path, file, size: 0, first: None, chain, rotate_bytes: u64::MAX, _lock: lock, broken: None }
+        let writer = Writer {
+            path: path.clone(),
+            file: Arc::new(null()),
+            unsynced: false,
+            size: 0,
+            first: None,
+            chain: Chain::genesis(),
+            rotate_bytes: u64::MAX,
+            _lock: null(),
+            broken: None,
+        };
+        FileSink::start(path, writer).unwrap()
     }
 
-    fn job(durable: bool) -> (Job, tokio::sync::oneshot::Receiver<std::result::Result<(), String>>) {
-        let (done, rx) = tokio::sync::oneshot::channel();
-        (Job { entries: vec![Entry::new(Event::Requested, "other", "t")], durable, done }, rx)
+    fn entries() -> [Entry; 1] {
+        [Entry::new(Event::Requested, "other", "t")]
     }
 
-    /// AUD-10: a settled record is acknowledged once written and synced when the writer is idle; when that sync
-    /// fails (the kernel refuses `fdatasync` on `/dev/null`), the trail is broken and later appends are refused.
-    /// Only settled appends are sent, which never sync themselves, so the failure can only be the idle sync's.
-    #[test]
-    fn aud_10_a_failed_sync_after_a_settled_write_refuses_later_appends() {
-        let null = || OpenOptions::new().append(true).open("/dev/null").unwrap();
-        let (jobs, rx) = mpsc::channel();
-        let server = std::thread::spawn(move || drop(writer(null(), null()).serve(&rx)));
-        let refused = (0..1000).find_map(|_| {
-            let (settled, answer) = job(false);
-            jobs.send(settled).unwrap();
-            answer.blocking_recv().unwrap().err()
-        });
-        let why = refused.expect("the idle sync failed and broke the trail");
-        assert!(why.starts_with("an earlier write failed (cannot sync it"), "{why}");
-        drop(jobs);
-        server.join().unwrap();
+    /// AUD-10: a settled record is acknowledged once written, and the writer thread syncs it; when that sync fails,
+    /// the trail is broken and later appends are refused. Only settled appends are made, which never sync
+    /// themselves, so the failure can only be the writer thread's sync.
+    #[tokio::test]
+    async fn aud_10_a_failed_sync_after_a_settled_write_refuses_later_appends() {
+        let sink = unsyncable();
+        sink.append_settled(&entries()).await.expect("acknowledged once written");
+        let mut refused = None;
+        for _ in 0..1000 {
+            if let Err(e) = sink.append_settled(&entries()).await {
+                refused = Some(e.to_string());
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        let why = refused.expect("the sync failed and broke the trail");
+        assert!(why.contains("an earlier write failed (cannot sync it"), "{why}");
+        let durable = sink.append(&entries()).await.unwrap_err().to_string();
+        assert!(durable.contains("an earlier write failed"), "{durable}");
     }
 
-    /// AUD-10: settled records written without a sync are synced before the writer stops: on `/dev/null` that
-    /// sync fails, which leaves its mark on the writer it returns.
-    #[test]
-    fn aud_10_settled_records_are_synced_before_the_writer_stops() {
-        let null = || OpenOptions::new().append(true).open("/dev/null").unwrap();
-        let (jobs, rx) = mpsc::channel();
-        let (settled, settled_rx) = job(false);
-        jobs.send(settled).unwrap();
-        drop(jobs);
-        let stopped = writer(null(), null()).serve(&rx);
-        assert_eq!(settled_rx.blocking_recv().unwrap(), Ok(()), "acknowledged once written");
-        let why = stopped.broken.expect("the writer synced before it stopped, and the sync failed");
+    /// AUD-10: settled records are synced even when the sink is dropped right after them: the writer thread syncs
+    /// everything written before it stops (here the sync fails, which leaves its mark on the writer).
+    #[tokio::test]
+    async fn aud_10_settled_records_are_synced_before_the_sink_closes() {
+        let sink = unsyncable();
+        sink.append_settled(&entries()).await.expect("acknowledged once written");
+        let writer = sink.writer.clone();
+        drop(sink);
+        let why = lock(&writer).broken.clone().expect("the records were synced before the sink closed");
         assert!(why.contains("cannot sync it"), "{why}");
     }
 }
