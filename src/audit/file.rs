@@ -1,4 +1,4 @@
-//! The file sink (AUD-4): JSON lines in a 0600 file, fsynced per write, rotated by size with the chain continued.
+//! The file sink (AUD-4): JSON lines in a 0600 file, every record fsynced, rotated by size with the chain continued.
 //!
 //! Records are written under one lock, so the chain has one order. Durable appends are handed to a writer thread,
 //! which writes those that arrived together and syncs once (group commit): every caller's records are durable when
@@ -22,10 +22,15 @@ pub const DEFAULT_ROTATE_BYTES: u64 = 64 << 20;
 /// The longest record line read back when a trail is reopened or verified.
 pub(crate) const MAX_LINE: usize = 16 << 20;
 
+type Done = tokio::sync::oneshot::Sender<std::result::Result<(), String>>;
+
 /// What the writer thread is asked to do.
 enum Job {
     /// Write the records, sync them, answer.
-    Durable { entries: Vec<Entry>, done: tokio::sync::oneshot::Sender<std::result::Result<(), String>> },
+    Durable { entries: Vec<Entry>, done: Done },
+    /// Write settled records that would rotate the file (which syncs twice, kept off the caller's task), answer,
+    /// then sync them.
+    Settled { entries: Vec<Entry>, done: Done },
     /// Settled records were written by their caller: sync them.
     Sync,
 }
@@ -99,6 +104,18 @@ impl FileSink {
     fn fail(&self, why: &str) -> Error {
         Error::audit(format!("audit file {}: {why}", self.path.display()))
     }
+
+    /// Give the writer thread the job `make` builds, and wait for its answer.
+    async fn hand_over(&self, make: impl FnOnce(Done) -> Job) -> Result<()> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        let jobs = self.jobs.as_ref().ok_or_else(|| self.fail("it is closed"))?;
+        jobs.send(make(done)).map_err(|_| self.fail("its writer stopped"))?;
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(self.fail(&why)),
+            Err(_) => Err(self.fail("its writer stopped")),
+        }
+    }
 }
 
 #[async_trait]
@@ -106,23 +123,18 @@ impl super::AuditSink for FileSink {
     /// Handed to the writer thread, which writes the records of every append waiting, syncs once (group commit)
     /// and answers each.
     async fn append(&self, entries: &[Entry]) -> Result<()> {
-        let (done, rx) = tokio::sync::oneshot::channel();
-        let jobs = self.jobs.as_ref().ok_or_else(|| self.fail("it is closed"))?;
-        let job = Job::Durable { entries: entries.to_vec(), done };
-        jobs.send(job).map_err(|_| self.fail("its writer stopped"))?;
-        match rx.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(why)) => Err(self.fail(&why)),
-            Err(_) => Err(self.fail("its writer stopped")),
-        }
+        self.hand_over(|done| Job::Durable { entries: entries.to_vec(), done }).await
     }
 
-    /// Written here, under the writer's lock (a few microseconds: sealing and one `write`), so nothing waits on a
-    /// thread hand-off; the writer thread is told to sync them.
+    /// Written here, under the writer's lock (sealing and one `write` into the page cache, no sync), so nothing
+    /// waits on a thread hand-off; the writer thread is told to sync them. Records that would rotate the file are
+    /// handed to the writer thread instead, so a rotation's syncs never run on the caller's task.
     async fn append_settled(&self, entries: &[Entry]) -> Result<()> {
         let jobs = self.jobs.as_ref().ok_or_else(|| self.fail("it is closed"))?;
-        lock(&self.writer).write(entries.iter()).map_err(|why| self.fail(&why))?;
-        jobs.send(Job::Sync).map_err(|_| self.fail("its writer stopped"))
+        if lock(&self.writer).write_unless_rotating(entries).map_err(|why| self.fail(&why))? {
+            return jobs.send(Job::Sync).map_err(|_| self.fail("its writer stopped"));
+        }
+        self.hand_over(|done| Job::Settled { entries: entries.to_vec(), done }).await
     }
 
     fn describe(&self) -> String {
@@ -130,23 +142,35 @@ impl super::AuditSink for FileSink {
     }
 }
 
-/// The writer, whatever a panic elsewhere left: its state is only ever changed whole, under the lock.
+/// The writer. A panic while it was held (a host's tracing subscriber, say) may have left the chain ahead of the
+/// file, so a poisoned lock breaks the trail: nothing more is written.
 fn lock(writer: &Mutex<Writer>) -> std::sync::MutexGuard<'_, Writer> {
-    writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    writer.lock().unwrap_or_else(|poisoned| {
+        let mut w = poisoned.into_inner();
+        w.broken.get_or_insert_with(|| "a writer panicked; restart to reopen it".to_owned());
+        w
+    })
 }
 
-/// The writer thread: write the durable appends that arrived together, sync once (with any settled records written
-/// since the last sync), answer each. The sync runs outside the lock, so settled records are written meanwhile.
+/// The writer thread: write the records of the appends that arrived together, in order; answer the settled ones;
+/// sync once (with any settled records written since the last sync); answer the durable ones. The sync runs outside
+/// the lock, so settled records are written meanwhile.
 fn serve(writer: &Mutex<Writer>, jobs: &mpsc::Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
         let mut batch = vec![job];
         batch.extend(jobs.try_iter());
-        let mut waiting = Vec::new();
-        let mut entries = Vec::new();
+        let (mut durable, mut settled, mut entries) = (Vec::new(), Vec::new(), Vec::new());
         for job in batch {
-            if let Job::Durable { entries: e, done } = job {
-                entries.extend(e);
-                waiting.push(done);
+            match job {
+                Job::Durable { entries: e, done } => {
+                    entries.extend(e);
+                    durable.push(done);
+                }
+                Job::Settled { entries: e, done } => {
+                    entries.extend(e);
+                    settled.push(done);
+                }
+                Job::Sync => {}
             }
         }
         let (file, written) = {
@@ -154,8 +178,20 @@ fn serve(writer: &Mutex<Writer>, jobs: &mpsc::Receiver<Job>) {
             let written = if entries.is_empty() { Ok(()) } else { w.write(entries.iter()) };
             (w.take_unsynced(), written)
         };
-        let result = written.and_then(|()| file.map_or(Ok(()), |f| sync(writer, &f)));
-        for done in waiting {
+        for done in settled {
+            let _ = done.send(written.clone());
+        }
+        // Whatever the write did: settled records acknowledged earlier are in the file too.
+        let synced = file.map_or(Ok(()), |f| sync(writer, &f));
+        let mut result = written.and(synced);
+        if result.is_ok() {
+            // A rotation on a caller's task may have synced the same file first and taken a writeback error, which
+            // the kernel reports once: the trail it broke says so.
+            if let Some(why) = lock(writer).broken.clone() {
+                result = Err(why);
+            }
+        }
+        for done in durable {
             let _ = done.send(result.clone());
         }
     }
@@ -171,9 +207,12 @@ fn serve(writer: &Mutex<Writer>, jobs: &mpsc::Receiver<Job>) {
 fn sync(writer: &Mutex<Writer>, file: &File) -> std::result::Result<(), String> {
     let Err(e) = file.sync_data() else { return Ok(()) };
     let why = format!("cannot sync it: {e}");
-    let mut w = lock(writer);
-    tracing::error!(target: "fisk_ai::telemetry", "audit file {}: {why}", w.path.display());
-    w.broken.get_or_insert_with(|| format!("an earlier write failed ({why}); restart to reopen it"));
+    let path = {
+        let mut w = lock(writer);
+        w.broken.get_or_insert_with(|| format!("an earlier write failed ({why}); restart to reopen it"));
+        w.path.clone()
+    };
+    tracing::error!(target: "fisk_ai::telemetry", "audit file {}: {why}", path.display());
     Err(why)
 }
 
@@ -262,6 +301,31 @@ impl Writer {
     /// The file to sync, if anything was written since the last time it was taken.
     fn take_unsynced(&mut self) -> Option<Arc<File>> {
         std::mem::take(&mut self.unsynced).then(|| self.file.clone())
+    }
+
+    /// Write `entries` unless that would rotate the file: whether they were written (not synced: [`serve`]
+    /// syncs). A failure breaks the trail.
+    fn write_unless_rotating(&mut self, entries: &[Entry]) -> std::result::Result<bool, String> {
+        if let Some(why) = &self.broken {
+            return Err(why.clone());
+        }
+        let mut chain = self.chain.clone();
+        let first = chain.next_seq();
+        let mut buf = Vec::new();
+        for entry in entries {
+            buf.extend_from_slice(&chain.seal(entry));
+            buf.push(b'\n');
+        }
+        if self.size + buf.len() as u64 > self.rotate_bytes {
+            return Ok(false);
+        }
+        if let Err(why) = self.put(&buf) {
+            self.broken = Some(format!("an earlier write failed ({why}); restart to reopen it"));
+            return Err(why);
+        }
+        self.chain = chain;
+        self.first.get_or_insert(first);
+        Ok(true)
     }
 
     /// Write `entries` (not synced: [`serve`] syncs). A failure breaks the trail: the chain's state is no longer
@@ -480,62 +544,5 @@ fn first_seq(file: &mut File) -> std::result::Result<u64, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::audit::{AuditSink, Event};
-
-    /// A sink over `/dev/null`, whose `fdatasync` the kernel refuses (EINVAL) while its writes succeed.
-    fn unsyncable() -> FileSink {
-        let null = || OpenOptions::new().append(true).open("/dev/null").unwrap();
-        let path = PathBuf::from("/dev/null");
-        let writer = Writer {
-            path: path.clone(),
-            file: Arc::new(null()),
-            unsynced: false,
-            size: 0,
-            first: None,
-            chain: Chain::genesis(),
-            rotate_bytes: u64::MAX,
-            _lock: null(),
-            broken: None,
-        };
-        FileSink::start(path, writer).unwrap()
-    }
-
-    fn entries() -> [Entry; 1] {
-        [Entry::new(Event::Requested, "other", "t")]
-    }
-
-    /// AUD-10: a settled record is acknowledged once written, and the writer thread syncs it; when that sync fails,
-    /// the trail is broken and later appends are refused. Only settled appends are made, which never sync
-    /// themselves, so the failure can only be the writer thread's sync.
-    #[tokio::test]
-    async fn aud_10_a_failed_sync_after_a_settled_write_refuses_later_appends() {
-        let sink = unsyncable();
-        sink.append_settled(&entries()).await.expect("acknowledged once written");
-        let mut refused = None;
-        for _ in 0..1000 {
-            if let Err(e) = sink.append_settled(&entries()).await {
-                refused = Some(e.to_string());
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        let why = refused.expect("the sync failed and broke the trail");
-        assert!(why.contains("an earlier write failed (cannot sync it"), "{why}");
-        let durable = sink.append(&entries()).await.unwrap_err().to_string();
-        assert!(durable.contains("an earlier write failed"), "{durable}");
-    }
-
-    /// AUD-10: settled records are synced even when the sink is dropped right after them: the writer thread syncs
-    /// everything written before it stops (here the sync fails, which leaves its mark on the writer).
-    #[tokio::test]
-    async fn aud_10_settled_records_are_synced_before_the_sink_closes() {
-        let sink = unsyncable();
-        sink.append_settled(&entries()).await.expect("acknowledged once written");
-        let writer = sink.writer.clone();
-        drop(sink);
-        let why = lock(&writer).broken.clone().expect("the records were synced before the sink closed");
-        assert!(why.contains("cannot sync it"), "{why}");
-    }
-}
+#[path = "file_tests.rs"]
+mod tests;

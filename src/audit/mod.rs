@@ -65,8 +65,9 @@ use crate::policy::SurfaceKind;
 use async_trait::async_trait;
 use std::sync::Arc;
 
-/// Where records go (AUD-4, AUD-5). A sink chains what it stores ([`Chain`]) and returns only once the records are
-/// durable: an error refuses the call they record.
+/// Where records go (AUD-4, AUD-5). A sink chains what it stores ([`Chain`]). [`append`](AuditSink::append)
+/// returns only once the records are durable, and an error refuses the call they record;
+/// [`append_settled`](AuditSink::append_settled) may return once they are written.
 #[async_trait]
 pub trait AuditSink: Send + Sync {
     /// Store `entries`, in order, after the sink's last record.
