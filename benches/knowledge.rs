@@ -9,6 +9,9 @@
 //! The fused tier uses a FAKE embedder (feature hashing of words and character trigrams, in process): its latency
 //! is the vector scan and the fusion, never a model; its quality is marked as such.
 
+#[path = "../tests/common/fs.rs"]
+mod fs;
+
 use criterion::Criterion;
 use fisk_ai::async_trait;
 use fisk_ai::knowledge::{Embedder, IndexOptions, KnowledgeBase, Tier, chunk_markdown, fts_query};
@@ -61,18 +64,6 @@ fn data() -> PathBuf {
 
 fn cases() -> Vec<Case> {
     serde_json::from_str(&std::fs::read_to_string(data().join("queries.json")).unwrap()).unwrap()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -179,7 +170,7 @@ async fn report() {
 
     // Quality.
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&corpus, &dir.path().join("corpus"));
+    fs::copy_dir(&corpus, &dir.path().join("corpus"));
     let lexical = KnowledgeBase::new(dir.path().join("lex")).with_path("corpus", dir.path());
     let r = lexical.index(IndexOptions::new(), &()).await.unwrap();
     let (r5, mrr, n) = quality(&lexical, Tier::Lexical).await;

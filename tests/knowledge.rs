@@ -16,21 +16,9 @@ use std::sync::atomic::Ordering;
 /// A copy of the test corpus in a fresh directory (so edits stay local), and a knowledge base over it.
 fn corpus() -> (tempfile::TempDir, KnowledgeBase) {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&common::root().join("tests/fixtures/knowledge/corpus"), &dir.path().join("corpus"));
+    common::fs::copy_dir(&common::root().join("tests/fixtures/knowledge/corpus"), &dir.path().join("corpus"));
     let kb = KnowledgeBase::new(dir.path().join("idx")).with_path("corpus", dir.path());
     (dir, kb)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 fn with_embedder(kb: KnowledgeBase, server: &EmbedServer, model: &str) -> KnowledgeBase {
@@ -350,7 +338,7 @@ async fn know_10_11_the_tool_answers_not_built_softly_then_framed_cited_and_boun
 #[tokio::test]
 async fn know_1_from_config_resolves_paths_and_the_index_directory_and_needs_the_key_variable() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&common::root().join("tests/fixtures/knowledge/corpus"), &dir.path().join("corpus"));
+    common::fs::copy_dir(&common::root().join("tests/fixtures/knowledge/corpus"), &dir.path().join("corpus"));
     let file = dir.path().join("agent.yaml");
     std::fs::write(&file, "identity: kb\nharness:\n  knowledge:\n    enabled: true\n    paths: [corpus]\n").unwrap();
     let config = fisk_ai::Config::load(&file).unwrap();
@@ -378,7 +366,7 @@ async fn know_10_an_agent_run_searches_knowledge_and_sends_the_passages_back_to_
     use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
     use fisk_ai::llm::{Block, Response, ScriptedProvider, StopReason, Usage};
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&common::root().join("tests/fixtures/knowledge/corpus"), &dir.path().join("corpus"));
+    common::fs::copy_dir(&common::root().join("tests/fixtures/knowledge/corpus"), &dir.path().join("corpus"));
     let file = dir.path().join("agent.yaml");
     let yaml = "identity: kb\nsystem_prompt: Answer from the runbooks.\nllm:\n  model: test-model\nharness:\n  knowledge:\n    enabled: true\n    paths: [corpus]\n    \
                 directory: idx\n";

@@ -10,33 +10,15 @@ mod common;
 
 use common::otlp::{Receiver, named, names, one};
 use common::turns::call_with;
+use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::llm::{Block, Response, ScriptedProvider, StopReason, Usage};
 use fisk_ai::telemetry::otel::OtlpExport;
-use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
-use fisk_ai::{Config, async_trait};
+use fisk_ai::tool::{ToolKind, ToolSpec};
 use serde_json::{Value, json};
 use tracing_subscriber::layer::SubscriberExt;
 
-const PROMPT: &str = "PROMPT-SECRET count the cows";
-const SYSTEM: &str = "SYSTEM-SECRET be terse";
-const ARGUMENT: &str = "ARGUMENT-SECRET";
-const OUTPUT: &str = "OUTPUT-SECRET";
-const ANSWER: &str = "ANSWER-SECRET there are three";
-const SECRETS: [&str; 5] = ["PROMPT-SECRET", "SYSTEM-SECRET", ARGUMENT, OUTPUT, "ANSWER-SECRET"];
-
-struct Echo(ToolSpec);
-
-#[async_trait]
-impl Tool for Echo {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-
-    async fn call(&self, input: &ToolInput, _: &CallContext) -> ToolOutput {
-        ToolOutput::success(format!("{OUTPUT}: {}", input.as_str()))
-    }
-}
+use common::secrets::{ANSWER, ARGUMENT, Echo, PROMPT, SECRETS, SYSTEM};
 
 fn reply(blocks: Vec<Block>, stop: StopReason, input: u64, id: &str) -> Response {
     let usage = Usage { input_tokens: input, output_tokens: 7, ..Usage::default() };

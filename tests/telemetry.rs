@@ -5,33 +5,14 @@ mod common;
 
 use common::trace::{Trace, capture};
 use common::turns::call_with;
+use fisk_ai::Config;
 use fisk_ai::agent::{Agent, RunOptions, TerminalReason};
 use fisk_ai::llm::{Block, Response, ScriptedProvider, StopReason, Usage};
 use fisk_ai::telemetry::{self as t, CHAT_SPAN, CONTENT_TARGET, RUN_SPAN, TOOL_SPAN};
-use fisk_ai::tool::{CallContext, Tool, ToolInput, ToolKind, ToolOutput, ToolSpec};
-use fisk_ai::{Config, async_trait};
+use fisk_ai::tool::{ToolKind, ToolSpec};
 use serde_json::json;
 
-const PROMPT: &str = "PROMPT-SECRET count the cows";
-const SYSTEM: &str = "SYSTEM-SECRET be terse";
-const ARGUMENT: &str = "ARGUMENT-SECRET";
-const OUTPUT: &str = "OUTPUT-SECRET";
-const ANSWER: &str = "ANSWER-SECRET there are three";
-const SECRETS: [&str; 5] = ["PROMPT-SECRET", "SYSTEM-SECRET", ARGUMENT, OUTPUT, "ANSWER-SECRET"];
-
-/// Echoes its `text` argument inside a result that also carries [`OUTPUT`].
-struct Echo(ToolSpec);
-
-#[async_trait]
-impl Tool for Echo {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-
-    async fn call(&self, input: &ToolInput, _: &CallContext) -> ToolOutput {
-        ToolOutput::success(format!("{OUTPUT}: {}", input.as_str()))
-    }
-}
+use common::secrets::{ANSWER, ARGUMENT, Echo, OUTPUT, PROMPT, SECRETS, SYSTEM};
 
 fn echo(name: &str, gated: bool) -> Echo {
     let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "additionalProperties": false});

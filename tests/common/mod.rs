@@ -8,6 +8,7 @@ pub mod a2a_peer;
 pub mod cli;
 pub mod dispatch;
 pub mod embed;
+pub mod fs;
 pub mod gate;
 #[cfg(feature = "mcp")]
 pub mod jwt;
@@ -21,6 +22,7 @@ pub mod net;
 pub mod otlp;
 pub mod procs;
 pub mod python;
+pub mod secrets;
 pub mod tools;
 pub mod trace;
 pub mod turns;
