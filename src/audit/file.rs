@@ -105,6 +105,17 @@ impl FileSink {
         Error::audit(format!("audit file {}: {why}", self.path.display()))
     }
 
+    /// Write settled `entries` in this task when the lock is free and no rotation is due: whether they were.
+    fn write_here(&self, entries: &[Entry]) -> Result<bool> {
+        let mut writer = match self.writer.try_lock() {
+            Ok(writer) => writer,
+            // The trail breaks, and the write below is refused.
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => broken_by_panic(poisoned),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(false),
+        };
+        writer.write_unless_rotating(entries).map_err(|why| self.fail(&why))
+    }
+
     /// Give the writer thread the job `make` builds, and wait for its answer.
     async fn hand_over(&self, make: impl FnOnce(Done) -> Job) -> Result<()> {
         let (done, rx) = tokio::sync::oneshot::channel();
@@ -127,11 +138,12 @@ impl super::AuditSink for FileSink {
     }
 
     /// Written here, under the writer's lock (sealing and one `write` into the page cache, no sync), so nothing
-    /// waits on a thread hand-off; the writer thread is told to sync them. Records that would rotate the file are
-    /// handed to the writer thread instead, so a rotation's syncs never run on the caller's task.
+    /// waits on a thread hand-off; the writer thread is told to sync them. Records that would rotate the file, or
+    /// that find the lock held (the writer thread may be rotating, which syncs twice), are handed to the writer
+    /// thread instead, so an async task never waits on the disk.
     async fn append_settled(&self, entries: &[Entry]) -> Result<()> {
         let jobs = self.jobs.as_ref().ok_or_else(|| self.fail("it is closed"))?;
-        if lock(&self.writer).write_unless_rotating(entries).map_err(|why| self.fail(&why))? {
+        if self.write_here(entries)? {
             return jobs.send(Job::Sync).map_err(|_| self.fail("its writer stopped"));
         }
         self.hand_over(|done| Job::Settled { entries: entries.to_vec(), done }).await
@@ -145,11 +157,16 @@ impl super::AuditSink for FileSink {
 /// The writer. A panic while it was held (a host's tracing subscriber, say) may have left the chain ahead of the
 /// file, so a poisoned lock breaks the trail: nothing more is written.
 fn lock(writer: &Mutex<Writer>) -> std::sync::MutexGuard<'_, Writer> {
-    writer.lock().unwrap_or_else(|poisoned| {
-        let mut w = poisoned.into_inner();
-        w.broken.get_or_insert_with(|| "a writer panicked; restart to reopen it".to_owned());
-        w
-    })
+    writer.lock().unwrap_or_else(broken_by_panic)
+}
+
+/// The writer behind a poisoned lock, its trail broken.
+fn broken_by_panic(
+    poisoned: std::sync::PoisonError<std::sync::MutexGuard<'_, Writer>>,
+) -> std::sync::MutexGuard<'_, Writer> {
+    let mut w = poisoned.into_inner();
+    w.broken.get_or_insert_with(|| "a writer panicked; restart to reopen it".to_owned());
+    w
 }
 
 /// The writer thread: write the records of the appends that arrived together, in order; answer the settled ones;
@@ -185,8 +202,8 @@ fn serve(writer: &Mutex<Writer>, jobs: &mpsc::Receiver<Job>) {
         let synced = file.map_or(Ok(()), |f| sync(writer, &f));
         let mut result = written.and(synced);
         if result.is_ok() {
-            // A rotation on a caller's task may have synced the same file first and taken a writeback error, which
-            // the kernel reports once: the trail it broke says so.
+            // A second guard: only this thread syncs, but should any other sync of the same file take a writeback
+            // error first (the kernel reports it once), the trail it broke says so. Not reachable from a test.
             if let Some(why) = lock(writer).broken.clone() {
                 result = Err(why);
             }

@@ -46,10 +46,10 @@ async fn aud_10_a_failed_sync_after_a_settled_write_refuses_later_appends() {
     assert!(durable.contains("an earlier write failed"), "{durable}");
 }
 
-/// AUD-10: settled records are synced even when the sink is dropped right after them: the writer thread syncs
-/// everything written before it stops (here the sync fails, which leaves its mark on the writer).
+/// AUD-10: dropping the sink right after a settled append waits for the sync the append queued (here the sync
+/// fails, which leaves its mark on the writer).
 #[tokio::test]
-async fn aud_10_settled_records_are_synced_before_the_sink_closes() {
+async fn aud_10_dropping_the_sink_waits_for_the_sync_of_settled_records() {
     let sink = unsyncable();
     sink.append_settled(&entries()).await.expect("acknowledged once written");
     let writer = sink.writer.clone();
