@@ -165,6 +165,7 @@ impl KnowledgeBase {
             for rel in &rels {
                 super::index::remove_one(&tx, rel).map_err(|e| sql(&db, e))?;
             }
+            super::lexical::maintain(&tx).map_err(|e| sql(&db, e))?;
             tx.commit().map_err(|e| sql(&db, e))?;
             Ok(rels.len())
         })
@@ -183,8 +184,7 @@ impl KnowledgeBase {
         if !dir.exists() {
             return Ok(());
         }
-        let w = store::open_writer(dir)?;
-        drop(w.conn);
+        let _lock = store::lock(dir)?;
         for f in [store::DB_FILE, "index.sqlite3-wal", "index.sqlite3-shm"] {
             match std::fs::remove_file(dir.join(f)) {
                 Ok(()) => {}

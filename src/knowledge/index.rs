@@ -5,6 +5,7 @@ use super::KnowledgeBase;
 use super::chunk::{self, Chunk};
 use super::embed::{self, Embedder};
 use super::files::{self, Found, Skipped};
+use super::lexical;
 use super::store::{self, Pins, Writer, sql};
 use crate::error::{Error, Result};
 use rusqlite::{OptionalExtension, params};
@@ -426,16 +427,18 @@ fn in_transaction(conn: &rusqlite::Connection, f: impl FnOnce() -> rusqlite::Res
 fn write_batch(conn: &rusqlite::Connection, looked: &[Looked], dimension: Option<usize>) -> rusqlite::Result<()> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     in_transaction(conn, || {
+        let mut segment = lexical::Segment::default();
         for l in looked {
             match l {
                 Looked::Touched(f) => {
                     conn.execute("UPDATE files SET mtime_ns = ?2 WHERE path = ?1", params![f.rel, f.mtime_ns])?;
                 }
                 Looked::Unchanged(_) => {}
-                Looked::Changed(p) => write_file(conn, p, now)?,
+                Looked::Changed(p) => write_file(conn, p, now, &mut segment)?,
                 Looked::Unreadable(f, _) => remove_one(conn, &f.rel)?,
             }
         }
+        segment.write(conn)?;
         let wrote_vectors = looked.iter().any(|l| matches!(l, Looked::Changed(p) if !p.chunks.is_empty()));
         match dimension {
             Some(d) if wrote_vectors => store::set_meta(conn, "dimension", &d.to_string()),
@@ -444,30 +447,36 @@ fn write_batch(conn: &rusqlite::Connection, looked: &[Looked], dimension: Option
     })
 }
 
-fn write_file(tx: &rusqlite::Connection, p: &Prepared, now: i64) -> rusqlite::Result<()> {
+fn write_file(
+    tx: &rusqlite::Connection,
+    p: &Prepared,
+    now: i64,
+    segment: &mut lexical::Segment,
+) -> rusqlite::Result<()> {
     let f = &p.found;
     remove_one(tx, &f.rel)?;
     let name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
     for (i, (c, v)) in p.chunks.iter().zip(&p.vectors).enumerate() {
         let title = c.title(name);
         let headings = serde_json::to_string(&c.headings).unwrap_or_else(|_| "[]".into());
-        tx.execute(
-            "INSERT INTO chunks (path, ordinal, title, headings, line_start, line_end, text, text_hash, vector) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                f.rel,
-                i as i64 + 1,
-                title,
-                headings,
-                c.line_start as i64,
-                c.line_end as i64,
-                c.text,
-                text_hash(&c.text),
-                v
-            ],
+        let counted = lexical::Counted::new(&title, &c.text);
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO chunks (path, ordinal, title, headings, line_start, line_end, text, text_hash, vector, \
+             tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )?;
-        let id = tx.last_insert_rowid();
-        tx.execute("INSERT INTO chunks_fts (rowid, title, text) VALUES (?1, ?2, ?3)", params![id, title, c.text])?;
+        insert.execute(params![
+            f.rel,
+            i as i64 + 1,
+            title,
+            headings,
+            c.line_start as i64,
+            c.line_end as i64,
+            c.text,
+            text_hash(&c.text),
+            v,
+            counted.tokens
+        ])?;
+        segment.add(tx.last_insert_rowid(), counted);
     }
     tx.execute(
         "INSERT INTO files (path, abs, size, mtime_ns, hash, chunks, indexed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -477,7 +486,7 @@ fn write_file(tx: &rusqlite::Connection, p: &Prepared, now: i64) -> rusqlite::Re
 }
 
 pub(crate) fn remove_one(conn: &rusqlite::Connection, rel: &str) -> rusqlite::Result<()> {
-    conn.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path = ?1)", [rel])?;
+    lexical::forget(conn, rel)?;
     conn.execute("DELETE FROM chunks WHERE path = ?1", [rel])?;
     conn.execute("DELETE FROM files WHERE path = ?1", [rel])?;
     Ok(())
@@ -485,7 +494,10 @@ pub(crate) fn remove_one(conn: &rusqlite::Connection, rel: &str) -> rusqlite::Re
 
 /// Remove the files gone from disk, and commit a `--reindex`'s transaction.
 fn finish(w: &Writer, rels: &[String]) -> rusqlite::Result<()> {
-    in_transaction(&w.conn, || rels.iter().try_for_each(|rel| remove_one(&w.conn, rel)))?;
+    in_transaction(&w.conn, || {
+        rels.iter().try_for_each(|rel| remove_one(&w.conn, rel))?;
+        lexical::maintain(&w.conn)
+    })?;
     if !w.conn.is_autocommit() {
         w.conn.execute_batch("COMMIT")?;
     }

@@ -1,14 +1,16 @@
 //! A local document index the agent searches through one built-in tool, `knowledge_search` (feature `knowledge`,
-//! KNOW-1..): runbooks, READMEs and design notes, chunked along their Markdown headings, ranked by BM25 over SQLite
-//! FTS5 and, with an embeddings endpoint, by vector similarity fused with the words by reciprocal rank.
+//! KNOW-1..): runbooks, READMEs and design notes, chunked along their Markdown headings, ranked by BM25 and, with an
+//! embeddings endpoint, by vector similarity fused with the words by reciprocal rank.
 //!
-//! - The index is one SQLite database (bundled, so FTS5 is always there) in a 0700 directory, default
+//! - The index is one SQLite database (bundled) in a 0700 directory, default
 //!   `knowledge/<identity>` under the state directory. One process writes it at a time (`index.lock`); the agent
 //!   opens it read-only.
 //! - Vectors are stored as blobs and compared by a full scan: exact, with no extension to load, and fast enough
 //!   for tens of thousands of passages (the README gives the measured figures). `sqlite-vec` was not taken: its
 //!   0.1.10 alpha does not build, and registering 0.1.9 with SQLite takes an `unsafe` call this crate does not
 //!   allow.
+//! - The words' postings are the index's own (`lexical`): SQLite FTS5's word splitting and Porter stemming, and
+//!   its `bm25()` scores, without its per-row scoring cost (KNOW-23).
 //! - Indexing is incremental: files unchanged by size and mtime are not read, files with the same content hash are
 //!   not re-chunked, and a passage whose text is already stored keeps its vector.
 //! - The chunker's version, the tokenizer, the embedding model, its dimension and both prefixes are pinned in the
@@ -35,9 +37,12 @@ mod chunk;
 mod embed;
 mod files;
 mod index;
+mod lexical;
+mod porter;
 mod search;
 mod store;
 mod tool;
+mod words;
 
 pub use admin::{DoctorReport, IndexStats, SourceFile};
 pub use chunk::{

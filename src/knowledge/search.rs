@@ -1,17 +1,16 @@
-//! Searching (KNOW-2, KNOW-6): BM25 over FTS5 for words OR-ed together, cosine over the stored unit vectors, and
+//! Searching (KNOW-2, KNOW-6): BM25 for words OR-ed together (the index's own postings, KNOW-23), cosine over the stored unit vectors, and
 //! reciprocal rank fusion of the two; a search whose embedder is down falls back to words alone, and says so.
 
 use super::KnowledgeBase;
 use super::embed::{self, Embedder};
 use super::store::{self, sql};
+use super::words::{MAX_QUERY_WORDS, STOP_WORDS};
 use crate::error::{Error, Result};
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 use std::collections::HashMap;
 
 /// The reciprocal rank fusion constant (KNOW-6): a passage at rank r in a list scores `1 / (RRF_K + r)`.
 pub const RRF_K: f64 = 60.0;
-/// The most words of a query searched; the rest are dropped.
-const MAX_QUERY_WORDS: usize = 64;
 
 /// Which rankings a search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,19 +75,10 @@ pub struct SearchResults {
     pub warnings: Vec<String>,
 }
 
-/// English function words left out of a query (unless it has nothing else): they match nearly every passage, so
-/// keeping them makes BM25 score the whole index for almost no change in the ranking.
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do",
-    "does", "for", "from", "get", "got", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me",
-    "my", "of", "on", "or", "our", "should", "so", "some", "than", "that", "the", "their", "them", "then", "there",
-    "these", "they", "this", "those", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "while",
-    "who", "why", "will", "with", "would", "you", "your",
-];
-
-/// The FTS5 query for natural-language text (KNOW-2): each word quoted, the words OR-ed, function words left out
-/// when anything else remains. Quotes, operators (`AND`, `NEAR`, `*`, `^`, column filters) and punctuation are never
-/// interpreted. `None` when the text has no word.
+/// The FTS5 query for the same words a search ranks by (KNOW-2): each word quoted, the words OR-ed, function words
+/// left out when anything else remains. Quotes, operators (`AND`, `NEAR`, `*`, `^`, column filters) and punctuation
+/// are never interpreted. `None` when the text has no word. The index no longer uses FTS5 (KNOW-23); this is for
+/// a host that queries an FTS5 table of its own the way the index ranks.
 pub fn fts_query(text: &str) -> Option<String> {
     let mut words: Vec<String> = Vec::new();
     for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
@@ -122,14 +112,7 @@ pub fn reciprocal_rank_fusion(lists: &[&[i64]], k: f64) -> Vec<(i64, f64)> {
 }
 
 pub(crate) fn lexical(conn: &Connection, query: &str, limit: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
-    let Some(q) = fts_query(query) else { return Ok(Vec::new()) };
-    // The title weighs twice the text; bm25 is lower for better matches.
-    let mut stmt = conn.prepare_cached(
-        "SELECT rowid, bm25(chunks_fts, 2.0, 1.0) AS s FROM chunks_fts WHERE chunks_fts MATCH ?1 \
-         ORDER BY s, rowid LIMIT ?2",
-    )?;
-    let rows = stmt.query_map(params![q, limit as i64], |r| Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?)))?;
-    rows.collect()
+    super::lexical::search(conn, query, limit)
 }
 
 /// The nearest stored vectors to `query` (a unit vector) by a full scan.
@@ -181,6 +164,8 @@ pub(crate) fn rank(
     top_k: usize,
 ) -> rusqlite::Result<Vec<Hit>> {
     let depth = (top_k * 5).max(50);
+    // One snapshot: the totals, the postings and the passages loaded all come from the same commit.
+    let snapshot = conn.unchecked_transaction()?;
     let words = if tier == Tier::Vector { Vec::new() } else { lexical(conn, query, depth)? };
     let near = match vector {
         Some(v) if tier != Tier::Lexical => nearest(conn, v, depth)?,
@@ -194,7 +179,7 @@ pub(crate) fn rank(
         Tier::Fused => reciprocal_rank_fusion(&[&w_ids, &n_ids], RRF_K),
     };
     let position = |l: &[i64], id: i64| l.iter().position(|x| *x == id).map(|p| p + 1);
-    ranked
+    let hits = ranked
         .into_iter()
         .take(top_k)
         .map(|(id, score)| {
@@ -203,7 +188,9 @@ pub(crate) fn rank(
             hit.vector_rank = position(&n_ids, id);
             Ok(hit)
         })
-        .collect()
+        .collect::<rusqlite::Result<Vec<Hit>>>()?;
+    snapshot.commit()?;
+    Ok(hits)
 }
 
 impl KnowledgeBase {

@@ -1,6 +1,6 @@
-//! The index on disk (KNOW-7, KNOW-8): one SQLite database (`index.sqlite3`, mode 0600) in a 0700 directory, an
-//! FTS5 table for the lexical tier and vectors as little-endian `f32` blobs, a single writer behind `index.lock`,
-//! and the pins that keep one chunking and one embedding model per index.
+//! The index on disk (KNOW-7, KNOW-8): one SQLite database (`index.sqlite3`, mode 0600) in a 0700 directory, the
+//! lexical tier's postings (`lexical`) and vectors as little-endian `f32` blobs, a single writer behind
+//! `index.lock`, and the pins that keep one chunking and one embedding model per index.
 
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 pub const DB_FILE: &str = "index.sqlite3";
 /// The writer's lock file inside the index directory.
 pub const LOCK_FILE: &str = "index.lock";
-/// The layout of the tables; a different one asks for a reindex.
-const SCHEMA: &str = "1";
+/// The layout of the tables; a different one asks for a reset and a new index. Layout 1 ranked with an FTS5 table;
+/// layout 2 keeps its own postings (KNOW-23).
+const SCHEMA: &str = "2";
 
 const CREATE: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -21,11 +22,10 @@ CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, abs TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     hash TEXT NOT NULL, chunks INTEGER NOT NULL, indexed_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY, path TEXT NOT NULL, ordinal INTEGER NOT NULL, title TEXT NOT NULL,
+    id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL, ordinal INTEGER NOT NULL, title TEXT NOT NULL,
     headings TEXT NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL, text TEXT NOT NULL,
-    text_hash TEXT NOT NULL, vector BLOB, UNIQUE (path, ordinal));
+    text_hash TEXT NOT NULL, vector BLOB, tokens INTEGER NOT NULL, UNIQUE (path, ordinal));
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks (text_hash);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(title, text, tokenize = 'porter unicode61');
 ";
 
 /// What an index was built with. Searching or adding to it with anything else would mix two chunkings or two
@@ -136,6 +136,12 @@ pub(crate) struct Writer {
 
 /// Take the single-writer lock and open (creating) the database. A second writer is refused at once.
 pub(crate) fn open_writer(dir: &Path) -> Result<Writer> {
+    open_locked(dir, lock(dir)?)
+}
+
+/// Take the single-writer lock (creating the directory); held while the file lives. A reset needs only this: an
+/// index of another layout must still be removable.
+pub(crate) fn lock(dir: &Path) -> Result<File> {
     ensure_dir(dir)?;
     let lock_path = dir.join(LOCK_FILE);
     let lock = OpenOptions::new()
@@ -159,6 +165,11 @@ pub(crate) fn open_writer(dir: &Path) -> Result<Writer> {
             return Err(Error::knowledge(format!("cannot lock {}: {e}", lock_path.display())));
         }
     }
+    Ok(lock)
+}
+
+/// Open (creating) the database under a lock [`lock`] took.
+fn open_locked(dir: &Path, lock: File) -> Result<Writer> {
     let db = db_path(dir);
     // Created 0600 before SQLite opens it; SQLite gives its -wal and -shm files the database's mode.
     OpenOptions::new()
@@ -173,17 +184,12 @@ pub(crate) fn open_writer(dir: &Path) -> Result<Writer> {
         .map_err(|e| sql(&db, e))?;
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
         .map_err(|e| sql(&db, e))?;
+    // A layout-1 index has no `tokens` column: check its layout before creating anything in it.
+    check_layout(&conn, dir)?;
     conn.execute_batch(CREATE).map_err(|e| sql(&db, e))?;
-    match meta(&conn, "schema").map_err(|e| sql(&db, e))? {
-        None => set_meta(&conn, "schema", SCHEMA).map_err(|e| sql(&db, e))?,
-        Some(v) if v == SCHEMA => {}
-        Some(v) => {
-            return Err(Error::knowledge(format!(
-                "the index in {} has table layout {v}, this version writes {SCHEMA}; run `knowledge reset --force` \
-                 then `knowledge index`",
-                dir.display()
-            )));
-        }
+    conn.execute_batch(super::lexical::CREATE).map_err(|e| sql(&db, e))?;
+    if meta(&conn, "schema").map_err(|e| sql(&db, e))?.is_none() {
+        set_meta(&conn, "schema", SCHEMA).map_err(|e| sql(&db, e))?;
     }
     Ok(Writer { conn, _lock: lock })
 }
@@ -205,7 +211,31 @@ pub(crate) fn open_reader(dir: &Path) -> Result<Option<Connection>> {
         .map_err(|e| sql(&db, e))?
         .is_some()
         && meta(&conn, "chunker").map_err(|e| sql(&db, e))?.is_some();
+    if built {
+        check_layout(&conn, dir)?;
+    }
     Ok(built.then_some(conn))
+}
+
+/// Refuse an index written with another table layout (KNOW-8), naming it and what to run.
+fn check_layout(conn: &Connection, dir: &Path) -> Result<()> {
+    let db = db_path(dir);
+    let has_meta = conn
+        .query_row("SELECT 1 FROM sqlite_master WHERE name = 'meta'", [], |_| Ok(()))
+        .optional()
+        .map_err(|e| sql(&db, e))?;
+    let layout = match has_meta {
+        Some(()) => meta(conn, "schema").map_err(|e| sql(&db, e))?,
+        None => None,
+    };
+    match layout {
+        Some(v) if v != SCHEMA => Err(Error::knowledge(format!(
+            "the index in {} has table layout {v}, this version reads and writes {SCHEMA}; run `knowledge reset \
+             --force` then `knowledge index`",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The database's path in `dir`.
@@ -258,7 +288,6 @@ pub(crate) fn write_pins(conn: &Connection, pins: &Pins) -> rusqlite::Result<()>
 
 /// Empty every table (a `--reindex`), keeping the file and its mode.
 pub(crate) fn clear(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "DELETE FROM chunks_fts; DELETE FROM chunks; DELETE FROM files; DELETE FROM meta WHERE key <> 'schema';",
-    )
+    conn.execute_batch("DELETE FROM chunks; DELETE FROM files; DELETE FROM meta WHERE key <> 'schema';")?;
+    conn.execute_batch(super::lexical::CLEAR)
 }
