@@ -109,6 +109,12 @@ async fn know_23_incremental_edits_removals_and_merges_keep_the_ranking_exact() 
     std::fs::write(corpus.join("new.md"), "# Restart\n\nRestarting the configured backup server.\n").unwrap();
     kb.index(IndexOptions::new(), &()).await.unwrap();
     assert_ranks_as_fts5(&kb, &dir.path().join("idx"), 500).await;
+    // Thirteen runs left at most 8 segments plus the last run's, and the mass removal (past 1,024 dead passages)
+    // rewrote them all without the dead.
+    let db = writable(dir.path());
+    let count = |q: &str| db.query_row(q, [], |r| r.get::<_, i64>(0)).unwrap();
+    assert!(count("SELECT count(*) FROM lex_segments") <= 9);
+    assert_eq!(count("SELECT count(*) FROM lex_dead"), 0);
     // And a remove through the admin path.
     kb.remove("corpus/new.md").await.unwrap();
     assert_ranks_as_fts5(&kb, &dir.path().join("idx"), 500).await;
@@ -170,4 +176,20 @@ async fn know_23_an_index_of_the_previous_layout_is_refused_until_rebuilt() {
     kb.reset().unwrap();
     kb.index(IndexOptions::new(), &()).await.unwrap();
     assert!(!ours(&kb, "restart").await.is_empty());
+}
+
+/// A reader kept from before a reset is not used on the new index.
+#[tokio::test]
+async fn know_23_a_reset_and_a_new_index_are_searched_fresh() {
+    let (dir, kb) = small().await;
+    assert!(!ours(&kb, "restart").await.is_empty());
+    kb.reset().unwrap();
+    for f in ["runbook.md", "guides"] {
+        let p = dir.path().join("corpus").join(f);
+        if p.is_dir() { std::fs::remove_dir_all(p).unwrap() } else { std::fs::remove_file(p).unwrap() }
+    }
+    std::fs::write(dir.path().join("corpus/other.md"), "# Zebra\n\nzebras only\n").unwrap();
+    kb.index(IndexOptions::new(), &()).await.unwrap();
+    assert!(ours(&kb, "restart").await.is_empty());
+    assert_eq!(ours(&kb, "zebra").await.len(), 1);
 }

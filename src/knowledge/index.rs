@@ -207,6 +207,9 @@ impl KnowledgeBase {
             if options.reindex {
                 w.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| sql(&db, e))?;
                 store::clear(&w.conn).map_err(|e| sql(&db, e))?;
+            } else {
+                // Segments left by runs that failed before their end are merged now.
+                in_transaction(&w.conn, || lexical::maintain(&w.conn)).map_err(|e| sql(&db, e))?;
             }
             let keep_dim = pins.filter(|_| !options.reindex).and_then(|p| p.dimension);
             let pins = Pins { dimension: keep_dim, ..wanted };

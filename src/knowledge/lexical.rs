@@ -11,7 +11,8 @@
 //!   reused (`AUTOINCREMENT`), so a mark can only name the passage it was made for.
 //! - **Merging.** At the end of an index run, more than [`MAX_SEGMENTS`] segments are merged into one (all but the
 //!   largest), and once more than [`MAX_DEAD`] passages are dead every segment is rewritten without them.
-//! - **Reading.** A search reads inside one transaction, so totals and postings come from the same commit.
+//! - **Reading.** A search reads inside one transaction (`KnowledgeBase::with_reader`), so the totals and the
+//!   postings come from the same commit.
 
 use super::words;
 use rusqlite::types::Type;
@@ -30,7 +31,10 @@ INSERT OR IGNORE INTO lex_stats (one, passages, tokens) VALUES (1, 0, 0);
 ";
 
 /// Empty the lexical tables (a `--reindex` or a reset).
-pub(crate) const CLEAR: &str = "DELETE FROM lex_terms; DELETE FROM lex_segments; DELETE FROM lex_dead; UPDATE lex_stats SET passages = 0, tokens = 0;";
+pub(crate) const CLEAR: &str = "
+DELETE FROM lex_terms; DELETE FROM lex_segments; DELETE FROM lex_dead;
+UPDATE lex_stats SET passages = 0, tokens = 0;
+";
 
 /// A title word counts twice a text word, as `bm25(chunks_fts, 2.0, 1.0)` weighed them.
 const TITLE_WEIGHT: f64 = 2.0;
@@ -38,8 +42,11 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 /// Segments kept before an index run's end merges them.
 pub(crate) const MAX_SEGMENTS: usize = 8;
-/// Dead passages kept before every segment is rewritten without them (or a quarter of the live ones, if more).
+/// Dead passages kept before every segment is rewritten without them: a search reads them all, so they stay few.
 pub(crate) const MAX_DEAD: i64 = 1024;
+/// The widest passage-id range scored in an array; past it (ids far apart after much churn, or a damaged index),
+/// a map. 2^24 slots are 128 MiB at most and need at least 4 million live passages to be reached legitimately.
+const MAX_DENSE: i64 = 1 << 24;
 
 /// One passage's words, counted: made before its row is written, so the row can hold its length.
 pub(crate) struct Counted {
@@ -49,6 +56,7 @@ pub(crate) struct Counted {
 }
 
 impl Counted {
+    /// Split, fold, stem and count the words of a passage's title and text.
     pub(crate) fn new(title: &str, text: &str) -> Self {
         let mut terms: HashMap<Vec<u8>, (u32, u32)> = HashMap::new();
         let mut tokens = 0u32;
@@ -225,9 +233,10 @@ enum Scores {
 
 impl Scores {
     fn new(span: Option<(i64, i64)>, passages: i64) -> Self {
-        match span {
-            Some((lo, hi)) if hi >= lo && hi - lo < passages.saturating_mul(4).saturating_add(4096) => {
-                Scores::Dense { base: lo, score: vec![0.0; (hi - lo + 1) as usize], touched: Vec::new() }
+        let limit = passages.saturating_mul(4).saturating_add(4096).min(MAX_DENSE);
+        match span.and_then(|(lo, hi)| Some((lo, hi.checked_sub(lo)?))) {
+            Some((lo, width)) if (0..limit).contains(&width) => {
+                Scores::Dense { base: lo, score: vec![0.0; width as usize + 1], touched: Vec::new() }
             }
             _ => Scores::Sparse(HashMap::new()),
         }
@@ -265,16 +274,15 @@ impl Scores {
     }
 }
 
-/// Keep reading fast after an index run: merge segments past [`MAX_SEGMENTS`] (all but the largest), and rewrite
-/// every segment without the dead passages once there are more than [`MAX_DEAD`] of them (or a quarter of the live
-/// ones). Call inside the run's transaction.
+/// Keep reading fast: merge segments past [`MAX_SEGMENTS`] (all but the largest), and rewrite every segment without
+/// the dead passages once there are more than [`MAX_DEAD`] of them. Called at the start and the end of an index run
+/// (so runs that failed midway still get merged) and after a removal, inside a transaction.
 pub(crate) fn maintain(conn: &Connection) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare("SELECT id FROM lex_segments ORDER BY bytes DESC, id")?;
     let segments: Vec<i64> = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     drop(stmt);
     let dead: i64 = conn.query_row("SELECT count(*) FROM lex_dead", [], |r| r.get(0))?;
-    let live: i64 = conn.query_row("SELECT passages FROM lex_stats", [], |r| r.get(0)).optional()?.unwrap_or(0);
-    if dead > MAX_DEAD.max(live / 4) || (segments.is_empty() && dead > 0) {
+    if dead > MAX_DEAD || (segments.is_empty() && dead > 0) {
         merge(conn, &segments)?;
         return conn.execute("DELETE FROM lex_dead", []).map(drop);
     }
@@ -303,12 +311,12 @@ fn merge(conn: &Connection, chosen: &[i64]) -> rusqlite::Result<()> {
         }
         let this = row.get_ref(0)?.as_blob()?;
         if this != term.as_slice() {
-            flush(&term, &mut list, &mut merged);
+            flush(&term, &mut list, &mut merged)?;
             term = this.to_vec();
         }
         decode(row.get_ref(2)?.as_blob()?, &dead, &mut list).ok_or_else(|| malformed(&term))?;
     }
-    flush(&term, &mut list, &mut merged);
+    flush(&term, &mut list, &mut merged)?;
     drop(rows);
     drop(stmt);
     // Segment ids are integers this function read from the table: nothing to quote.
@@ -329,20 +337,25 @@ fn merge(conn: &Connection, chosen: &[i64]) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Encode one term's merged postings, in id order, and start the next term.
-fn flush(term: &[u8], list: &mut Vec<Posting>, out: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+/// Encode one term's merged postings, in id order, and start the next term. A passage in two segments can only
+/// come from a damaged index: refused, rather than written as a step of 0 that no search could read.
+fn flush(term: &[u8], list: &mut Vec<Posting>, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> rusqlite::Result<()> {
     if list.is_empty() {
-        return;
+        return Ok(());
     }
     list.sort_unstable_by_key(|p| p.0);
     let mut bytes = Vec::with_capacity(list.len() * 5);
     let mut last = 0i64;
     for &posting in list.iter() {
+        if posting.0 <= last {
+            return Err(malformed(term));
+        }
         put_posting(&mut bytes, last, posting);
         last = posting.0;
     }
     out.push((term.to_vec(), bytes));
     list.clear();
+    Ok(())
 }
 
 #[cfg(test)]

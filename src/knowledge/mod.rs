@@ -33,9 +33,11 @@
 //! ```
 
 mod admin;
+mod categories;
 mod chunk;
 mod embed;
 mod files;
+mod fold;
 mod index;
 mod lexical;
 mod porter;
@@ -281,15 +283,17 @@ impl KnowledgeBase {
         }
     }
 
-    /// Run `f` on a read-only connection and the index's pins, taking an idle one from the pool or opening one;
-    /// `None` when no index was ever built. The pins are read again only when another connection has committed
+    /// Run `f` on a read-only connection and the index's pins, in one read transaction (so the pins, the totals,
+    /// the postings and the passages all come from one commit), taking an idle connection from the pool or opening
+    /// one; `None` when no index was ever built. The pins are read again only when another connection has committed
     /// (`PRAGMA data_version`), so a search costs one extra query, not six.
     pub(crate) fn with_reader<T>(&self, f: impl FnOnce(&Connection, &Pins) -> Result<T>) -> Result<Option<T>> {
         let db = store::db_path(&self.inner.dir);
         let Some(ino) = std::fs::metadata(&db).map(|m| m.ino()).ok() else { return Ok(None) };
         let idle = {
             let mut pool = self.inner.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Connections on a replaced file are of no more use.
+            // Connections on a replaced file (a reset, then a new index) are of no more use. The new file cannot
+            // take the old one's inode number while a pooled connection still holds the old one open.
             pool.retain(|r| r.ino == ino);
             pool.pop()
         };
@@ -300,10 +304,29 @@ impl KnowledgeBase {
                 None => return Ok(None),
             },
         };
+        let out = Self::in_snapshot(&mut reader, &db, f);
+        // A connection is pooled only outside any transaction (a failed rollback would leave one open).
+        if reader.conn.is_autocommit() {
+            let mut pool = self.inner.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if pool.len() < MAX_IDLE_READERS {
+                pool.push(reader);
+            }
+        }
+        out
+    }
+
+    fn in_snapshot<T>(
+        reader: &mut Reader,
+        db: &Path,
+        f: impl FnOnce(&Connection, &Pins) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let snapshot = reader.conn.unchecked_transaction().map_err(|e| store::sql(db, e))?;
+        // The first read starts the snapshot; `data_version` then tells whether it is newer than the pins held.
+        reader.conn.query_row("SELECT count(*) FROM meta", [], |_| Ok(())).map_err(|e| store::sql(db, e))?;
         let version: i64 =
-            reader.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(|e| store::sql(&db, e))?;
+            reader.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(|e| store::sql(db, e))?;
         if reader.version != Some(version) {
-            reader.pins = store::read_pins(&reader.conn).map_err(|e| store::sql(&db, e))?;
+            reader.pins = store::read_pins(&reader.conn).map_err(|e| store::sql(db, e))?;
             reader.version = Some(version);
         }
         // An index emptied by a reset, or whose first build has not committed, reads as not built.
@@ -311,10 +334,7 @@ impl KnowledgeBase {
             Some(pins) => f(&reader.conn, pins).map(Some),
             None => Ok(None),
         };
-        let mut pool = self.inner.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if pool.len() < MAX_IDLE_READERS {
-            pool.push(reader);
-        }
+        snapshot.commit().map_err(|e| store::sql(db, e))?;
         out
     }
 }

@@ -1,10 +1,11 @@
-//! Searching (KNOW-2, KNOW-6): BM25 for words OR-ed together (the index's own postings, KNOW-23), cosine over the stored unit vectors, and
-//! reciprocal rank fusion of the two; a search whose embedder is down falls back to words alone, and says so.
+//! Searching (KNOW-2, KNOW-6): BM25 for words OR-ed together (the index's own postings, KNOW-23), cosine over the
+//! stored unit vectors, and reciprocal rank fusion of the two; a search whose embedder is down falls back to words
+//! alone, and says so.
 
 use super::KnowledgeBase;
 use super::embed::{self, Embedder};
 use super::store::{self, sql};
-use super::words::{MAX_QUERY_WORDS, STOP_WORDS};
+use super::words::query_words;
 use crate::error::{Error, Result};
 use rusqlite::Connection;
 use std::collections::HashMap;
@@ -80,19 +81,7 @@ pub struct SearchResults {
 /// are never interpreted. `None` when the text has no word. The index no longer uses FTS5 (KNOW-23); this is for
 /// a host that queries an FTS5 table of its own the way the index ranks.
 pub fn fts_query(text: &str) -> Option<String> {
-    let mut words: Vec<String> = Vec::new();
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let w = w.to_lowercase();
-        if !words.contains(&w) {
-            words.push(w);
-        }
-        if words.len() == MAX_QUERY_WORDS {
-            break;
-        }
-    }
-    if words.iter().any(|w| !STOP_WORDS.contains(&w.as_str())) {
-        words.retain(|w| !STOP_WORDS.contains(&w.as_str()));
-    }
+    let words = query_words(text);
     // Only letters and digits remain, so the quotes need no escaping.
     (!words.is_empty()).then(|| words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" OR "))
 }
@@ -155,7 +144,7 @@ pub(crate) fn load_hit(conn: &Connection, id: i64, score: f64) -> rusqlite::Resu
     })
 }
 
-/// Rank and load: one list alone, or both fused.
+/// Rank and load: one list alone, or both fused. Call inside a read transaction ([`KnowledgeBase::with_reader`]).
 pub(crate) fn rank(
     conn: &Connection,
     query: &str,
@@ -164,8 +153,6 @@ pub(crate) fn rank(
     top_k: usize,
 ) -> rusqlite::Result<Vec<Hit>> {
     let depth = (top_k * 5).max(50);
-    // One snapshot: the totals, the postings and the passages loaded all come from the same commit.
-    let snapshot = conn.unchecked_transaction()?;
     let words = if tier == Tier::Vector { Vec::new() } else { lexical(conn, query, depth)? };
     let near = match vector {
         Some(v) if tier != Tier::Lexical => nearest(conn, v, depth)?,
@@ -179,7 +166,7 @@ pub(crate) fn rank(
         Tier::Fused => reciprocal_rank_fusion(&[&w_ids, &n_ids], RRF_K),
     };
     let position = |l: &[i64], id: i64| l.iter().position(|x| *x == id).map(|p| p + 1);
-    let hits = ranked
+    ranked
         .into_iter()
         .take(top_k)
         .map(|(id, score)| {
@@ -188,9 +175,7 @@ pub(crate) fn rank(
             hit.vector_rank = position(&n_ids, id);
             Ok(hit)
         })
-        .collect::<rusqlite::Result<Vec<Hit>>>()?;
-    snapshot.commit()?;
-    Ok(hits)
+        .collect()
 }
 
 impl KnowledgeBase {
