@@ -193,3 +193,28 @@ async fn know_23_a_reset_and_a_new_index_are_searched_fresh() {
     assert!(ours(&kb, "restart").await.is_empty());
     assert_eq!(ours(&kb, "zebra").await.len(), 1);
 }
+
+/// Damaged totals and a passage id far from the rest (another program wrote the file) neither panic nor make a
+/// search allocate by them: the stray range is scored in a map, and the same passages are found.
+#[tokio::test]
+async fn know_23_damaged_totals_and_id_ranges_neither_panic_nor_allocate_by_them() {
+    let (dir, kb) = small().await;
+    let names = |l: Vec<(String, f64)>| {
+        let mut v: Vec<String> = l.into_iter().map(|(c, _)| c).collect();
+        v.sort();
+        v
+    };
+    let want = names(ours(&kb, "restart backup streams").await);
+    assert!(want.len() >= 3, "{want:?}");
+    let db = writable(dir.path());
+    db.execute("UPDATE lex_stats SET passages = ?1", [i64::MAX]).unwrap();
+    db.execute(
+        "INSERT INTO chunks (id, path, ordinal, title, headings, line_start, line_end, text, text_hash, tokens) \
+         VALUES (?1, 'stray.md', 1, 't', '[]', 1, 1, 'x', 'h', 1)",
+        [i64::MAX - 1],
+    )
+    .unwrap();
+    assert_eq!(names(ours(&kb, "restart backup streams").await), want);
+    db.execute("UPDATE lex_stats SET passages = -5", []).unwrap();
+    assert!(ours(&kb, "restart").await.is_empty(), "no live passage by the totals: nothing ranks");
+}

@@ -45,8 +45,9 @@ pub(crate) const MAX_SEGMENTS: usize = 8;
 /// Dead passages kept before every segment is rewritten without them: a search reads them all, so they stay few.
 pub(crate) const MAX_DEAD: i64 = 1024;
 /// The widest passage-id range scored in an array; past it (ids far apart after much churn, or a damaged index),
-/// a map. 2^24 slots are 128 MiB at most and need at least 4 million live passages to be reached legitimately.
-const MAX_DENSE: i64 = 1 << 24;
+/// a map, whose size follows the postings actually read. 2^22 slots are 32 MiB, the most a damaged total can make
+/// a search allocate up front; a million live passages would be needed to reach it legitimately.
+const MAX_DENSE: i64 = 1 << 22;
 
 /// One passage's words, counted: made before its row is written, so the row can hold its length.
 pub(crate) struct Counted {
