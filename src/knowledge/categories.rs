@@ -273,7 +273,8 @@ const DATA: &[u16] = &[
     63,
 ];
 
-/// FTS5's category number of `c`: 0 for unassigned, 5-9 and 30 letters, 13-15 numbers, 31 private use.
+/// FTS5's category number of `c`: 0 for unassigned, 5-9 letters (the table's 30, alternating upper and lower case,
+/// comes out as 5 or 9), 13-15 numbers, 31 private use.
 fn category(c: u32) -> u16 {
     if c >= 1 << 20 {
         return 0;
@@ -296,5 +297,5 @@ fn category(c: u32) -> u16 {
 /// A word character for `unicode61` with its default `categories 'L* N* Co'` (and, as there, anything its table
 /// does not list).
 pub(crate) fn is_token_char(c: char) -> bool {
-    matches!(category(c as u32), 0 | 5..=9 | 30 | 13..=15 | 31)
+    matches!(category(c as u32), 0 | 5..=9 | 13..=15 | 31)
 }

@@ -9,8 +9,9 @@
 //! - **Segments.** Each indexing batch writes its passages' postings as a new segment, in the batch's transaction.
 //!   Removing a file marks its passages dead (`lex_dead`) and takes them out of the totals; passage ids are never
 //!   reused (`AUTOINCREMENT`), so a mark can only name the passage it was made for.
-//! - **Merging.** At the end of an index run, more than [`MAX_SEGMENTS`] segments are merged into one (all but the
-//!   largest), and once more than [`MAX_DEAD`] passages are dead every segment is rewritten without them.
+//! - **Merging.** At the start and the end of an index run and after a removal, more than [`MAX_SEGMENTS`] segments
+//!   are merged into one (all but the largest), and once more than [`MAX_DEAD`] passages are dead every segment is
+//!   rewritten without them.
 //! - **Reading.** A search reads inside one transaction (`KnowledgeBase::with_reader`), so the totals and the
 //!   postings come from the same commit.
 
@@ -228,8 +229,13 @@ pub(crate) fn search(conn: &Connection, query: &str, limit: usize) -> rusqlite::
 
 /// Scores by passage: an array over the id range when it is dense (the usual case), a map otherwise.
 enum Scores {
-    Dense { base: i64, score: Vec<f64>, touched: Vec<u32> },
-    Sparse(HashMap<i64, f64>),
+    Dense {
+        base: i64,
+        score: Vec<f64>,
+        touched: Vec<u32>,
+    },
+    /// The live id range (none: no passage), and the scores.
+    Sparse(Option<(i64, i64)>, HashMap<i64, f64>),
 }
 
 impl Scores {
@@ -239,7 +245,7 @@ impl Scores {
             Some((lo, width)) if (0..limit).contains(&width) => {
                 Scores::Dense { base: lo, score: vec![0.0; width as usize + 1], touched: Vec::new() }
             }
-            _ => Scores::Sparse(HashMap::new()),
+            _ => Scores::Sparse(span, HashMap::new()),
         }
     }
 
@@ -254,7 +260,12 @@ impl Scores {
                 }
                 *v += s;
             }
-            Scores::Sparse(map) => *map.entry(id).or_default() += s,
+            // As above: outside the live range, a passage already gone.
+            Scores::Sparse(span, map) => {
+                if span.is_some_and(|(lo, hi)| (lo..=hi).contains(&id)) {
+                    *map.entry(id).or_default() += s;
+                }
+            }
         }
     }
 
@@ -263,7 +274,7 @@ impl Scores {
             Scores::Dense { base, score, touched } => {
                 touched.into_iter().map(|slot| (base + i64::from(slot), score[slot as usize])).collect()
             }
-            Scores::Sparse(map) => map.into_iter().collect(),
+            Scores::Sparse(_, map) => map.into_iter().collect(),
         };
         let order = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if all.len() > limit {

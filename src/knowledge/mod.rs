@@ -315,6 +315,8 @@ impl KnowledgeBase {
         out
     }
 
+    /// `f` in one read transaction on `reader`, with the pins of that snapshot (read again only when it is newer
+    /// than the ones held). `f`'s error wins over a failure to end the transaction.
     fn in_snapshot<T>(
         reader: &mut Reader,
         db: &Path,
@@ -331,10 +333,10 @@ impl KnowledgeBase {
         }
         // An index emptied by a reset, or whose first build has not committed, reads as not built.
         let out = match &reader.pins {
-            Some(pins) => f(&reader.conn, pins).map(Some),
-            None => Ok(None),
+            Some(pins) => f(&reader.conn, pins).map(Some)?,
+            None => None,
         };
         snapshot.commit().map_err(|e| store::sql(db, e))?;
-        out
+        Ok(out)
     }
 }

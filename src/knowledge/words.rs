@@ -89,13 +89,18 @@ pub(crate) fn query_words(text: &str) -> Vec<String> {
     words
 }
 
-/// The terms a query searches for: each of its [`query_words`] split, folded and stemmed as passages are. Two
-/// words that fold or stem alike stay two terms, as two FTS5 phrases did. A word the tokenizer splits further
-/// (a mark that is not a letter inside it) was a phrase in FTS5; here its pieces count on their own.
+/// The terms a query searches for: each of its [`query_words`] split, folded and stemmed as passages are, at most
+/// [`MAX_QUERY_WORDS`] in all. Two words that fold or stem alike stay two terms, as two FTS5 phrases did. A word
+/// the tokenizer splits further (a mark that is not a letter inside it) was a phrase in FTS5; here its pieces
+/// count on their own, and count toward the bound, so a query of such words cannot read more postings.
 pub(crate) fn query_terms(text: &str) -> Vec<Vec<u8>> {
     let mut terms = Vec::new();
     for w in query_words(text) {
-        each_term(&w, |t| terms.push(t.to_vec()));
+        each_term(&w, |t| {
+            if terms.len() < MAX_QUERY_WORDS {
+                terms.push(t.to_vec());
+            }
+        });
     }
     terms
 }
@@ -176,5 +181,8 @@ mod tests {
         assert!(show("?!").is_empty());
         let many: String = (0..100).map(|i| format!("w{i} ")).collect();
         assert_eq!(query_terms(&many).len(), MAX_QUERY_WORDS);
+        // One "word" to Rust (a Devanagari vowel sign is alphabetic) that unicode61 cuts at every sign.
+        assert_eq!(query_words(&"कि".repeat(500)).len(), 1);
+        assert_eq!(query_terms(&"कि".repeat(500)).len(), MAX_QUERY_WORDS);
     }
 }
