@@ -2,7 +2,8 @@
 //! with examples/sandbox_app.rs, whose commands try to escape, as the confined application.
 //!
 //! The tests that need the kernel features are `#[ignore = "needs ..."]` (a plain machine may lack Landlock);
-//! .ci/run runs them.
+//! .ci/run runs them twice: children started through the confinement step (SBX-9, the default), and again with
+//! `FISK_AI_TEST_SPAWN=hook`, through the post-fork hook, so both ways of confining are held to every test.
 
 mod common;
 
@@ -16,9 +17,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// `profile` checked, started the way this run tests (see the module docs).
+fn confinement(profile: Sandbox) -> fisk_ai::Result<Confinement> {
+    let c = Confinement::new(profile)?;
+    Ok(if std::env::var_os("FISK_AI_TEST_SPAWN").is_some_and(|v| v == "hook") { c.with_post_fork_hook() } else { c })
+}
+
 /// The sandbox_app's tools, confined by `profile`, run in `workdir`.
 async fn confined(profile: Sandbox, workdir: &Path) -> HashMap<String, Arc<dyn Tool>> {
-    let confinement = Confinement::new(profile).expect("the profile is enforceable here");
+    let confinement = confinement(profile).expect("the profile is enforceable here");
     let env = ChildEnv::new().with_confinement(Arc::new(confinement)).with_working_dir(workdir);
     tools_of(env).await
 }
@@ -191,6 +198,14 @@ async fn sbx_4_limits_stop_a_cpu_spinner_a_memory_hog_a_big_file_and_a_descripto
 /// Whether `limits`' memory limit is a per-call cgroup here.
 fn cgroup_memory(limits: &Limits) -> bool {
     Confinement::new(Sandbox::new().limits(*limits)).unwrap().cgroup_limits().contains(&"memory")
+}
+
+#[test]
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn sbx_9_children_start_through_the_confinement_step_unless_the_hook_is_asked_for() {
+    let c = Confinement::new(Sandbox::new().limits(Limits::new().files(64))).unwrap();
+    assert!(c.spawns_through_step(), "built with a C compiler, on a system that executes memory files");
+    assert!(!c.with_post_fork_hook().spawns_through_step());
 }
 
 #[tokio::test]

@@ -212,6 +212,49 @@ impl ChildEnv {
         program: &Path,
         kind: ChildKind,
     ) -> std::io::Result<Option<CallGroup>> {
+        let Some(narrowing) = self.apply_env(cmd, kind) else { return Ok(None) };
+        match self.confinement_for(narrowing)? {
+            Some(c) => c.arm(cmd, program, narrowing),
+            None => Ok(None),
+        }
+    }
+
+    /// The confinement step's path when a tool running `program` is confined and the step can start it (SBX-9).
+    /// The caller then runs the step with `program` as its first argument, and arms it with
+    /// [`apply_stepped`](Self::apply_stepped) instead of [`apply`](Self::apply). A `program` without a `/` is left
+    /// to the standard library's search of `PATH`, through the hook.
+    #[cfg(all(target_os = "linux", fisk_confine))]
+    pub(crate) fn step(&self, program: &Path, kind: ChildKind) -> Option<&'static Path> {
+        let ChildKind::Tool(narrowing) = kind else { return None };
+        if !program.as_os_str().as_encoded_bytes().contains(&b'/') {
+            return None;
+        }
+        match self.confinement_for(narrowing) {
+            Ok(Some(c)) if c.spawns_through_step() => crate::sandbox::step::path(),
+            _ => None,
+        }
+    }
+
+    /// As [`apply`](Self::apply), for a `cmd` that runs the confinement step (see [`step`](Self::step)): its
+    /// stdin becomes the step's channel, and the returned launch must be confirmed once `cmd` is spawned and
+    /// dropped.
+    #[cfg(all(target_os = "linux", fisk_confine))]
+    pub(crate) fn apply_stepped(
+        &self,
+        cmd: &mut std::process::Command,
+        program: &Path,
+        kind: ChildKind,
+    ) -> std::io::Result<(Option<CallGroup>, crate::sandbox::step::Launch)> {
+        let narrowing = self.apply_env(cmd, kind).unwrap_or_default();
+        let confinement = self.confinement_for(narrowing)?;
+        confinement
+            .ok_or_else(|| std::io::Error::other("the confinement step was asked for an unconfined child"))?
+            .arm_step(cmd, program, narrowing)
+    }
+
+    /// The environment and working directory of a child of `kind`; the narrowing its confinement gets, or `None`
+    /// for a hook, which is never confined.
+    fn apply_env(&self, cmd: &mut std::process::Command, kind: ChildKind) -> Option<Narrowing> {
         if kind != ChildKind::Hook
             && let Some(vars) = &self.vars
         {
@@ -228,16 +271,20 @@ impl ChildEnv {
         {
             cmd.current_dir(dir).env("PWD", dir);
         }
-        let narrowing = match kind {
-            ChildKind::Tool(n) => n,
-            ChildKind::Introspection => Narrowing::READ_ONLY,
-            ChildKind::Server => Narrowing::default(),
-            ChildKind::Hook => return Ok(None),
-        };
+        match kind {
+            ChildKind::Tool(n) => Some(n),
+            ChildKind::Introspection => Some(Narrowing::READ_ONLY),
+            ChildKind::Server => Some(Narrowing::default()),
+            ChildKind::Hook => None,
+        }
+    }
+
+    /// The confinement a child with `narrowing` gets: the profile's, or, for a command's own tags without one, the
+    /// empty profile's (SBX-7).
+    fn confinement_for(&self, narrowing: Narrowing) -> std::io::Result<Option<&Confinement>> {
         match &self.confinement {
-            Some(c) => c.arm(cmd, program, narrowing),
-            // A command's own confinement tags apply without any profile (SBX-7).
-            None if narrowing.tagged => unconfined()?.arm(cmd, program, narrowing),
+            Some(c) => Ok(Some(c.as_ref())),
+            None if narrowing.tagged => unconfined().map(Some),
             None => Ok(None),
         }
     }

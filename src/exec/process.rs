@@ -121,6 +121,42 @@ impl HeadTail {
     }
 }
 
+/// What confirms a spawn through the confinement step (SBX-9); nothing where there is no step.
+#[cfg(all(target_os = "linux", fisk_confine))]
+type Launch = crate::sandbox::step::Launch;
+#[cfg(not(all(target_os = "linux", fisk_confine)))]
+type Launch = std::convert::Infallible;
+
+/// The command that starts `program`: the confinement step, with `program` as its first argument, where the
+/// child is confined and the step can start it (SBX-9); else `program` itself.
+fn launcher(program: &Path, env: &ChildEnv, kind: ChildKind) -> (tokio::process::Command, bool) {
+    #[cfg(all(target_os = "linux", fisk_confine))]
+    if let Some(step) = env.step(program, kind) {
+        let mut cmd = tokio::process::Command::new(step);
+        cmd.arg(program);
+        return (cmd, true);
+    }
+    let _ = (env, kind);
+    (tokio::process::Command::new(program), false)
+}
+
+/// Arm `cmd` as [`launcher`] built it: through the step's channel, or with the post-fork hook.
+fn arm(
+    cmd: &mut tokio::process::Command,
+    program: &Path,
+    env: &ChildEnv,
+    kind: ChildKind,
+    stepped: bool,
+) -> std::io::Result<(Option<CallGroup>, Option<Launch>)> {
+    #[cfg(all(target_os = "linux", fisk_confine))]
+    if stepped {
+        let (group, launch) = env.apply_stepped(cmd.as_std_mut(), program, kind)?;
+        return Ok((group, Some(launch)));
+    }
+    let _ = stepped;
+    Ok((env.apply(cmd.as_std_mut(), program, kind)?, None))
+}
+
 /// Run `program` with `args`, capture merged output, and wait for it to finish.
 pub(crate) async fn run(
     program: &Path,
@@ -132,7 +168,7 @@ pub(crate) async fn run(
 ) -> Result<Finished, RunError> {
     let (cancel, timeout, tail) = (ctx.cancel_token(), ctx.timeout(), ctx.output_tail());
     let (reader, writer) = io::pipe().map_err(RunError::Spawn)?;
-    let mut cmd = tokio::process::Command::new(program);
+    let (mut cmd, stepped) = launcher(program, env, kind);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(writer.try_clone().map_err(RunError::Spawn)?)
@@ -140,13 +176,18 @@ pub(crate) async fn run(
         .process_group(0)
         .kill_on_drop(true);
     // Held to the end of the call: dropping it ends what is left in the call's cgroups.
-    let group = env.apply(cmd.as_std_mut(), program, kind).map_err(RunError::Spawn)?;
+    let (group, launch) = arm(&mut cmd, program, env, kind, stepped).map_err(RunError::Spawn)?;
     // After the policy, which may clear the environment.
     cmd.env("LLMFORMAT", "1");
     let marker = Marker::prepare(cmd.as_std_mut());
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
-    // The Command holds our copies of the pipe's write end; drop it or EOF never arrives.
+    // The Command holds our copies of the pipe's write end (and of the step's channel); drop it or EOF never
+    // arrives.
     drop(cmd);
+    if let Some(launch) = launch {
+        // A step that failed has exited without executing anything; `child` (killed on drop) is reaped.
+        launch.confirm().map_err(RunError::Spawn)?;
+    }
     // Ends the group and every other descendant on every way out of this function, the normal one included.
     let mut guard = Descendants::new(child.id(), marker);
     let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(RunError::Io)?;

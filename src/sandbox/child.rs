@@ -88,18 +88,24 @@ fn close_inherited() -> io::Result<()> {
 /// file capabilities are ignored, and the ambient, inheritable, permitted and effective sets are emptied.
 fn drop_capabilities() -> io::Result<()> {
     use rustix::thread::{CapabilitiesSecureBits as Bits, CapabilitySet, CapabilitySets};
-    let bits = Bits::NO_ROOT
-        | Bits::NO_ROOT_LOCKED
-        | Bits::NO_SETUID_FIXUP
-        | Bits::NO_SETUID_FIXUP_LOCKED
-        | Bits::NO_CAP_AMBIENT_RAISE
-        | Bits::NO_CAP_AMBIENT_RAISE_LOCKED;
     let raw = |e: rustix::io::Errno| io::Error::from_raw_os_error(e.raw_os_error());
-    rustix::thread::set_capabilities_secure_bits(bits).map_err(raw)?;
+    rustix::thread::set_capabilities_secure_bits(Bits::from_bits_retain(securebits())).map_err(raw)?;
     rustix::thread::clear_ambient_capability_set().map_err(raw)?;
     let none = CapabilitySet::empty();
     rustix::thread::set_capabilities(None, CapabilitySets { effective: none, permitted: none, inheritable: none })
         .map_err(raw)
+}
+
+/// The securebits a root child sets (the confinement step sets the same ones).
+pub(crate) fn securebits() -> u32 {
+    use rustix::thread::CapabilitiesSecureBits as Bits;
+    (Bits::NO_ROOT
+        | Bits::NO_ROOT_LOCKED
+        | Bits::NO_SETUID_FIXUP
+        | Bits::NO_SETUID_FIXUP_LOCKED
+        | Bits::NO_CAP_AMBIENT_RAISE
+        | Bits::NO_CAP_AMBIENT_RAISE_LOCKED)
+        .bits()
 }
 
 fn errno(e: nix::errno::Errno) -> io::Error {

@@ -98,6 +98,9 @@ struct Armed {
     /// The operator's paths, opened once, here.
     opened: Vec<rules::Opened>,
     cache: Mutex<Vec<(PathBuf, Form, landlock::RulesetCreated)>>,
+    /// Whether children start through the confinement step (SBX-9) rather than the post-fork hook.
+    #[cfg(fisk_confine)]
+    step: bool,
 }
 
 impl fmt::Debug for Confinement {
@@ -193,6 +196,8 @@ impl Confinement {
             root: kernel::is_root(),
             opened,
             cache: Mutex::default(),
+            #[cfg(fisk_confine)]
+            step: super::step::path().is_some(),
         };
         Ok(Confinement { profile, abi, unenforced, armed })
     }
@@ -274,30 +279,8 @@ impl Confinement {
     ) -> std::io::Result<Option<CallGroup>> {
         #[cfg(target_os = "linux")]
         {
-            let unsupported = |what: &str| std::io::Error::other(format!("{what}, which this kernel lacks"));
-            let tagged_read_only = narrowing.read_only && narrowing.tagged;
-            let form = match (self.armed.landlock, self.armed.detected) {
-                (Some(abi), _) => Some((if narrowing.read_only { Form::ReadOnly } else { Form::Full }, abi)),
-                // Truncation is controlled from ABI 3: below it a read-only tag could not stop `O_TRUNC`.
-                (None, Some(abi)) if tagged_read_only && abi >= landlock::ABI::V3 => Some((Form::WritesOnly, abi)),
-                (None, _) if tagged_read_only => {
-                    return Err(unsupported("the command's tag ai:sandbox=readonly needs Landlock ABI 3"));
-                }
-                (None, Some(abi)) => Some((Form::Minimal, abi)),
-                (None, None) => None,
-            };
-            let ruleset = form.map(|(form, abi)| self.ruleset(program, form, abi)).transpose()?;
-            let filter = match (self.armed.network_none || narrowing.no_network, &self.armed.nosock) {
-                (false, _) => None,
-                (true, Some(f)) => Some(Arc::clone(f)),
-                (true, None) => return Err(unsupported("the command's tag ai:net needs seccomp filters")),
-            };
-            let mut group = self.armed.cgroups.as_ref().map(Cgroups::call).transpose()?;
-            let cgroups = group.as_mut().map(CallGroup::take_procs).unwrap_or_default();
-            // A profile with everything unenforced still sets no_new_privs: it costs the spawn nothing.
-            let drop_capabilities = self.armed.root;
-            let limits = Arc::clone(&self.armed.limits);
-            child::arm(cmd, child::Armed { limits, ruleset, filter, cgroups, drop_capabilities });
+            let (armed, group) = self.armed(program, narrowing)?;
+            child::arm(cmd, armed);
             Ok(group)
         }
         #[cfg(not(target_os = "linux"))]
@@ -308,6 +291,79 @@ impl Confinement {
             }
             Ok(None)
         }
+    }
+
+    /// Whether children are started through the confinement step (SBX-9): it was built, this system executes it,
+    /// and [`with_post_fork_hook`](Self::with_post_fork_hook) was not asked for. Otherwise a post-fork hook
+    /// confines them, which enforces the same at a higher cost per spawn.
+    pub fn spawns_through_step(&self) -> bool {
+        #[cfg(all(target_os = "linux", fisk_confine))]
+        {
+            self.armed.step
+        }
+        #[cfg(not(all(target_os = "linux", fisk_confine)))]
+        {
+            false
+        }
+    }
+
+    /// Confine children through the post-fork hook even where the confinement step could start them: both
+    /// enforce the same, and this is the slower one (`benches/sandbox.rs` compares them).
+    #[must_use]
+    pub fn with_post_fork_hook(mut self) -> Self {
+        #[cfg(all(target_os = "linux", fisk_confine))]
+        {
+            self.armed.step = false;
+        }
+        self
+    }
+
+    /// Arm `cmd`, which runs the confinement step with `program` as its first argument (SBX-9): the prepared
+    /// rules go to the child through its stdin, and the returned launch reports whether it executed `program`.
+    ///
+    /// # Errors
+    ///
+    /// As [`arm`](Self::arm), and a socket that cannot be made.
+    #[cfg(all(target_os = "linux", fisk_confine))]
+    pub(crate) fn arm_step(
+        &self,
+        cmd: &mut std::process::Command,
+        program: &Path,
+        narrowing: Narrowing,
+    ) -> std::io::Result<(Option<CallGroup>, super::step::Launch)> {
+        let (armed, group) = self.armed(program, narrowing)?;
+        let (stdin, launch) = super::step::prepare(armed)?;
+        cmd.stdin(stdin);
+        Ok((group, launch))
+    }
+
+    /// What one child of `program` installs, narrowed by `narrowing`, and its call's cgroups.
+    #[cfg(target_os = "linux")]
+    fn armed(&self, program: &Path, narrowing: Narrowing) -> std::io::Result<(child::Armed, Option<CallGroup>)> {
+        let unsupported = |what: &str| std::io::Error::other(format!("{what}, which this kernel lacks"));
+        let tagged_read_only = narrowing.read_only && narrowing.tagged;
+        let form = match (self.armed.landlock, self.armed.detected) {
+            (Some(abi), _) => Some((if narrowing.read_only { Form::ReadOnly } else { Form::Full }, abi)),
+            // Truncation is controlled from ABI 3: below it a read-only tag could not stop `O_TRUNC`.
+            (None, Some(abi)) if tagged_read_only && abi >= landlock::ABI::V3 => Some((Form::WritesOnly, abi)),
+            (None, _) if tagged_read_only => {
+                return Err(unsupported("the command's tag ai:sandbox=readonly needs Landlock ABI 3"));
+            }
+            (None, Some(abi)) => Some((Form::Minimal, abi)),
+            (None, None) => None,
+        };
+        let ruleset = form.map(|(form, abi)| self.ruleset(program, form, abi)).transpose()?;
+        let filter = match (self.armed.network_none || narrowing.no_network, &self.armed.nosock) {
+            (false, _) => None,
+            (true, Some(f)) => Some(Arc::clone(f)),
+            (true, None) => return Err(unsupported("the command's tag ai:net needs seccomp filters")),
+        };
+        let mut group = self.armed.cgroups.as_ref().map(Cgroups::call).transpose()?;
+        let cgroups = group.as_mut().map(CallGroup::take_procs).unwrap_or_default();
+        // A profile with everything unenforced still sets no_new_privs: it costs the spawn nothing.
+        let drop_capabilities = self.armed.root;
+        let limits = Arc::clone(&self.armed.limits);
+        Ok((child::Armed { limits, ruleset, filter, cgroups, drop_capabilities }, group))
     }
 
     /// This child's copy of `program`'s ruleset, built on first use.

@@ -79,6 +79,8 @@ mod filter;
 mod kernel;
 #[cfg(target_os = "linux")]
 mod rules;
+#[cfg(all(target_os = "linux", fisk_confine))]
+pub(crate) mod step;
 
 pub use confinement::{Automatic, Confinement, Unenforced};
 

@@ -1,0 +1,276 @@
+//! The confinement step (SBX-9): a confined child starts as `fisk-ai-confine`, a program of one page without libc
+//! (`src/sandbox/confine.c`, built by `build.rs`), which installs what the parent prepared and then execs the
+//! command. The child is started with `posix_spawn`, which does not copy the agent's page tables; the post-fork
+//! hook (the `child` module) made the standard library `fork` the agent instead, which costs milliseconds in a
+//! large, multi-threaded agent (`benches/sandbox.rs` measures both).
+//!
+//! The program is embedded in the library, and written once per process into a sealed memory file (`memfd`), so
+//! nothing is installed on disk and nothing can change it after the seal. It is executed as `/proc/self/fd/N`.
+//!
+//! The parent hands the child what to install through one message on a socket pair made for that child alone: the
+//! child's end is its stdin, placed there by `posix_spawn` in the child only, and close-on-exec in this process, so
+//! no other process this one starts can read or forge the message. The message carries the limits, the compiled
+//! seccomp filter and the securebits, and, as `SCM_RIGHTS`, the Landlock ruleset and the call's `cgroup.procs`
+//! files. The same socket is then the step's report channel: end-of-file means it executed the command; a record
+//! `{step, errno}` means it failed and exited without executing it, and the spawn fails with that error.
+//!
+//! When the program was not built (no C compiler), or this system will not execute a memory file (`/proc` absent,
+//! `vm.memfd_noexec = 2`), a one-time probe finds out and every confined child goes through the post-fork hook,
+//! which enforces exactly the same.
+
+use super::child::Armed;
+use rustix::net::{
+    AddressFamily, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+use std::io::{self, IoSlice, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The program, as `build.rs` compiled it.
+static PROGRAM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fisk-ai-confine"));
+
+/// The message layout the program reads (`struct header`, `struct limit` and `struct sock_filter` in confine.c).
+const MAGIC: u32 = 0x314b_4346;
+const FLAG_RULESET: u32 = 1;
+const FLAG_FILTER: u32 = 2;
+/// The program's bounds on what one message carries.
+const MAX_LIMITS: usize = 8;
+const MAX_FILTER: usize = 4096;
+const MAX_CGROUPS: usize = 4;
+
+/// How long the parent waits for the step to exec or fail: it only makes a dozen system calls, so this bounds a
+/// stuck step (a cgroup write blocked in the kernel), never a normal one.
+const REPORT_WAIT: Duration = Duration::from_secs(10);
+
+/// The loaded program: its memory file (kept open for the process's lifetime) and the path that executes it.
+struct Loaded {
+    _file: std::fs::File,
+    path: PathBuf,
+}
+
+/// The step's path, when this process can run it (loaded and probed once).
+pub(crate) fn path() -> Option<&'static Path> {
+    static LOADED: OnceLock<Option<Loaded>> = OnceLock::new();
+    LOADED.get_or_init(load).as_ref().map(|l| l.path.as_path())
+}
+
+fn load() -> Option<Loaded> {
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let flags = MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING;
+    // `MFD_EXEC` asks for an executable file where `vm.memfd_noexec` would otherwise deny it (Linux 6.3); older
+    // kernels reject the flag, and their memory files are executable anyway.
+    let fd = rustix::fs::memfd_create("fisk-ai-confine", flags | MemfdFlags::EXEC)
+        .or_else(|_| rustix::fs::memfd_create("fisk-ai-confine", flags))
+        .ok()?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(PROGRAM).ok()?;
+    rustix::fs::fcntl_add_seals(&file, SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL)
+        .ok()?;
+    let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    // Started with no arguments, the program exits 2 at once. Anything else (no `/proc`, a memory file this
+    // system will not execute) leaves confinement to the post-fork hook.
+    let probe = std::process::Command::new(&path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    (probe.code() == Some(2)).then_some(Loaded { _file: file, path })
+}
+
+/// The parent's end of one child's channel, read once the child is spawned.
+#[derive(Debug)]
+pub(crate) struct Launch {
+    channel: OwnedFd,
+}
+
+/// Prepare one child: the message with `armed` is sent at once (the socket holds it until the step reads it), and
+/// the returned descriptor is the child's stdin.
+pub(crate) fn prepare(armed: Armed) -> io::Result<(OwnedFd, Launch)> {
+    let (ours, theirs) =
+        rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+    let Armed { limits, ruleset, filter, cgroups, drop_capabilities } = armed;
+    let ruleset: Option<OwnedFd> = ruleset.and_then(Into::into);
+    let filter = filter.as_deref().map_or(&[][..], Vec::as_slice);
+    if limits.len() > MAX_LIMITS || filter.len() > MAX_FILTER || cgroups.len() > MAX_CGROUPS {
+        return Err(io::Error::other("the confinement is larger than the confinement step takes"));
+    }
+    let flags = if ruleset.is_some() { FLAG_RULESET } else { 0 } | if filter.is_empty() { 0 } else { FLAG_FILTER };
+    let securebits = if drop_capabilities { super::child::securebits() } else { 0 };
+    let mut msg = Vec::with_capacity(24 + limits.len() * 24 + filter.len() * 8);
+    for word in [MAGIC, flags, limits.len() as u32, filter.len() as u32, cgroups.len() as u32, securebits] {
+        msg.extend_from_slice(&word.to_ne_bytes());
+    }
+    for &(resource, soft, hard) in limits.iter() {
+        msg.extend_from_slice(&(resource as u32).to_ne_bytes());
+        msg.extend_from_slice(&0u32.to_ne_bytes());
+        msg.extend_from_slice(&soft.to_ne_bytes());
+        msg.extend_from_slice(&hard.to_ne_bytes());
+    }
+    for ins in filter {
+        msg.extend_from_slice(&ins.code.to_ne_bytes());
+        msg.extend_from_slice(&[ins.jt, ins.jf]);
+        msg.extend_from_slice(&ins.k.to_ne_bytes());
+    }
+    let fds: Vec<BorrowedFd<'_>> = ruleset.iter().map(AsFd::as_fd).chain(cgroups.iter().map(AsFd::as_fd)).collect();
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1 + MAX_CGROUPS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(io::Error::other("the confinement step's descriptors do not fit one message"));
+    }
+    rustix::net::sendmsg(&ours, &[IoSlice::new(&msg)], &mut control, SendFlags::NOSIGNAL)?;
+    rustix::net::sockopt::set_socket_timeout(&ours, rustix::net::sockopt::Timeout::Recv, Some(REPORT_WAIT))?;
+    Ok((theirs, Launch { channel: ours }))
+}
+
+/// The steps of confine.c, by number, as a failure names them.
+const STEPS: [&str; 10] = [
+    "reading its message",
+    "opening /dev/null as stdin",
+    "joining the call's cgroup",
+    "marking descriptors close-on-exec",
+    "setting the resource limits",
+    "setting no_new_privs",
+    "dropping capabilities",
+    "installing the Landlock ruleset",
+    "installing the seccomp filter",
+    "executing the command",
+];
+
+impl Launch {
+    /// Wait for the spawned step to exec the command (`Ok`) or fail (the error it reports, which fails the spawn;
+    /// it has then exited without executing anything). Call it once the spawning `Command` is dropped: until then
+    /// this process still holds the child's end, and end-of-file cannot arrive.
+    pub(crate) fn confirm(self) -> io::Result<()> {
+        let mut record = [0u8; 8];
+        let (n, _) = rustix::net::recv(&self.channel, &mut record, RecvFlags::empty())?;
+        if n == 0 {
+            return Ok(());
+        }
+        if n != record.len() {
+            return Err(io::Error::other("the confinement step cut its failure report short"));
+        }
+        let step = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]) as usize;
+        let errno = i32::from_ne_bytes([record[4], record[5], record[6], record[7]]);
+        let what = step.checked_sub(1).and_then(|i| STEPS.get(i)).copied().unwrap_or("an unknown step");
+        let os = io::Error::from_raw_os_error(errno);
+        Err(io::Error::new(os.kind(), format!("the confinement step failed {what}: {os}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    /// Start the step on `target` with `stdin` as its channel; the exit status, once the launch is confirmed.
+    fn start(stdin: OwnedFd, launch: Launch, target: &Path) -> (io::Result<()>, std::process::ExitStatus) {
+        let mut cmd = Command::new(path().expect("the step runs on this machine"));
+        cmd.arg(target).stdin(stdin).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("the step starts");
+        drop(cmd);
+        let confirmed = launch.confirm();
+        (confirmed, child.wait().unwrap())
+    }
+
+    fn armed() -> Armed {
+        Armed { limits: Arc::new([]), ruleset: None, filter: None, cgroups: Vec::new(), drop_capabilities: false }
+    }
+
+    use std::sync::Arc;
+
+    /// A raw message on a fresh channel, as a forged or damaged parent would send it.
+    fn raw(msg: &[u8]) -> (OwnedFd, Launch) {
+        let (ours, theirs) =
+            rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
+        rustix::net::send(&ours, msg, SendFlags::NOSIGNAL).unwrap();
+        (theirs, Launch { channel: ours })
+    }
+
+    #[test]
+    fn sbx_9_the_step_executes_the_command_with_its_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("ran");
+        let mut a = armed();
+        a.limits = Arc::new([(nix::sys::resource::Resource::RLIMIT_NOFILE, 64, 64)]);
+        let (stdin, launch) = prepare(a).unwrap();
+        // `touch` proves the command ran; the limit is read back below through a second command.
+        let mut cmd = Command::new(path().unwrap());
+        cmd.args([Path::new("/usr/bin/touch"), &mark]).stdin(stdin);
+        let mut child = cmd.spawn().unwrap();
+        drop(cmd);
+        launch.confirm().unwrap();
+        assert!(child.wait().unwrap().success());
+        assert!(mark.exists());
+
+        let mut a = armed();
+        a.limits = Arc::new([(nix::sys::resource::Resource::RLIMIT_NOFILE, 64, 64)]);
+        let (stdin, launch) = prepare(a).unwrap();
+        let mut cmd = Command::new(path().unwrap());
+        cmd.args(["/bin/cat", "/proc/self/limits"]).stdin(stdin).stdout(Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        drop(cmd);
+        launch.confirm().unwrap();
+        let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+        let line = out.lines().find(|l| l.starts_with("Max open files")).unwrap();
+        assert_eq!(line.split_whitespace().collect::<Vec<_>>()[3..5], ["64", "64"], "{line}");
+    }
+
+    #[test]
+    fn sbx_9_a_command_that_cannot_be_executed_fails_the_spawn_with_its_errno() {
+        let (stdin, launch) = prepare(armed()).unwrap();
+        let (confirmed, status) = start(stdin, launch, Path::new("/no/such/program"));
+        let err = confirmed.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(err.to_string().contains("executing the command"), "{err}");
+        assert_eq!(status.code(), Some(127));
+    }
+
+    #[test]
+    fn sbx_9_a_damaged_or_forged_message_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("ran");
+        let good = {
+            let mut m = Vec::new();
+            for w in [MAGIC, 0, 0, 0, 0, 0] {
+                m.extend_from_slice(&w.to_ne_bytes());
+            }
+            m
+        };
+        let mut bad_magic = good.clone();
+        bad_magic[0] ^= 1;
+        let mut longer = good.clone();
+        longer.push(0);
+        let mut claims_a_ruleset = good.clone();
+        claims_a_ruleset[4..8].copy_from_slice(&FLAG_RULESET.to_ne_bytes());
+        let mut too_many_limits = good.clone();
+        too_many_limits[8..12].copy_from_slice(&u32::MAX.to_ne_bytes());
+        let cases: [(&str, &[u8]); 6] = [
+            ("empty", &[]),
+            ("short", &good[..10]),
+            ("bad magic", &bad_magic),
+            ("a byte too long", &longer),
+            ("a ruleset without its descriptor", &claims_a_ruleset),
+            ("more limits than it takes", &too_many_limits),
+        ];
+        for (name, msg) in cases {
+            let (stdin, launch) = raw(msg);
+            let mut cmd = Command::new(path().unwrap());
+            cmd.args([Path::new("/usr/bin/touch"), &mark]).stdin(stdin);
+            let mut child = cmd.spawn().unwrap();
+            drop(cmd);
+            let err = launch.confirm().unwrap_err();
+            assert!(err.to_string().contains("reading its message"), "{name}: {err}");
+            assert_eq!(child.wait().unwrap().code(), Some(127), "{name}");
+            assert!(!mark.exists(), "{name}: the command ran");
+        }
+        // The well-formed empty message runs it.
+        let (stdin, launch) = raw(&good);
+        let (confirmed, status) = start(stdin, launch, Path::new("/bin/true"));
+        confirmed.unwrap();
+        assert!(status.success());
+    }
+}
