@@ -6,6 +6,11 @@
 //!   hook makes the standard library `fork` instead, and the child installs the prepared rules;
 //! - `full`: the same plus `processes` and `memory`, which as root (or with a delegated hierarchy) are a per-call
 //!   cgroup made, joined and removed per call.
+//!
+//! Each confined profile is measured both ways (SBX-9): `_step`, children started with `posix_spawn` as the
+//! confinement step, and `_hook`, through the post-fork hook, which makes the standard library `fork` this process.
+//! A `fork` copies the page tables, so its cost grows with the agent's resident memory: the bench holds 40 MB of
+//! touched heap, about what the MCP server of a 10,000-command tree holds (`examples/large_tree.rs`).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fisk_ai::exec::ChildEnv;
@@ -23,24 +28,34 @@ fn tool(env: ChildEnv) -> Arc<dyn Tool> {
     app.tools_from_model(AppModel::from_slice(DOC.as_bytes()).unwrap()).unwrap().tools.remove(0)
 }
 
-fn confined(limits: Limits, dir: &std::path::Path) -> Arc<dyn Tool> {
+fn confined(limits: Limits, dir: &std::path::Path, hook: bool) -> Arc<dyn Tool> {
     let profile = Sandbox::new().read("/etc").write(dir).exec("/usr/bin").network(Network::None).limits(limits);
     let confinement = Confinement::new(profile).expect("this machine enforces the profile");
+    let confinement = if hook { confinement.with_post_fork_hook() } else { confinement };
     tool(ChildEnv::new().with_confinement(Arc::new(confinement)))
 }
 
+/// 40 MB of touched heap, kept for the whole run.
+fn ballast() -> Vec<u8> {
+    let mut heap = vec![0u8; 40 << 20];
+    for page in heap.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    heap
+}
+
 fn benches(c: &mut Criterion) {
+    let heap = black_box(ballast());
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let rlimits = Limits::new().cpu_seconds(10).files(256).file_size(16 << 20);
-    let only = |p: Sandbox| tool(ChildEnv::new().with_confinement(Arc::new(Confinement::new(p).unwrap())));
+    let full = rlimits.processes(64).memory(512 << 20);
     let tools = [
         ("unconfined", tool(ChildEnv::new())),
-        ("rlimits_only", only(Sandbox::new().limits(Limits::new().files(256)))),
-        ("net_only", only(Sandbox::new().network(Network::None))),
-        ("fs_only", only(Sandbox::new().read("/etc").write(dir.path()).exec("/usr/bin"))),
-        ("fs_net_rlimits", confined(rlimits, dir.path())),
-        ("full", confined(rlimits.processes(64).memory(512 << 20), dir.path())),
+        ("fs_net_rlimits_step", confined(rlimits, dir.path(), false)),
+        ("fs_net_rlimits_hook", confined(rlimits, dir.path(), true)),
+        ("full_step", confined(full, dir.path(), false)),
+        ("full_hook", confined(full, dir.path(), true)),
     ];
     let input = ToolInput::from_json("{}").unwrap();
     let ctx = CallContext::new();
@@ -51,6 +66,7 @@ fn benches(c: &mut Criterion) {
         g.bench_function(*name, |b| b.iter(|| rt.block_on(async { black_box(tool.call(&input, &ctx).await) })));
     }
     g.finish();
+    drop(heap);
 }
 
 criterion_group!(sandbox_benches, benches);

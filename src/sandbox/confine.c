@@ -12,10 +12,11 @@
  *   2. keep the socket as a close-on-exec report channel, and put /dev/null on fd 0;
  *   3. join the cgroups, mark every descriptor above 2 close-on-exec, set the rlimits, set no_new_privs, drop
  *      capabilities, restrict itself with the ruleset, install the filter;
- *   4. exec. On any failure it writes {step, errno} to the report channel and exits 127 without exec: the parent
- *      reads end-of-file (the channel closed by a successful exec) or the failure, which fails the spawn.
+ *   4. write {0, 0} ("armed") to the report channel, and exec. On any failure it writes {step, errno} and exits
+ *      127 without exec: the parent needs "armed" then end-of-file (the channel closed by a successful exec);
+ *      anything else fails the spawn.
  *
- * Everything it installs was prepared and checked by the parent (src/sandbox/helper.rs writes the message); this
+ * Everything it installs was prepared and checked by the parent (`prepare` in src/sandbox/step.rs writes the message); this
  * program only checks that the message is whole and of the expected shape. Built by build.rs with -nostdlib for
  * x86_64 and aarch64 Linux; it makes raw system calls and allocates nothing.
  */
@@ -251,5 +252,10 @@ __attribute__((noreturn, used)) void entry(i64 *sp)
 		} prog = { (u16)h->nfilter, (const struct sock_filter *)(limits + h->nlimits) };
 		check(STEP_SECCOMP, sys3(NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
 	}
+	/* Armed: the parent counts end-of-file as an exec only after this record, so a step that dies before
+	 * reaching here (killed, or unable to report) is never taken for a confined command. */
+	u32 armed[2] = { 0, 0 };
+	if (sys3(NR_write, report, armed, sizeof armed) != sizeof armed)
+		fail(STEP_MESSAGE, -EINVAL);
 	fail(STEP_EXEC, sys3(NR_execve, argv[1], argv + 1, envp));
 }

@@ -44,16 +44,20 @@
 //!   without a profile, and fail the call when the kernel cannot enforce them; the behaviour tags
 //!   (`ai:read_only`, ...) describe a command and never confine it.
 //!
-//! # Cost
+//! # Cost, and the two ways of installing
 //!
-//! The hook makes the standard library start the child with `fork` instead of `posix_spawn`, which copies the
-//! agent's page tables: that, not the rules, is most of the cost (`benches/sandbox.rs`). The other design, a small
-//! first program that confines itself and then execs the command (keeping `posix_spawn`), needs a binary of its
-//! own that a library cannot ship to its hosts, so it is not built.
+//! Everything is prepared in the agent (the Landlock ruleset, the filter, the limit values, the cgroup files), and
+//! installed in the child right before `exec`, with no shell, one of two ways:
 //!
-//! Everything is prepared in the agent before the child is forked (the Landlock ruleset, the filter, the limit
-//! values); the child only installs it, between `fork` and `exec`, with no shell. That hook is the crate's one
-//! `unsafe` block (see the `child` module).
+//! - **The confinement step** (SBX-9, the `step` module): a command tool's child starts with `posix_spawn` as a
+//!   one-page program without libc (`src/sandbox/confine.c`, built by `build.rs`), which reads what to install
+//!   from a socket made for that child, installs it in the order the hook does, and execs the command.
+//!   `posix_spawn` shares the agent's memory until that `exec` instead of copying its page tables, so a confined
+//!   spawn costs about what an unconfined one does.
+//! - **The post-fork hook** (the `child` module, the crate's one `unsafe` block): stdio MCP servers and
+//!   introspection (started once), and every child where the step cannot run
+//!   ([`Confinement::spawns_through_step`]). Any hook makes the standard library `fork`, which copies the
+//!   agent's page tables: milliseconds in a large agent (`benches/sandbox.rs` measures both).
 //!
 //! ```
 //! use fisk_ai::sandbox::{Limits, Network, Sandbox};

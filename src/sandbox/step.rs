@@ -45,30 +45,45 @@ const MAX_CGROUPS: usize = 4;
 /// stuck step (a cgroup write blocked in the kernel), never a normal one.
 const REPORT_WAIT: Duration = Duration::from_secs(10);
 
-/// The loaded program: its memory file (kept open for the process's lifetime) and the path that executes it.
+/// The loaded program: its memory file (kept open for the process's lifetime), which file that is, and the path
+/// that executes it.
 struct Loaded {
-    _file: std::fs::File,
+    file: std::fs::File,
+    id: (u64, u64),
     path: PathBuf,
 }
 
-/// The step's path, when this process can run it (loaded and probed once).
+/// The step's path, when this process can run it (loaded and probed once, and its descriptor still the sealed
+/// file: a host that closed it, and put another file at that number, gets the post-fork hook, never that file).
 pub(crate) fn path() -> Option<&'static Path> {
     static LOADED: OnceLock<Option<Loaded>> = OnceLock::new();
-    LOADED.get_or_init(load).as_ref().map(|l| l.path.as_path())
+    let loaded = LOADED
+        .get_or_init(|| {
+            load().map_err(|why| tracing::warn!("confined children start through the post-fork hook: {why}")).ok()
+        })
+        .as_ref()?;
+    let now = rustix::fs::fstat(&loaded.file).ok()?;
+    ((now.st_dev as u64, now.st_ino as u64) == loaded.id).then_some(loaded.path.as_path())
 }
 
-fn load() -> Option<Loaded> {
+/// Below the usual 1,024-descriptor limit, and above where a host's own descriptors usually are.
+const HIGH_FD: i32 = 900;
+
+fn load() -> Result<Loaded, String> {
     use rustix::fs::{MemfdFlags, SealFlags};
     let flags = MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING;
     // `MFD_EXEC` asks for an executable file where `vm.memfd_noexec` would otherwise deny it (Linux 6.3); older
     // kernels reject the flag, and their memory files are executable anyway.
     let fd = rustix::fs::memfd_create("fisk-ai-confine", flags | MemfdFlags::EXEC)
         .or_else(|_| rustix::fs::memfd_create("fisk-ai-confine", flags))
-        .ok()?;
+        .map_err(|e| format!("no memory file for the confinement step: {e}"))?;
+    // Out of the way of descriptor numbers a host reuses; where the limit is lower, wherever it landed.
+    let fd = rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD).unwrap_or(fd);
     let mut file = std::fs::File::from(fd);
-    file.write_all(PROGRAM).ok()?;
+    file.write_all(PROGRAM).map_err(|e| format!("cannot write the confinement step: {e}"))?;
     rustix::fs::fcntl_add_seals(&file, SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL)
-        .ok()?;
+        .map_err(|e| format!("cannot seal the confinement step: {e}"))?;
+    let stat = rustix::fs::fstat(&file).map_err(|e| format!("cannot stat the confinement step: {e}"))?;
     let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
     // Started with no arguments, the program exits 2 at once. Anything else (no `/proc`, a memory file this
     // system will not execute) leaves confinement to the post-fork hook.
@@ -77,8 +92,11 @@ fn load() -> Option<Loaded> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
-        .ok()?;
-    (probe.code() == Some(2)).then_some(Loaded { _file: file, path })
+        .map_err(|e| format!("this system does not execute the confinement step from a memory file: {e}"))?;
+    if probe.code() != Some(2) {
+        return Err(format!("the confinement step's probe ended with {probe}"));
+    }
+    Ok(Loaded { file, id: (stat.st_dev as u64, stat.st_ino as u64), path })
 }
 
 /// The parent's end of one child's channel, read once the child is spawned.
@@ -93,8 +111,16 @@ pub(crate) fn prepare(armed: Armed) -> io::Result<(OwnedFd, Launch)> {
     let (ours, theirs) =
         rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
     let Armed { limits, ruleset, filter, cgroups, drop_capabilities } = armed;
-    let ruleset: Option<OwnedFd> = ruleset.and_then(Into::into);
-    let filter = filter.as_deref().map_or(&[][..], Vec::as_slice);
+    // As the hook does: a ruleset without its descriptor, or an empty filter, fails the spawn, never skips a layer.
+    let ruleset: Option<OwnedFd> = match ruleset {
+        Some(r) => Some(Option::<OwnedFd>::from(r).ok_or_else(|| io::Error::other("the Landlock ruleset is gone"))?),
+        None => None,
+    };
+    let filter = match filter.as_deref() {
+        Some(f) if f.is_empty() => return Err(io::Error::other("the seccomp filter is empty")),
+        Some(f) => f.as_slice(),
+        None => &[][..],
+    };
     if limits.len() > MAX_LIMITS || filter.len() > MAX_FILTER || cgroups.len() > MAX_CGROUPS {
         return Err(io::Error::other("the confinement is larger than the confinement step takes"));
     }
@@ -145,20 +171,49 @@ impl Launch {
     /// it has then exited without executing anything). Call it once the spawning `Command` is dropped: until then
     /// this process still holds the child's end, and end-of-file cannot arrive.
     pub(crate) fn confirm(self) -> io::Result<()> {
-        let mut record = [0u8; 8];
-        let (n, _) = rustix::net::recv(&self.channel, &mut record, RecvFlags::empty())?;
-        if n == 0 {
-            return Ok(());
+        match self.record()? {
+            Some([0, 0]) => {}
+            Some(failure) => return Err(failed(failure)),
+            None => return Err(io::Error::other("the confinement step ended before installing what it was sent")),
         }
-        if n != record.len() {
-            return Err(io::Error::other("the confinement step cut its failure report short"));
+        match self.record()? {
+            None => Ok(()),
+            Some(failure) => Err(failed(failure)),
         }
-        let step = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]) as usize;
-        let errno = i32::from_ne_bytes([record[4], record[5], record[6], record[7]]);
-        let what = step.checked_sub(1).and_then(|i| STEPS.get(i)).copied().unwrap_or("an unknown step");
-        let os = io::Error::from_raw_os_error(errno);
-        Err(io::Error::new(os.kind(), format!("the confinement step failed {what}: {os}")))
     }
+
+    /// The next `{step, errno}` record, or `None` at end-of-file. The wait is a blocking one, as the standard
+    /// library's own spawn waits for its child's `exec`: the step makes a dozen system calls first.
+    fn record(&self) -> io::Result<Option<[u32; 2]>> {
+        let mut record = [0u8; 8];
+        let n = loop {
+            match rustix::net::recv(&self.channel, &mut record, RecvFlags::empty()) {
+                Ok((n, _)) => break n,
+                Err(rustix::io::Errno::INTR) => {}
+                // The child closed its end with the message unread: it never installed anything.
+                Err(rustix::io::Errno::CONNRESET) => return Ok(None),
+                Err(rustix::io::Errno::AGAIN) => {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "the confinement step did not report"));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        match n {
+            0 => Ok(None),
+            8 => Ok(Some([
+                u32::from_ne_bytes([record[0], record[1], record[2], record[3]]),
+                u32::from_ne_bytes([record[4], record[5], record[6], record[7]]),
+            ])),
+            _ => Err(io::Error::other("the confinement step cut its report short")),
+        }
+    }
+}
+
+/// The error of a failure record: the step that failed, by name, and its errno.
+fn failed([step, errno]: [u32; 2]) -> io::Error {
+    let what = (step as usize).checked_sub(1).and_then(|i| STEPS.get(i)).copied().unwrap_or("at an unknown step");
+    let os = io::Error::from_raw_os_error(errno as i32);
+    io::Error::new(os.kind(), format!("the confinement step failed {what}: {os}"))
 }
 
 #[cfg(test)]
@@ -217,6 +272,19 @@ mod tests {
         let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
         let line = out.lines().find(|l| l.starts_with("Max open files")).unwrap();
         assert_eq!(line.split_whitespace().collect::<Vec<_>>()[3..5], ["64", "64"], "{line}");
+    }
+
+    #[test]
+    fn sbx_9_a_child_that_ends_without_arming_fails_the_spawn() {
+        // Not the step: a program that never reads the message nor reports, as if the step had been killed.
+        let (stdin, launch) = prepare(armed()).unwrap();
+        let mut cmd = Command::new("/bin/true");
+        cmd.stdin(stdin);
+        let mut child = cmd.spawn().unwrap();
+        drop(cmd);
+        let err = launch.confirm().unwrap_err();
+        assert!(err.to_string().contains("ended before installing"), "{err}");
+        child.wait().unwrap();
     }
 
     #[test]
