@@ -66,7 +66,34 @@ fn benches(c: &mut Criterion) {
         g.bench_function(*name, |b| b.iter(|| rt.block_on(async { black_box(tool.call(&input, &ctx).await) })));
     }
     g.finish();
+    interleaved(&rt, &tools, &input, &ctx);
     drop(heap);
+}
+
+/// The same calls in turn, one of each per round, so every variant sees the same machine (criterion's groups run
+/// one after another, and this machine's speed drifts between them by more than the differences measured here):
+/// median and p99 of each, and their ratio to the unconfined call's.
+fn interleaved(rt: &tokio::runtime::Runtime, tools: &[(&str, Arc<dyn Tool>)], input: &ToolInput, ctx: &CallContext) {
+    const ROUNDS: usize = 500;
+    let mut times = vec![Vec::with_capacity(ROUNDS); tools.len()];
+    for _ in 0..ROUNDS {
+        for ((_, tool), t) in tools.iter().zip(&mut times) {
+            let started = std::time::Instant::now();
+            black_box(rt.block_on(tool.call(input, ctx)));
+            t.push(started.elapsed());
+        }
+    }
+    let at = |t: &mut Vec<std::time::Duration>, q: usize| {
+        t.sort();
+        t[(t.len() - 1) * q / 100]
+    };
+    let base = (at(&mut times[0], 50), at(&mut times[0], 99));
+    println!("sandbox interleaved, {ROUNDS} rounds (ratio to unconfined):");
+    for ((name, _), t) in tools.iter().zip(&mut times) {
+        let (p50, p99) = (at(t, 50), at(t, 99));
+        let r = |a: std::time::Duration, b: std::time::Duration| a.as_secs_f64() / b.as_secs_f64();
+        println!("  {name:<20} p50 {p50:>9.2?} ({:.2}x)  p99 {p99:>9.2?} ({:.2}x)", r(p50, base.0), r(p99, base.1));
+    }
 }
 
 criterion_group!(sandbox_benches, benches);

@@ -184,10 +184,6 @@ pub(crate) async fn run(
     // The Command holds our copies of the pipe's write end (and of the step's channel); drop it or EOF never
     // arrives.
     drop(cmd);
-    if let Some(launch) = launch {
-        // A step that failed has exited without executing anything; `child` (killed on drop) is reaped.
-        launch.confirm().map_err(RunError::Spawn)?;
-    }
     // Ends the group and every other descendant on every way out of this function, the normal one included.
     let mut guard = Descendants::new(child.id(), marker);
     let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(RunError::Io)?;
@@ -249,6 +245,11 @@ pub(crate) async fn run(
                 linger = Instant::now() + LINGER;
             }
         }
+    }
+    if let Some(launch) = launch {
+        // Read once the child has exited, so no wait is added to the spawn: a step that failed exited 127 without
+        // executing anything, and its report (already written) turns the call into a spawn failure.
+        launch.confirm().map_err(RunError::Spawn)?;
     }
     // The normal way out: the child exited and the output closed, so the sweep need not hold the result back.
     guard.end_soon();

@@ -42,8 +42,17 @@ const POOLED: usize = 8;
 /// One group's directories, one per controller.
 type Dirs = Vec<(&'static str, PathBuf)>;
 
-/// Emptied groups kept for the next calls.
-type Pool = Arc<Mutex<Vec<Dirs>>>;
+/// A group's files per directory, kept open while it is pooled, so a reused group is limited, counted and joined
+/// without a path lookup in cgroupfs.
+#[derive(Debug)]
+struct Held {
+    limit: File,
+    counter: File,
+    procs: File,
+}
+
+/// Emptied groups kept for the next calls, with their open files.
+type Pool = Arc<Mutex<Vec<(Dirs, Vec<Held>)>>>;
 
 /// The per-call cgroups of a confinement.
 #[derive(Debug)]
@@ -57,8 +66,12 @@ pub(super) struct Cgroups {
 impl Drop for Cgroups {
     fn drop(&mut self) {
         let pooled = std::mem::take(&mut *self.pool.lock().unwrap_or_else(PoisonError::into_inner));
-        for (_, dir) in pooled.iter().flatten() {
-            let _ = std::fs::remove_dir(dir);
+        for (dirs, held) in pooled {
+            // Closed before the directories go.
+            drop(held);
+            for (_, dir) in dirs {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
     }
 }
@@ -99,15 +112,16 @@ impl Cgroups {
         let mut group = CallGroup::default();
         group.pool = Some(Arc::clone(&self.pool));
         group.bases.extend(self.pids.iter().chain(&self.memory).map(|(b, _)| Arc::clone(b)));
-        if let Some(dirs) = reused {
-            group.dirs = dirs;
-            for (controller, dir) in &group.dirs {
+        if let Some((dirs, held)) = reused {
+            for ((controller, _), h) in dirs.iter().zip(&held) {
                 // Written again: a root child of an earlier call without `fs` rules could have changed them.
-                let (file, limit) = self.limit(controller);
-                std::fs::write(dir.join(file), limit.to_string())?;
-                group.baseline.push(counter(controller, dir));
-                group.procs.push(std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?);
+                let (_, limit) = self.limit(controller);
+                std::os::unix::fs::FileExt::write_all_at(&h.limit, limit.to_string().as_bytes(), 0)?;
+                group.baseline.push(read_counter(controller, &h.counter));
+                group.procs.push(h.procs.try_clone()?);
             }
+            group.dirs = dirs;
+            group.held = held;
             group.complete = true;
             return Ok(group);
         }
@@ -131,6 +145,12 @@ impl Cgroups {
                 let _ = std::fs::write(dir.join("memory.memsw.limit_in_bytes"), limit.to_string());
             }
             group.procs.push(std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?);
+        }
+        for (controller, dir) in &group.dirs {
+            let write = |f: &str| std::fs::OpenOptions::new().write(true).open(dir.join(f));
+            let (limit, _) = self.limit(controller);
+            let counter = std::fs::File::open(dir.join(counter_source(controller).0))?;
+            group.held.push(Held { limit: write(limit)?, counter, procs: write("cgroup.procs")? });
         }
         group.complete = true;
         Ok(group)
@@ -193,6 +213,8 @@ fn remove_stale(parent: &Path) {
 pub(crate) struct CallGroup {
     dirs: Vec<(&'static str, PathBuf)>,
     procs: Vec<File>,
+    /// The directories' open files, pooled with them.
+    held: Vec<Held>,
     /// Kept so the confinement's directories outlive this call's.
     bases: Vec<Arc<Base>>,
     /// Each directory's limit counter when the call began (a reused group's count goes on).
@@ -208,8 +230,24 @@ pub(crate) struct CallGroup {
 /// The count of the limit `controller` reports hitting: forks the pids controller refused, kills the memory
 /// controller made.
 fn counter(controller: &str, dir: &Path) -> u64 {
-    let (file, key) = if controller == "pids" { ("pids.events", "max") } else { ("memory.oom_control", "oom_kill") };
-    let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    let text = std::fs::read_to_string(dir.join(counter_source(controller).0)).unwrap_or_default();
+    parse_counter(controller, &text)
+}
+
+/// The file that counts `controller`'s limit hits, and the key of that count in it.
+fn counter_source(controller: &str) -> (&'static str, &'static str) {
+    if controller == "pids" { ("pids.events", "max") } else { ("memory.oom_control", "oom_kill") }
+}
+
+/// [`counter`], read from the open file (from its start: cgroupfs regenerates the text for each read there).
+fn read_counter(controller: &str, file: &File) -> u64 {
+    let mut buf = [0u8; 1024];
+    let n = std::os::unix::fs::FileExt::read_at(file, &mut buf, 0).unwrap_or(0);
+    parse_counter(controller, &String::from_utf8_lossy(&buf[..n]))
+}
+
+fn parse_counter(controller: &str, text: &str) -> u64 {
+    let key = counter_source(controller).1;
     text.lines()
         .filter_map(|l| l.split_once(' '))
         .find(|(k, _)| *k == key)
@@ -261,8 +299,8 @@ impl CallGroup {
                 // Emptied: back to the pool while the confinement lives and the pool has room.
                 if let Some(pool) = self.pool.take().filter(|p| self.complete && !nested && Arc::strong_count(p) > 1) {
                     let mut pooled = pool.lock().unwrap_or_else(PoisonError::into_inner);
-                    if pooled.len() < POOLED {
-                        pooled.push(std::mem::take(&mut self.dirs));
+                    if pooled.len() < POOLED && self.held.len() == self.dirs.len() {
+                        pooled.push((std::mem::take(&mut self.dirs), std::mem::take(&mut self.held)));
                         return;
                     }
                 }
@@ -270,6 +308,7 @@ impl CallGroup {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+        self.held.clear();
         for dir in all.iter().rev() {
             for _ in 0..20 {
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
@@ -310,6 +349,7 @@ impl Drop for CallGroup {
         let mut rest = CallGroup {
             dirs: std::mem::take(&mut self.dirs),
             procs: std::mem::take(&mut self.procs),
+            held: std::mem::take(&mut self.held),
             bases: std::mem::take(&mut self.bases),
             baseline: std::mem::take(&mut self.baseline),
             pool: self.pool.take(),

@@ -167,9 +167,10 @@ const STEPS: [&str; 10] = [
 ];
 
 impl Launch {
-    /// Wait for the spawned step to exec the command (`Ok`) or fail (the error it reports, which fails the spawn;
-    /// it has then exited without executing anything). Call it once the spawning `Command` is dropped: until then
-    /// this process still holds the child's end, and end-of-file cannot arrive.
+    /// Whether the step executed the command (`Ok`) or failed (the error it reports, which fails the spawn; it
+    /// has then exited without executing anything). Call it once the spawning `Command` is dropped (until then
+    /// this process holds the child's end, and end-of-file cannot arrive); the runner calls it once the child has
+    /// exited, when the answer is already there, so a spawn never waits for it.
     pub(crate) fn confirm(self) -> io::Result<()> {
         match self.record()? {
             Some([0, 0]) => {}
