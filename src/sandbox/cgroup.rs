@@ -47,7 +47,7 @@ type Dirs = Vec<(&'static str, PathBuf)>;
 #[derive(Debug)]
 struct Held {
     limit: File,
-    counter: File,
+    counter: Option<File>,
     procs: File,
 }
 
@@ -113,15 +113,16 @@ impl Cgroups {
         group.pool = Some(Arc::clone(&self.pool));
         group.bases.extend(self.pids.iter().chain(&self.memory).map(|(b, _)| Arc::clone(b)));
         if let Some((dirs, held)) = reused {
-            for ((controller, _), h) in dirs.iter().zip(&held) {
+            // Owned by the group first, so a failure below still ends and removes it.
+            group.dirs = dirs;
+            group.held = held;
+            for ((controller, _), h) in group.dirs.iter().zip(&group.held) {
                 // Written again: a root child of an earlier call without `fs` rules could have changed them.
                 let (_, limit) = self.limit(controller);
                 std::os::unix::fs::FileExt::write_all_at(&h.limit, limit.to_string().as_bytes(), 0)?;
-                group.baseline.push(read_counter(controller, &h.counter));
+                group.baseline.push(h.counter.as_ref().map_or(0, |f| read_counter(controller, f)));
                 group.procs.push(h.procs.try_clone()?);
             }
-            group.dirs = dirs;
-            group.held = held;
             group.complete = true;
             return Ok(group);
         }
@@ -149,7 +150,8 @@ impl Cgroups {
         for (controller, dir) in &group.dirs {
             let write = |f: &str| std::fs::OpenOptions::new().write(true).open(dir.join(f));
             let (limit, _) = self.limit(controller);
-            let counter = std::fs::File::open(dir.join(counter_source(controller).0))?;
+            // Counted as 0 where the kernel has no such file, as `counter` does.
+            let counter = std::fs::File::open(dir.join(counter_source(controller).0)).ok();
             group.held.push(Held { limit: write(limit)?, counter, procs: write("cgroup.procs")? });
         }
         group.complete = true;

@@ -72,7 +72,7 @@ enum { NR_close_range = 436, NR_landlock_restrict_self = 446 };
 
 #define sys3(n, a, b, c) sys6((n), (i64)(a), (i64)(b), (i64)(c), 0, 0, 0)
 
-/* The message; the parent writes the same layout (src/sandbox/helper.rs). */
+/* The message; the parent writes the same layout (`prepare` in src/sandbox/step.rs). */
 #define MAGIC 0x314b4346u /* "FCK1" */
 #define FLAG_RULESET 1u
 #define FLAG_FILTER 2u

@@ -11,8 +11,10 @@
 //! child's end is its stdin, placed there by `posix_spawn` in the child only, and close-on-exec in this process, so
 //! no other process this one starts can read or forge the message. The message carries the limits, the compiled
 //! seccomp filter and the securebits, and, as `SCM_RIGHTS`, the Landlock ruleset and the call's `cgroup.procs`
-//! files. The same socket is then the step's report channel: end-of-file means it executed the command; a record
-//! `{step, errno}` means it failed and exited without executing it, and the spawn fails with that error.
+//! files. The same socket is then the step's report channel: an "armed" record `{0, 0}` then end-of-file means it
+//! installed everything and executed the command; a record `{step, errno}` means it failed and exited without
+//! executing it, and the call fails as a spawn error. The runner reads the channel once the child has exited, when
+//! the answer is already there, so the spawn never waits for it.
 //!
 //! When the program was not built (no C compiler), or this system will not execute a memory file (`/proc` absent,
 //! `vm.memfd_noexec = 2`), a one-time probe finds out and every confined child goes through the post-fork hook,
@@ -41,8 +43,8 @@ const MAX_LIMITS: usize = 8;
 const MAX_FILTER: usize = 4096;
 const MAX_CGROUPS: usize = 4;
 
-/// How long the parent waits for the step to exec or fail: it only makes a dozen system calls, so this bounds a
-/// stuck step (a cgroup write blocked in the kernel), never a normal one.
+/// How long a read of the channel may wait: the runner reads it only once the child has exited, when everything is
+/// there, so this only bounds a read made earlier (none today).
 const REPORT_WAIT: Duration = Duration::from_secs(10);
 
 /// The loaded program: its memory file (kept open for the process's lifetime), which file that is, and the path
@@ -99,7 +101,7 @@ fn load() -> Result<Loaded, String> {
     Ok(Loaded { file, id: (stat.st_dev as u64, stat.st_ino as u64), path })
 }
 
-/// The parent's end of one child's channel, read once the child is spawned.
+/// The parent's end of one child's channel, read once the child has exited.
 #[derive(Debug)]
 pub(crate) struct Launch {
     channel: OwnedFd,
@@ -183,8 +185,8 @@ impl Launch {
         }
     }
 
-    /// The next `{step, errno}` record, or `None` at end-of-file. The wait is a blocking one, as the standard
-    /// library's own spawn waits for its child's `exec`: the step makes a dozen system calls first.
+    /// The next `{step, errno}` record, or `None` at end-of-file (or a reset: the child closed its end with the
+    /// message unread).
     fn record(&self) -> io::Result<Option<[u32; 2]>> {
         let mut record = [0u8; 8];
         let n = loop {
