@@ -24,6 +24,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("escape", "Start a process that leaves the session and clears its environment, then exit", ""),
     ("caps", "Print the effective capabilities (target is ignored)", ""),
     ("fds", "List the open file descriptors (target is ignored)", ""),
+    ("cgroup", "Print the memory cgroup and its oom_kill_disable; with target tamper, set it first", ""),
     ("write_ro", "Write, tagged ai:sandbox=readonly", r#""ai:sandbox=readonly""#),
     ("write_behavior", "Write, tagged with the behaviour tag ai:read_only", r#""ai:read_only""#),
     ("tcp_nonet", "Connect, tagged ai:net=none", r#""ai:net=none""#),
@@ -113,6 +114,16 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
             let fds = std::fs::read_dir("/proc/self/fd").map_err(err)?;
             Ok(fds.filter_map(|e| e.ok()).map(|e| format!(" {}", e.file_name().to_string_lossy())).collect())
         }
+        "cgroup" => {
+            let dir = memory_cgroup().ok_or("in no cgroup v1 memory group")?;
+            let oom = dir.join("memory.oom_control");
+            if target == "tamper" {
+                std::fs::write(&oom, "1").map_err(err)?;
+            }
+            let settings = std::fs::read_to_string(&oom).map_err(err)?;
+            let disabled = settings.lines().find_map(|l| l.strip_prefix("oom_kill_disable ")).unwrap_or("?");
+            Ok(format!("{} oom_kill_disable={disabled}", dir.display()))
+        }
         "caps" => {
             let status = std::fs::read_to_string("/proc/self/status").map_err(err)?;
             Ok(status.lines().filter(|l| l.starts_with("CapEff:")).collect())
@@ -131,6 +142,18 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
         }
         other => Err(format!("unknown command {other}")),
     }
+}
+
+/// This process's cgroup v1 memory directory: the hierarchy's mount joined with its path in /proc/self/cgroup.
+fn memory_cgroup() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (pre, fs) = l.split_once(" - ")?;
+        (fs.starts_with("cgroup ") && fs.rsplit(',').any(|o| o == "memory")).then(|| pre.split(' ').nth(4))?
+    })?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_owned()))?;
+    Some(std::path::Path::new(mount).join(path.trim_start_matches('/')))
 }
 
 fn main() {

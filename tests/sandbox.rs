@@ -265,10 +265,47 @@ async fn sbx_4_a_fork_loop_stops_at_the_process_limit_and_leaves_nothing_behind(
     }
     assert!(!alive(escapee), "the confined call's escapee ends with its cgroup");
 
-    // The emptied group is reused: a call within the limit is not blamed for the last one's.
+    // A call within the limit is not blamed for the last one's.
     let (code, out) = attempt(&tools, "fork", "2").await;
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("[sandbox:"), "{out}");
+}
+
+#[tokio::test]
+#[ignore = "needs root and the cgroup v1 memory controller"]
+async fn sbx_4_a_group_its_child_could_change_is_never_reused() {
+    let (work, _) = dirs();
+    let limits = Limits::new().memory(256 << 20);
+    assert!(cgroup_memory(&limits), "root gets a per-call memory cgroup");
+    let group = |out: &str| out.split(' ').nth(1).unwrap_or_default().to_owned();
+    // Without `fs` rules a root child can write its group's settings, here turning its OOM killer off: that group
+    // is removed with the call, and the next call gets a fresh one, OOM killer on.
+    let open = confined(Sandbox::new().limits(limits), &work).await;
+    let (code, first) = attempt(&open, "cgroup", "tamper").await;
+    assert_eq!(code, 0, "{first}");
+    assert!(first.contains("oom_kill_disable=1"), "{first}");
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (code, next) = attempt(&open, "cgroup", "look").await;
+        assert_eq!(code, 0, "{next}");
+        assert!(next.contains("oom_kill_disable=0"), "a tampered group came back: {first} then {next}");
+        assert_ne!(group(&first), group(&next));
+    }
+    // With rules that grant no write to cgroupfs, the child cannot change it, and its emptied group is reused.
+    let ruled = confined(Sandbox::new().read("/proc").read("/sys/fs/cgroup").write(&work).limits(limits), &work).await;
+    let (code, out) = attempt(&ruled, "cgroup", "tamper").await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (code, out) = attempt(&ruled, "cgroup", "look").await;
+        assert_eq!(code, 0, "{out}");
+        seen.push(group(&out));
+    }
+    seen.sort();
+    seen.dedup();
+    assert!(seen.len() < 4, "emptied groups are reused: {seen:?}");
 }
 
 #[test]

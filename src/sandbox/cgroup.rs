@@ -4,7 +4,9 @@
 //!
 //! Making and removing a cgroup costs more than the rest of a confined spawn, so an emptied group is kept for the
 //! next call (a few per confinement; its limits are the same), and what it ran into is counted from where the call
-//! found its counters.
+//! found its counters. Only a group whose call could not write to cgroupfs is kept: its child had Landlock rules
+//! granting no write beneath (or above) any cgroup mount. Any other child could have changed settings a reuse would
+//! not restore (`memory.memsw.limit_in_bytes`, `memory.oom_control`, the files' modes), so its group is removed.
 //!
 //! Each call gets `<our cgroup>/fisk-ai-<pid>/call-<n>` in each controller's cgroup v1 hierarchy (this process's
 //! own cgroup there, from `/proc/self/cgroup`); the child moves itself in before `exec` by writing `0` to the
@@ -107,17 +109,20 @@ impl Cgroups {
 
     /// A call's groups (an emptied one from the pool, else new ones, limited), with the `cgroup.procs` files its
     /// child writes itself into.
-    pub(super) fn call(&self) -> io::Result<CallGroup> {
+    ///
+    /// With `poolable` false (the child could write to cgroupfs), the group is removed after the call, never
+    /// reused.
+    pub(super) fn call(&self, poolable: bool) -> io::Result<CallGroup> {
         let reused = self.pool.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let mut group = CallGroup::default();
-        group.pool = Some(Arc::clone(&self.pool));
+        group.pool = poolable.then(|| Arc::clone(&self.pool));
         group.bases.extend(self.pids.iter().chain(&self.memory).map(|(b, _)| Arc::clone(b)));
         if let Some((dirs, held)) = reused {
             // Owned by the group first, so a failure below still ends and removes it.
             group.dirs = dirs;
             group.held = held;
             for ((controller, _), h) in group.dirs.iter().zip(&group.held) {
-                // Written again: a root child of an earlier call without `fs` rules could have changed them.
+                // Written again, though only a call that could not write cgroupfs returns a group to the pool.
                 let (_, limit) = self.limit(controller);
                 std::os::unix::fs::FileExt::write_all_at(&h.limit, limit.to_string().as_bytes(), 0)?;
                 group.baseline.push(h.counter.as_ref().map_or(0, |f| read_counter(controller, f)));
@@ -157,6 +162,18 @@ impl Cgroups {
         group.complete = true;
         Ok(group)
     }
+}
+
+/// Every cgroup (v1 or v2) mount point, from `/proc/self/mountinfo`: a write grant beneath or above one of them
+/// lets a child change a group's settings.
+pub(super) fn mounts() -> Vec<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| l.split_once(" - "))
+        .filter(|(_, fs)| matches!(fs.split(' ').next(), Some("cgroup" | "cgroup2")))
+        .filter_map(|(pre, _)| pre.split(' ').nth(4).map(PathBuf::from))
+        .collect()
 }
 
 /// This process's directory for `controller`'s call groups, created: `Err` when there is no v1 hierarchy for it or

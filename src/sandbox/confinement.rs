@@ -92,6 +92,9 @@ struct Armed {
     network_none: bool,
     /// The per-call cgroups of `processes` and `memory`, where they can be made.
     cgroups: Option<Cgroups>,
+    /// Whether a write path of the profile is beneath or above a cgroup mount, so its children could change their
+    /// group's settings (and their groups are never reused).
+    writes_cgroupfs: bool,
     limits: Arc<[(nix::sys::resource::Resource, u64, u64)]>,
     /// Whether the agent runs as root, so children drop their capabilities.
     root: bool,
@@ -192,6 +195,7 @@ impl Confinement {
             network_none: network_none && nosock.is_some(),
             nosock,
             limits: limits(&profile, &unenforced, cgroups.as_ref())?.into(),
+            writes_cgroupfs: cgroups.is_some() && writes_cgroupfs(&profile),
             cgroups,
             root: kernel::is_root(),
             opened,
@@ -358,7 +362,13 @@ impl Confinement {
             (true, Some(f)) => Some(Arc::clone(f)),
             (true, None) => return Err(unsupported("the command's tag ai:net needs seccomp filters")),
         };
-        let mut group = self.armed.cgroups.as_ref().map(Cgroups::call).transpose()?;
+        // A group is reused only after a child that could not write to cgroupfs (SBX-4).
+        let poolable = match form {
+            Some((Form::Full, _)) => !self.armed.writes_cgroupfs,
+            Some((Form::ReadOnly | Form::WritesOnly, _)) => true,
+            Some((Form::Minimal, _)) | None => false,
+        };
+        let mut group = self.armed.cgroups.as_ref().map(|c| c.call(poolable)).transpose()?;
         let cgroups = group.as_mut().map(CallGroup::take_procs).unwrap_or_default();
         // A profile with everything unenforced still sets no_new_privs: it costs the spawn nothing.
         let drop_capabilities = self.armed.root;
@@ -426,4 +436,14 @@ fn limits(
         out.push((resource, soft, soft.saturating_add(grace).min(hard)));
     }
     Ok(out)
+}
+
+/// Whether a write path of `profile` is beneath or above a cgroup mount (a path that cannot be resolved counts as
+/// one that is).
+#[cfg(target_os = "linux")]
+fn writes_cgroupfs(profile: &Sandbox) -> bool {
+    let mounts = super::cgroup::mounts();
+    profile.write_paths().iter().any(|p| {
+        std::fs::canonicalize(p).map_or(true, |p| mounts.iter().any(|m| p.starts_with(m) || m.starts_with(&p)))
+    })
 }
