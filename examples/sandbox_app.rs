@@ -15,6 +15,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("tcp", "Connect over TCP to the address target", ""),
     ("udp", "Send a UDP datagram to the address target", ""),
     ("unix", "Connect to the Unix socket at target", ""),
+    ("loop", "Listen on 127.0.0.1 and connect to that listener over TCP (target is ignored)", ""),
     ("hog", "Allocate and touch target MiB of memory", ""),
     ("spin", "Spin on the CPU for target seconds", ""),
     ("big", "Write target MiB to the file target.out", ""),
@@ -29,6 +30,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("write_behavior", "Write, tagged with the behaviour tag ai:read_only", r#""ai:read_only""#),
     ("tcp_nonet", "Connect, tagged ai:net=none", r#""ai:net=none""#),
     ("tcp_lo", "Connect, tagged ai:net=loopback", r#""ai:net=loopback""#),
+    ("loop_lo", "Connect to its own listener, tagged ai:net=loopback", r#""ai:net=loopback""#),
 ];
 
 fn introspection() -> String {
@@ -61,6 +63,17 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
         "udp" => {
             let socket = UdpSocket::bind("0.0.0.0:0").map_err(err)?;
             socket.send_to(b"escaped", target).map(|n| format!("sent {n} bytes")).map_err(err)
+        }
+        "loop" => {
+            use std::io::Read;
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(err)?;
+            let addr = listener.local_addr().map_err(err)?;
+            let mut client = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(err)?;
+            let (mut server, _) = listener.accept().map_err(err)?;
+            client.write_all(b"x").map_err(err)?;
+            let mut byte = [0u8];
+            server.read_exact(&mut byte).map_err(err)?;
+            Ok(format!("talked to itself over {addr}"))
         }
         "unix" => {
             std::os::unix::net::UnixStream::connect(target).map(|_| format!("connected to {target}")).map_err(err)

@@ -63,10 +63,21 @@ async fn sbx_1_an_agent_runs_its_command_tools_confined() {
 
 /// `cli mcp --stdio --config` on `yaml`: the result text of one `tools/call` of `tool` with `target`.
 async fn mcp_stdio_call(yaml: &str, tool: &str, target: &str) -> String {
+    mcp_stdio_call_as(yaml, tool, target, None).await
+}
+
+/// [`mcp_stdio_call`], with the server run as the user `uid` (whose own directory holds the configuration).
+async fn mcp_stdio_call_as(yaml: &str, tool: &str, target: &str, uid: Option<u32>) -> String {
     let dir = common::fresh_dir("sbx-mcp");
     let config = dir.join("agent.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let mut child = tokio::process::Command::new(common::example("cli"))
+    let mut cmd = tokio::process::Command::new(common::example("cli"));
+    if let Some(uid) = uid {
+        std::os::unix::fs::chown(&dir, Some(uid), Some(uid)).unwrap();
+        std::os::unix::fs::chown(&config, Some(uid), Some(uid)).unwrap();
+        cmd.uid(uid).gid(uid).env("HOME", &dir);
+    }
+    let mut child = cmd
         .args(["mcp", "--stdio", "--config"])
         .arg(&config)
         .current_dir(&dir)
@@ -113,6 +124,24 @@ async fn sbx_1_mcp_over_stdio_serves_confined_tools() {
     let sandbox = format!("    fs:\n      read: [{}]\n", work.display());
     let confined = mcp_stdio_call(&yaml(Some(&sandbox), serve), "read", &secret).await;
     assert!(confined.contains("denied Permission denied") && !confined.contains("ok secret"), "{confined}");
+}
+
+#[tokio::test]
+#[ignore = "needs root (to serve as another user) and user namespaces for that user"]
+async fn sbx_3_an_agent_that_is_not_root_gets_loopback_in_a_user_namespace_of_its_own() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let serve = "expose:\n  agent:\n    mcp: {}\n";
+    let nobody = Some(65534);
+
+    let open = mcp_stdio_call_as(&yaml(None, serve), "tcp", &addr, nobody).await;
+    assert!(open.contains("ok connected"), "the control, as nobody, reaches the host's loopback: {open}");
+
+    let loopback = yaml(Some("    network: loopback\n"), serve);
+    let own = mcp_stdio_call_as(&loopback, "loop", "-", nobody).await;
+    assert!(own.contains("ok talked to itself"), "{own}");
+    let host = mcp_stdio_call_as(&loopback, "tcp", &addr, nobody).await;
+    assert!(host.contains("denied Connection refused"), "{host}");
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ pub struct SandboxSettings {
     /// `fs`: the paths children may read, write and execute (Landlock).
     #[serde(deserialize_with = "de::nullable")]
     pub fs: SandboxFs,
-    /// `network`: `any` (the default), `loopback` (not built yet, refused) or `none`.
+    /// `network`: `any` (the default), `loopback` (a network namespace holding only `lo`) or `none`.
     #[serde(deserialize_with = "de::nullable")]
     pub network: NetworkSetting,
     /// `limits`: resource limits.

@@ -3,7 +3,7 @@
 //! Everything the child installs is prepared in the parent, before the fork: the limit values, the Landlock ruleset
 //! (its own file descriptor, duplicated for this child) and the compiled seccomp filter. The hook only makes system
 //! calls through wrappers that neither allocate nor take locks (`write(2)` on an open `File`, nix 0.31's `setrlimit` and `prctl`,
-//! rustix 1.1's securebits, ambient-set and `capset` calls,
+//! rustix 1.1's `setns`, securebits, ambient-set and `capset` calls,
 //! landlock 0.4.8's `RulesetCreated::restrict_self` and seccompiler 0.5.0's `apply_filter`; their errors are
 //! `errno` values, built without allocating), so it is async-signal-safe in a child forked from a multi-threaded
 //! process. No maintained crate installs Landlock and seccomp in another process's child without such a hook, and
@@ -27,9 +27,11 @@ pub(crate) struct Armed {
     pub(crate) filter: Option<Arc<BpfProgram>>,
     /// The `cgroup.procs` files of the call's cgroups, joined first, so everything after is accounted to them.
     pub(crate) cgroups: Vec<std::fs::File>,
-    /// Drop every capability (the agent runs as root): uid 0 stays, its privileges go, and `execve` cannot give
-    /// them back.
+    /// Drop every capability (the agent runs as root, or the child joins a user namespace, which gives it every
+    /// capability there): uid 0 stays, its privileges go, and `execve` cannot give them back.
     pub(crate) drop_capabilities: bool,
+    /// The loopback-only network namespace of `network: loopback`, joined after the cgroups.
+    pub(crate) loopback: Option<Arc<super::netns::Loopback>>,
 }
 
 /// Arm `cmd`: its child installs `armed` right before `exec`. A failure there fails the spawn with the `errno`.
@@ -45,6 +47,9 @@ pub(crate) fn arm(cmd: &mut std::process::Command, armed: Armed) {
 
 fn install(armed: &mut Armed) -> io::Result<()> {
     super::cgroup::join(&armed.cgroups)?;
+    if let Some(loopback) = &armed.loopback {
+        loopback.join()?;
+    }
     close_inherited()?;
     for &(resource, soft, hard) in armed.limits.iter() {
         setrlimit(resource, soft, hard).map_err(errno)?;

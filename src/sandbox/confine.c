@@ -7,14 +7,18 @@
  *
  * What it does, in this order, then `execve(argv[1], argv + 1, envp)`:
  *   1. read one message from fd 0 (a socket the parent made; never a pipe another process could share): the
- *      limits, the seccomp filter, the securebits, and, as SCM_RIGHTS, the Landlock ruleset and the call's
- *      `cgroup.procs` files;
+ *      limits, the seccomp filter, the securebits, and, as SCM_RIGHTS, the Landlock ruleset, the namespaces of
+ *      `network: loopback` and the call's `cgroup.procs` files;
  *   2. keep the socket as a close-on-exec report channel, and put /dev/null on fd 0;
- *   3. join the cgroups, mark every descriptor above 2 close-on-exec, set the rlimits, set no_new_privs, drop
- *      capabilities, restrict itself with the ruleset, install the filter;
+ *   3. join the cgroups and the network namespace (through its user namespace, for an agent that is not root),
+ *      mark every descriptor above 2 close-on-exec, set the rlimits, set no_new_privs, drop capabilities,
+ *      restrict itself with the ruleset, install the filter;
  *   4. write {0, 0} ("armed") to the report channel, and exec. On any failure it writes {step, errno} and exits
  *      127 without exec: the parent needs "armed" then end-of-file (the channel closed by a successful exec);
  *      anything else fails the spawn.
+ *
+ * With FLAG_HOLD it runs nothing: it makes the loopback-only network namespace a confinement's children join (see
+ * `hold`), once per confinement.
  *
  * Everything it installs was prepared and checked by the parent (`prepare` in src/sandbox/step.rs writes the message); this
  * program only checks that the message is whole and of the expected shape. Built by build.rs with -nostdlib for
@@ -29,8 +33,9 @@ typedef long i64;
 
 #if defined(__x86_64__)
 enum {
-	NR_write = 1, NR_close = 3, NR_recvmsg = 47, NR_execve = 59, NR_fcntl = 72, NR_capset = 126, NR_prctl = 157,
-	NR_exit_group = 231, NR_openat = 257, NR_dup3 = 292, NR_prlimit64 = 302, NR_seccomp = 317,
+	NR_read = 0, NR_write = 1, NR_close = 3, NR_ioctl = 16, NR_socket = 41, NR_recvmsg = 47, NR_execve = 59,
+	NR_fcntl = 72, NR_getuid = 102, NR_getgid = 104, NR_capset = 126, NR_prctl = 157, NR_exit_group = 231,
+	NR_openat = 257, NR_unshare = 272, NR_dup3 = 292, NR_prlimit64 = 302, NR_setns = 308, NR_seccomp = 317,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -47,8 +52,9 @@ static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 __asm__(".text\n.globl _start\n_start:\n xor %rbp, %rbp\n mov %rsp, %rdi\n and $-16, %rsp\n call entry\n hlt\n");
 #elif defined(__aarch64__)
 enum {
-	NR_dup3 = 24, NR_fcntl = 25, NR_openat = 56, NR_close = 57, NR_write = 64, NR_capset = 91, NR_exit_group = 94,
-	NR_prctl = 167, NR_recvmsg = 212, NR_execve = 221, NR_prlimit64 = 261, NR_seccomp = 277,
+	NR_dup3 = 24, NR_fcntl = 25, NR_ioctl = 29, NR_openat = 56, NR_close = 57, NR_read = 63, NR_write = 64,
+	NR_capset = 91, NR_exit_group = 94, NR_unshare = 97, NR_prctl = 167, NR_getuid = 174, NR_getgid = 176,
+	NR_socket = 198, NR_recvmsg = 212, NR_execve = 221, NR_prlimit64 = 261, NR_setns = 268, NR_seccomp = 277,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -76,6 +82,10 @@ enum { NR_close_range = 436, NR_landlock_restrict_self = 446 };
 #define MAGIC 0x314b4346u /* "FCK1" */
 #define FLAG_RULESET 1u
 #define FLAG_FILTER 2u
+#define FLAG_NETNS 4u   /* join the network namespace sent (after the user namespace, with FLAG_USERNS) */
+#define FLAG_USERNS 8u  /* join the user namespace sent (the agent is not root) */
+#define FLAG_HOLD 16u   /* make a loopback-only network namespace, report, and wait for end-of-file */
+#define FLAG_NEWUSER 32u /* with FLAG_HOLD: in a user namespace of its own, mapping only this user */
 #define MAX_LIMITS 8u
 #define MAX_FILTER 4096u /* BPF_MAXINSNS */
 #define MAX_CGROUPS 4u
@@ -100,7 +110,10 @@ static union {
 } msg;
 
 /* Which step failed, as the parent names it. */
-enum { STEP_MESSAGE = 1, STEP_STDIN, STEP_CGROUP, STEP_FDS, STEP_LIMITS, STEP_NNP, STEP_CAPS, STEP_LANDLOCK, STEP_SECCOMP, STEP_EXEC };
+enum {
+	STEP_MESSAGE = 1, STEP_STDIN, STEP_CGROUP, STEP_FDS, STEP_LIMITS, STEP_NNP, STEP_CAPS, STEP_LANDLOCK, STEP_SECCOMP,
+	STEP_EXEC, STEP_NAMESPACE,
+};
 
 static int report = -1;
 
@@ -143,8 +156,10 @@ struct cmsghdr {
 #define MSG_CMSG_CLOEXEC 0x40000000
 #define EINVAL 22
 
-/* The received descriptors: the ruleset first (when flagged), then the cgroups. */
-static int fds[1 + MAX_CGROUPS];
+/* The received descriptors, in this order: the ruleset, the user namespace, the network namespace (each when
+ * flagged), then the cgroups. */
+#define MAX_FDS (3 + MAX_CGROUPS)
+static int fds[MAX_FDS];
 static u64 control[(sizeof(struct cmsghdr) + sizeof fds + 7) / 8 + 1];
 
 static u32 receive(void)
@@ -161,7 +176,12 @@ static u32 receive(void)
 	if (h->magic != MAGIC || h->nlimits > MAX_LIMITS || h->nfilter > MAX_FILTER || h->ncgroups > MAX_CGROUPS ||
 	    (u64)n != want || ((h->flags & FLAG_FILTER) != 0) != (h->nfilter != 0))
 		fail(STEP_MESSAGE, -EINVAL);
-	u32 nfds = ((h->flags & FLAG_RULESET) ? 1 : 0) + h->ncgroups;
+	/* A hold message carries nothing else; a user namespace is only ever joined with its network namespace. */
+	if ((h->flags & FLAG_HOLD) ? (h->flags & ~(FLAG_HOLD | FLAG_NEWUSER)) || h->nlimits || h->ncgroups
+				   : (h->flags & FLAG_NEWUSER) || ((h->flags & FLAG_USERNS) && !(h->flags & FLAG_NETNS)))
+		fail(STEP_MESSAGE, -EINVAL);
+	u32 nfds = ((h->flags & FLAG_RULESET) ? 1 : 0) + ((h->flags & FLAG_USERNS) ? 1 : 0) +
+		   ((h->flags & FLAG_NETNS) ? 1 : 0) + h->ncgroups;
 	u32 got = 0;
 	if (m.controllen >= sizeof(struct cmsghdr)) {
 		struct cmsghdr *c = (struct cmsghdr *)control;
@@ -170,7 +190,7 @@ static u32 receive(void)
 			fail(STEP_MESSAGE, -EINVAL);
 		got = (u32)((c->len - sizeof(struct cmsghdr)) / sizeof(int));
 		const int *in = (const int *)(c + 1);
-		for (u32 i = 0; i < got && i < 1 + MAX_CGROUPS; i++)
+		for (u32 i = 0; i < got && i < MAX_FDS; i++)
 			fds[i] = in[i];
 	}
 	if (got != nfds)
@@ -202,6 +222,89 @@ static void drop_capabilities(u32 securebits)
 	check(STEP_CAPS, sys3(NR_capset, &header, none, 0));
 }
 
+#define CLONE_NEWUSER 0x10000000
+#define CLONE_NEWNET 0x40000000
+#define O_WRONLY 1
+#define AF_INET 2
+#define SOCK_DGRAM 2
+#define SIOCGIFFLAGS 0x8913
+#define SIOCSIFFLAGS 0x8914
+#define IFF_UP 1
+#define EINTR 4
+
+/* Writes `len` bytes of `text` to the file at `path`, whole or not at all. */
+static void write_file(const char *path, const char *text, u64 len)
+{
+	i64 fd = sys6(NR_openat, AT_FDCWD, (i64)path, O_WRONLY | O_CLOEXEC, 0, 0, 0);
+	check(STEP_NAMESPACE, fd);
+	i64 n = sys3(NR_write, fd, text, len);
+	if (n != (i64)len)
+		fail(STEP_NAMESPACE, n < 0 ? n : -EINVAL);
+	sys3(NR_close, fd, 0, 0);
+}
+
+/* Maps `id` to itself in the new user namespace: "<id> <id> 1\n", the one mapping an unprivileged process may
+ * write for itself. */
+static void map_self(const char *path, u64 id)
+{
+	char digits[20], line[48];
+	u32 n = 0, len = 0;
+	do {
+		digits[n++] = (char)('0' + id % 10);
+		id /= 10;
+	} while (id && n < sizeof digits);
+	for (u32 twice = 0; twice < 2; twice++) {
+		for (u32 i = n; i > 0; i--)
+			line[len++] = digits[i - 1];
+		line[len++] = ' ';
+	}
+	line[len++] = '1';
+	line[len++] = '\n';
+	write_file(path, line, len);
+}
+
+/* The interface request of SIOC[GS]IFFLAGS: a name, then a union whose first member is the flags (40 bytes). */
+static struct {
+	char name[16];
+	short flags;
+	char rest[22];
+} lo;
+
+/* FLAG_HOLD: makes a network namespace holding only `lo`, up (in a user namespace of its own with FLAG_NEWUSER,
+ * for an agent that is not root), reports "armed", and waits for end-of-file: meanwhile the parent opens
+ * /proc/<pid>/ns/{user,net}, which keep the namespaces after this process is gone. */
+static __attribute__((noreturn)) void hold(u32 flags)
+{
+	u64 uid = (u64)sys3(NR_getuid, 0, 0, 0), gid = (u64)sys3(NR_getgid, 0, 0, 0);
+	if (flags & FLAG_NEWUSER) {
+		check(STEP_NAMESPACE, sys3(NR_unshare, CLONE_NEWUSER | CLONE_NEWNET, 0, 0));
+		write_file("/proc/self/setgroups", "deny", 4);
+		map_self("/proc/self/uid_map", uid);
+		map_self("/proc/self/gid_map", gid);
+	} else {
+		check(STEP_NAMESPACE, sys3(NR_unshare, CLONE_NEWNET, 0, 0));
+	}
+	i64 sock = sys3(NR_socket, AF_INET, SOCK_DGRAM | O_CLOEXEC, 0);
+	check(STEP_NAMESPACE, sock);
+	lo.name[0] = 'l';
+	lo.name[1] = 'o';
+	check(STEP_NAMESPACE, sys3(NR_ioctl, sock, SIOCGIFFLAGS, &lo));
+	lo.flags |= IFF_UP;
+	check(STEP_NAMESPACE, sys3(NR_ioctl, sock, SIOCSIFFLAGS, &lo));
+	sys3(NR_close, sock, 0, 0);
+	u32 armed[2] = { 0, 0 };
+	if (sys3(NR_write, report, armed, sizeof armed) != sizeof armed)
+		fail(STEP_MESSAGE, -EINVAL);
+	u8 byte;
+	for (;;) {
+		i64 n = sys3(NR_read, report, &byte, 1);
+		if (n == 0 || (n < 0 && n != -EINTR))
+			break;
+	}
+	for (;;)
+		sys3(NR_exit_group, 0, 0, 0);
+}
+
 __attribute__((noreturn, used)) void entry(i64 *sp)
 {
 	i64 argc = sp[0];
@@ -222,12 +325,26 @@ __attribute__((noreturn, used)) void entry(i64 *sp)
 	sys3(NR_close, null, 0, 0);
 
 	struct header *h = &msg.h;
-	u32 first_cgroup = (h->flags & FLAG_RULESET) ? 1 : 0;
-	for (u32 i = first_cgroup; i < nfds; i++) {
+	if (h->flags & FLAG_HOLD)
+		hold(h->flags);
+	u32 next = (h->flags & FLAG_RULESET) ? 1 : 0;
+	u32 namespaces = next;
+	next += ((h->flags & FLAG_USERNS) ? 1 : 0) + ((h->flags & FLAG_NETNS) ? 1 : 0);
+	for (u32 i = next; i < nfds; i++) {
 		i64 joined = sys3(NR_write, fds[i], "0", 1);
 		if (joined != 1)
 			fail(STEP_CGROUP, joined < 0 ? joined : -EINVAL);
 		sys3(NR_close, fds[i], 0, 0);
+	}
+	/* The user namespace first: joining it gives the capabilities (there) that joining its network namespace
+	 * needs, and they are dropped below. */
+	if (h->flags & FLAG_USERNS) {
+		check(STEP_NAMESPACE, sys3(NR_setns, fds[namespaces], CLONE_NEWUSER, 0));
+		sys3(NR_close, fds[namespaces++], 0, 0);
+	}
+	if (h->flags & FLAG_NETNS) {
+		check(STEP_NAMESPACE, sys3(NR_setns, fds[namespaces], CLONE_NEWNET, 0));
+		sys3(NR_close, fds[namespaces], 0, 0);
 	}
 	i64 closed = sys3(NR_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC);
 	/* Linux before 5.11 lacks it (and Landlock ABI 3, so no `fs` rule runs there anyway). */

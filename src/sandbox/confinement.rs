@@ -3,6 +3,8 @@
 use super::CallGroup;
 #[cfg(target_os = "linux")]
 use super::cgroup::Cgroups;
+#[cfg(target_os = "linux")]
+use super::netns::Loopback;
 use super::{Narrowing, Sandbox};
 #[cfg(target_os = "linux")]
 use super::{Network, child, filter, kernel, rules};
@@ -90,6 +92,12 @@ struct Armed {
     nosock: Option<Arc<seccompiler::BpfProgram>>,
     /// Whether `network: none` is enforced for every child.
     network_none: bool,
+    /// The filter of `network: loopback` (INET sockets only), when the kernel can install it.
+    inet: Option<Arc<seccompiler::BpfProgram>>,
+    /// The namespace of `network: loopback`, when the profile asks for it and it could be made.
+    loopback: Option<Arc<Loopback>>,
+    /// The namespace of a command tagged `ai:net=loopback` under a wider profile, made on first use.
+    tagged_loopback: std::sync::OnceLock<std::result::Result<Arc<Loopback>, String>>,
     /// The per-call cgroups of `processes` and `memory`, where they can be made.
     cgroups: Option<Cgroups>,
     /// Whether a write path of the profile is beneath or above a cgroup mount, so its children could change their
@@ -125,17 +133,11 @@ impl Confinement {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config), naming the setting: `network: loopback` (not built yet), a
-    /// listed path that cannot be opened, and, unless `best_effort`, any setting the kernel cannot enforce (with
-    /// the missing feature: Landlock absent or below the required ABI, no seccomp filters, `limits.processes` as
-    /// root).
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config), naming the setting: a listed path that cannot be opened,
+    /// and, unless `best_effort`, any setting the kernel cannot enforce (with the missing feature: Landlock absent
+    /// or below the required ABI, no seccomp filters, no network namespace for `network: loopback`,
+    /// `limits.processes` as root).
     pub fn new(profile: Sandbox) -> Result<Confinement> {
-        if profile.network == super::Network::Loopback {
-            return Err(refuse(
-                "network",
-                "`loopback` is not built yet (a seccomp filter cannot read connect targets); use `none` or `any`",
-            ));
-        }
         Self::check(profile)
     }
 
@@ -168,6 +170,12 @@ impl Confinement {
         if network_none && !seccomp {
             gap("network", "`none` needs seccomp filters (CONFIG_SECCOMP_FILTER) on x86-64 or aarch64".into());
         }
+        let loopback = (profile.network == Network::Loopback)
+            .then(|| match seccomp {
+                true => loopback().map(Arc::new).map_err(|why| format!("`loopback` needs a network namespace: {why}")),
+                false => Err("`loopback` needs seccomp filters (CONFIG_SECCOMP_FILTER) on x86-64 or aarch64".into()),
+            })
+            .and_then(|made| made.map_err(|why| gap("network", why)).ok());
         let l = profile.limits;
         let cgroups = (l.processes.is_some() || l.memory.is_some()).then(|| Cgroups::new(l.processes, l.memory));
         if l.processes.is_some() && kernel::is_root() && !matches!(&cgroups, Some(Ok(c)) if c.has_pids()) {
@@ -194,10 +202,14 @@ impl Confinement {
             detected,
             network_none: network_none && nosock.is_some(),
             nosock,
+            inet: seccomp.then(|| Arc::new(filter::inet_only())),
+            // A user namespace gives its members every capability there: they are dropped as root's are.
+            root: kernel::is_root() || loopback.as_ref().is_some_and(|l| l.user().is_some()),
+            loopback,
+            tagged_loopback: std::sync::OnceLock::new(),
             limits: limits(&profile, &unenforced, cgroups.as_ref())?.into(),
             writes_cgroupfs: cgroups.is_some() && writes_cgroupfs(&profile),
             cgroups,
-            root: kernel::is_root(),
             opened,
             cache: Mutex::default(),
             #[cfg(fisk_confine)]
@@ -357,10 +369,20 @@ impl Confinement {
             (None, None) => None,
         };
         let ruleset = form.map(|(form, abi)| self.ruleset(program, form, abi)).transpose()?;
-        let filter = match (self.armed.network_none || narrowing.no_network, &self.armed.nosock) {
-            (false, _) => None,
-            (true, Some(f)) => Some(Arc::clone(f)),
-            (true, None) => return Err(unsupported("the command's tag ai:net needs seccomp filters")),
+        // The narrower of the profile's network and the command's tag.
+        let none = self.armed.network_none || narrowing.no_network;
+        let loopback = match (&self.armed.loopback, narrowing.loopback) {
+            _ if none => None,
+            (Some(l), _) => Some(Arc::clone(l)),
+            (None, true) => Some(self.tagged_loopback()?),
+            (None, false) => None,
+        };
+        let filter = match (none, &loopback, &self.armed.nosock, &self.armed.inet) {
+            (true, _, Some(f), _) | (false, Some(_), _, Some(f)) => Some(Arc::clone(f)),
+            (true, _, None, _) | (false, Some(_), _, None) => {
+                return Err(unsupported("the command's tag ai:net needs seccomp filters"));
+            }
+            (false, None, _, _) => None,
         };
         // A group is reused only after a child that could not write to cgroupfs (SBX-4).
         let poolable = match form {
@@ -371,9 +393,18 @@ impl Confinement {
         let mut group = self.armed.cgroups.as_ref().map(|c| c.call(poolable)).transpose()?;
         let cgroups = group.as_mut().map(CallGroup::take_procs).unwrap_or_default();
         // A profile with everything unenforced still sets no_new_privs: it costs the spawn nothing.
-        let drop_capabilities = self.armed.root;
+        let drop_capabilities = self.armed.root || loopback.as_ref().is_some_and(|l| l.user().is_some());
         let limits = Arc::clone(&self.armed.limits);
-        Ok((child::Armed { limits, ruleset, filter, cgroups, drop_capabilities }, group))
+        Ok((child::Armed { limits, ruleset, filter, cgroups, drop_capabilities, loopback }, group))
+    }
+
+    /// The namespace of a command tagged `ai:net=loopback` under a profile wider than that, made once.
+    #[cfg(target_os = "linux")]
+    fn tagged_loopback(&self) -> std::io::Result<Arc<Loopback>> {
+        let made = self.armed.tagged_loopback.get_or_init(|| loopback().map(Arc::new));
+        made.as_ref().map(Arc::clone).map_err(|why| {
+            std::io::Error::other(format!("the command's tag ai:net=loopback needs a network namespace: {why}"))
+        })
     }
 
     /// This child's copy of `program`'s ruleset, built on first use.
@@ -446,4 +477,20 @@ fn writes_cgroupfs(profile: &Sandbox) -> bool {
     profile.write_paths().iter().any(|p| {
         std::fs::canonicalize(p).map_or(true, |p| mounts.iter().any(|m| p.starts_with(m) || m.starts_with(&p)))
     })
+}
+
+/// The loopback-only network namespace: as root, owned by this process's user namespace; otherwise (or when root
+/// lacks `CAP_SYS_ADMIN`, as in a container) inside a user namespace of its own.
+#[cfg(target_os = "linux")]
+fn loopback() -> std::result::Result<Loopback, String> {
+    if kernel::is_root() {
+        match Loopback::new(false) {
+            Ok(made) => return Ok(made),
+            Err(as_root) => {
+                return Loopback::new(true).map_err(|own| format!("{as_root}; in a user namespace of its own: {own}"));
+            }
+        }
+    }
+    Loopback::new(true)
+        .map_err(|e| format!("{e} (an agent that is not root needs unprivileged user namespaces for it)"))
 }

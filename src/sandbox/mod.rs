@@ -22,10 +22,17 @@
 //!   own processes. `io_uring_setup` is refused too (io_uring can create and connect sockets without `socket(2)`),
 //!   and on x86-64 so is every x32 system call (numbers at or above `0x4000_0000`, which would otherwise bypass a
 //!   filter written for x86-64 numbers); a system call of another architecture kills the process. A filter on
-//!   families was chosen over a fresh network namespace because it needs no privilege (a namespace needs
-//!   `CAP_SYS_ADMIN` or a user namespace, whose uid mapping must be written by the parent after the fork) and
-//!   costs nothing per call. `network: loopback` needs the connect target, which a seccomp filter cannot read (it
-//!   is behind a pointer), so it is refused until it is built on a network namespace.
+//!   families was chosen over a fresh network namespace because it needs no privilege and costs nothing per call.
+//! - **A network namespace** (`network: loopback`): every child joins the confinement's own network namespace,
+//!   which holds only `lo` (made once, by the confinement step; the `netns` module), and a seccomp filter lets it
+//!   make only `AF_INET` and `AF_INET6` sockets. A child reaches listeners it, or another child of the same
+//!   confinement, made on that loopback, and nothing else: other addresses are unreachable, and the host's own
+//!   loopback is not this one, so its services are out of reach too. Unix sockets are refused, since a pathname
+//!   socket reaches a host service whatever the namespace. A namespace, because the alternative, a seccomp filter
+//!   on connect targets, cannot read them (they are behind a pointer), and a supervisor reading them for the
+//!   filter races the child's other threads. As root the namespace is made directly; otherwise (or without
+//!   `CAP_SYS_ADMIN`) inside a user namespace of its own mapping only the agent's user, whose capabilities the
+//!   children drop as a root agent's children do.
 //! - **Resource limits** (`limits`): `cpu` the CPU seconds (`RLIMIT_CPU`: `SIGXCPU` at the limit, `SIGKILL` a
 //!   second later), `files` the open descriptors (`RLIMIT_NOFILE`), `file_size` the largest file it may write
 //!   (`RLIMIT_FSIZE`): hard limits the child cannot raise (except as root, where `CAP_SYS_RESOURCE` lets a child
@@ -39,8 +46,8 @@
 //! - **`no_new_privs`** is set whenever any setting is on, so a setuid or file-capability binary runs without the
 //!   rights it would otherwise gain.
 //! - **Tags** (SBX-7): a command tagged `ai:sandbox=readonly` writes nowhere (with an `fs` profile, its writable
-//!   paths become readable only; without one, nothing but `/dev/null` is writable), and one tagged `ai:net=none`
-//!   (or `ai:net=loopback`, enforced as `none` until loopback is built) opens no socket. Tags only narrow, with or
+//!   paths become readable only; without one, nothing but `/dev/null` is writable), one tagged `ai:net=none` opens
+//!   no socket, and one tagged `ai:net=loopback` gets `network: loopback` (made on first use). Tags only narrow, with or
 //!   without a profile, and fail the call when the kernel cannot enforce them; the behaviour tags
 //!   (`ai:read_only`, ...) describe a command and never confine it.
 //!
@@ -82,6 +89,8 @@ mod filter;
 #[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
+mod netns;
+#[cfg(target_os = "linux")]
 mod rules;
 #[cfg(all(target_os = "linux", fisk_confine))]
 pub(crate) mod step;
@@ -115,6 +124,8 @@ pub(crate) struct Narrowing {
     pub(crate) read_only: bool,
     /// No socket, whatever `network` says.
     pub(crate) no_network: bool,
+    /// Loopback only (`ai:net=loopback`), where `network` is wider.
+    pub(crate) loopback: bool,
     /// Asked for by the command's own tags, so enforced even without an `fs` profile, and failing the call when
     /// the kernel cannot (introspection's read-only form applies only to a profile with `fs` rules).
     pub(crate) tagged: bool,
@@ -122,7 +133,8 @@ pub(crate) struct Narrowing {
 
 impl Narrowing {
     /// Introspection's: read-only.
-    pub(crate) const READ_ONLY: Narrowing = Narrowing { read_only: true, no_network: false, tagged: false };
+    pub(crate) const READ_ONLY: Narrowing =
+        Narrowing { read_only: true, no_network: false, loopback: false, tagged: false };
 
     /// What a command's confinement tags ask for; behaviour tags (`ai:read_only`, ...) never confine. A
     /// confinement tag this version does not know (`ai:net=None`, `ai:sandbox=read-only`) narrows everything: its
@@ -133,8 +145,9 @@ impl Narrowing {
             confining && ![SANDBOX_READONLY, NET_NONE, NET_LOOPBACK].contains(&t)
         });
         let read_only = unknown || tags.contains(SANDBOX_READONLY);
-        let no_network = unknown || tags.contains(NET_NONE) || tags.contains(NET_LOOPBACK);
-        Narrowing { read_only, no_network, tagged: read_only || no_network }
+        let no_network = unknown || tags.contains(NET_NONE);
+        let loopback = !no_network && tags.contains(NET_LOOPBACK);
+        Narrowing { read_only, no_network, loopback, tagged: read_only || no_network || loopback }
     }
 }
 
@@ -145,7 +158,9 @@ pub enum Network {
     /// `any`: no network confinement (the default; today's behaviour).
     #[default]
     Any,
-    /// `loopback`: only loopback addresses. Not built yet: [`Confinement::new`] refuses it.
+    /// `loopback`: a network of the confinement's own, holding only `lo` (a network namespace), reached by
+    /// `AF_INET` and `AF_INET6` sockets only: a child can reach listeners it or another child of the same
+    /// confinement made, and nothing else, the host's own loopback services included.
     Loopback,
     /// `none`: no socket at all (a seccomp filter; `socketpair` stays).
     None,

@@ -38,6 +38,10 @@ static PROGRAM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fisk-ai-confin
 const MAGIC: u32 = 0x314b_4346;
 const FLAG_RULESET: u32 = 1;
 const FLAG_FILTER: u32 = 2;
+const FLAG_NETNS: u32 = 4;
+const FLAG_USERNS: u32 = 8;
+const FLAG_HOLD: u32 = 16;
+const FLAG_NEWUSER: u32 = 32;
 /// The program's bounds on what one message carries.
 const MAX_LIMITS: usize = 8;
 const MAX_FILTER: usize = 4096;
@@ -112,7 +116,7 @@ pub(crate) struct Launch {
 pub(crate) fn prepare(armed: Armed) -> io::Result<(OwnedFd, Launch)> {
     let (ours, theirs) =
         rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
-    let Armed { limits, ruleset, filter, cgroups, drop_capabilities } = armed;
+    let Armed { limits, ruleset, filter, cgroups, drop_capabilities, loopback } = armed;
     // As the hook does: a ruleset without its descriptor, or an empty filter, fails the spawn, never skips a layer.
     let ruleset: Option<OwnedFd> = match ruleset {
         Some(r) => Some(Option::<OwnedFd>::from(r).ok_or_else(|| io::Error::other("the Landlock ruleset is gone"))?),
@@ -126,7 +130,9 @@ pub(crate) fn prepare(armed: Armed) -> io::Result<(OwnedFd, Launch)> {
     if limits.len() > MAX_LIMITS || filter.len() > MAX_FILTER || cgroups.len() > MAX_CGROUPS {
         return Err(io::Error::other("the confinement is larger than the confinement step takes"));
     }
-    let flags = if ruleset.is_some() { FLAG_RULESET } else { 0 } | if filter.is_empty() { 0 } else { FLAG_FILTER };
+    let flags = if ruleset.is_some() { FLAG_RULESET } else { 0 }
+        | if filter.is_empty() { 0 } else { FLAG_FILTER }
+        | loopback.as_ref().map_or(0, |l| FLAG_NETNS | if l.user().is_some() { FLAG_USERNS } else { 0 });
     let securebits = if drop_capabilities { super::child::securebits() } else { 0 };
     let mut msg = Vec::with_capacity(24 + limits.len() * 24 + filter.len() * 8);
     for word in [MAGIC, flags, limits.len() as u32, filter.len() as u32, cgroups.len() as u32, securebits] {
@@ -143,8 +149,11 @@ pub(crate) fn prepare(armed: Armed) -> io::Result<(OwnedFd, Launch)> {
         msg.extend_from_slice(&[ins.jt, ins.jf]);
         msg.extend_from_slice(&ins.k.to_ne_bytes());
     }
-    let fds: Vec<BorrowedFd<'_>> = ruleset.iter().map(AsFd::as_fd).chain(cgroups.iter().map(AsFd::as_fd)).collect();
-    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1 + MAX_CGROUPS))];
+    // In the order confine.c takes them: the ruleset, the user and network namespaces, the cgroups.
+    let namespaces = loopback.iter().flat_map(|l| l.user().into_iter().chain([l.net()]));
+    let fds: Vec<BorrowedFd<'_>> =
+        ruleset.iter().map(AsFd::as_fd).chain(namespaces).chain(cgroups.iter().map(AsFd::as_fd)).collect();
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(3 + MAX_CGROUPS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(io::Error::other("the confinement step's descriptors do not fit one message"));
@@ -155,7 +164,7 @@ pub(crate) fn prepare(armed: Armed) -> io::Result<(OwnedFd, Launch)> {
 }
 
 /// The steps of confine.c, by number, as a failure names them.
-const STEPS: [&str; 10] = [
+const STEPS: [&str; 11] = [
     "reading its message",
     "opening /dev/null as stdin",
     "joining the call's cgroup",
@@ -166,7 +175,48 @@ const STEPS: [&str; 10] = [
     "installing the Landlock ruleset",
     "installing the seccomp filter",
     "executing the command",
+    "joining or making the loopback network namespace",
 ];
+
+/// Make the namespaces of `network: loopback` (see the `netns` module): the step, started in its hold mode, makes
+/// them and waits while their `/proc/<pid>/ns/` links are opened here. `own_user` makes them in a user namespace of
+/// their own. Returns the user namespace (with `own_user`) and the network namespace.
+pub(crate) fn hold(own_user: bool) -> Result<(Option<OwnedFd>, OwnedFd), String> {
+    let path = path().ok_or("it is made by the confinement step, which cannot run on this system")?;
+    let fail = |e: io::Error| format!("the confinement step could not make it: {e}");
+    let (ours, theirs) =
+        rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
+            .map_err(|e| fail(e.into()))?;
+    let flags = FLAG_HOLD | if own_user { FLAG_NEWUSER } else { 0 };
+    let msg: Vec<u8> = [MAGIC, flags, 0, 0, 0, 0].iter().flat_map(|w| w.to_ne_bytes()).collect();
+    rustix::net::send(&ours, &msg, SendFlags::NOSIGNAL).map_err(|e| fail(e.into()))?;
+    rustix::net::sockopt::set_socket_timeout(&ours, rustix::net::sockopt::Timeout::Recv, Some(REPORT_WAIT))
+        .map_err(|e| fail(e.into()))?;
+    let mut cmd = std::process::Command::new(path);
+    cmd.arg("hold").stdin(theirs).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().map_err(fail)?;
+    drop(cmd);
+    let launch = Launch { channel: ours };
+    let opened = match launch.record() {
+        Ok(Some([0, 0])) => {
+            // The holder waits for end-of-file and is not reaped yet, so its pid names it.
+            let link = |ns: &str| {
+                std::fs::File::open(format!("/proc/{}/ns/{ns}", child.id()))
+                    .map(OwnedFd::from)
+                    .map_err(|e| format!("cannot open the holder's {ns} namespace: {e}"))
+            };
+            let user = if own_user { link("user").map(Some) } else { Ok(None) };
+            user.and_then(|user| link("net").map(|net| (user, net)))
+        }
+        Ok(Some(failure)) => Err(fail(failed(failure))),
+        Ok(None) => Err("the confinement step ended before making it".to_owned()),
+        Err(e) => Err(fail(e)),
+    };
+    // End-of-file releases the holder (or it has failed and exited).
+    drop(launch);
+    let _ = child.wait();
+    opened
+}
 
 impl Launch {
     /// Whether the step executed the command (`Ok`) or failed (the error it reports, which fails the spawn; it
@@ -235,7 +285,14 @@ mod tests {
     }
 
     fn armed() -> Armed {
-        Armed { limits: Arc::new([]), ruleset: None, filter: None, cgroups: Vec::new(), drop_capabilities: false }
+        Armed {
+            limits: Arc::new([]),
+            ruleset: None,
+            filter: None,
+            cgroups: Vec::new(),
+            drop_capabilities: false,
+            loopback: None,
+        }
     }
 
     use std::sync::Arc;
@@ -319,13 +376,29 @@ mod tests {
         claims_a_ruleset[4..8].copy_from_slice(&FLAG_RULESET.to_ne_bytes());
         let mut too_many_limits = good.clone();
         too_many_limits[8..12].copy_from_slice(&u32::MAX.to_ne_bytes());
-        let cases: [(&str, &[u8]); 6] = [
+        let with_flags = |flags: u32| {
+            let mut m = good.clone();
+            m[4..8].copy_from_slice(&flags.to_ne_bytes());
+            m
+        };
+        let netns_without_descriptor = with_flags(FLAG_NETNS);
+        let userns_alone = with_flags(FLAG_USERNS);
+        let newuser_without_hold = with_flags(FLAG_NEWUSER);
+        let mut hold_with_limits = with_flags(FLAG_HOLD);
+        hold_with_limits[8..12].copy_from_slice(&1u32.to_ne_bytes());
+        // The limit itself (RLIMIT_CPU, 0, 0), so only the mode check can refuse it.
+        hold_with_limits.extend_from_slice(&[0u8; 24]);
+        let cases: [(&str, &[u8]); 10] = [
             ("empty", &[]),
             ("short", &good[..10]),
             ("bad magic", &bad_magic),
             ("a byte too long", &longer),
             ("a ruleset without its descriptor", &claims_a_ruleset),
             ("more limits than it takes", &too_many_limits),
+            ("a network namespace without its descriptor", &netns_without_descriptor),
+            ("a user namespace without a network namespace", &userns_alone),
+            ("a new user namespace outside the hold mode", &newuser_without_hold),
+            ("the hold mode with a limit", &hold_with_limits),
         ];
         for (name, msg) in cases {
             let (stdin, launch) = raw(msg);
@@ -343,5 +416,58 @@ mod tests {
         let (confirmed, status) = start(stdin, launch, Path::new("/bin/true"));
         confirmed.unwrap();
         assert!(status.success());
+    }
+
+    /// What `/proc/self/{net/dev,uid_map,status}` say in a child armed with `armed`, through the step or the hook.
+    fn inside(armed: Armed, through_step: bool) -> String {
+        let files = ["/proc/self/net/dev", "/proc/self/uid_map", "/proc/self/status"];
+        let mut cmd = if through_step {
+            let mut cmd = Command::new(path().unwrap());
+            cmd.arg("/bin/cat");
+            cmd
+        } else {
+            Command::new("/bin/cat")
+        };
+        cmd.args(files).stdout(Stdio::piped());
+        let launch = if through_step {
+            let (stdin, launch) = prepare(armed).unwrap();
+            cmd.stdin(stdin);
+            Some(launch)
+        } else {
+            super::super::child::arm(&mut cmd, armed);
+            None
+        };
+        let child = cmd.spawn().unwrap();
+        drop(cmd);
+        if let Some(launch) = launch {
+            launch.confirm().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs user namespaces"]
+    fn sbx_3_children_join_the_loopback_namespace_inside_a_user_namespace_of_its_own() {
+        let loopback = Arc::new(super::super::netns::Loopback::new(true).expect("user namespaces here"));
+        let host = std::fs::read_to_string("/proc/self/uid_map").unwrap();
+        for through_step in [true, false] {
+            let mut a = armed();
+            a.loopback = Some(Arc::clone(&loopback));
+            a.drop_capabilities = true;
+            let out = inside(a, through_step);
+            let interfaces: Vec<&str> =
+                out.lines().filter_map(|l| l.split_once(':')).map(|(name, _)| name.trim()).collect();
+            assert!(interfaces.contains(&"lo"), "{out}");
+            assert!(!interfaces.iter().any(|i| ["eth0", "ens3", "enp0s3", "wlan0"].contains(i)), "{out}");
+            // Only this user, mapped to itself, where the agent's map is the whole range.
+            let uid = nix::unistd::getuid().as_raw();
+            let map = out.lines().find(|l| l.split_whitespace().count() == 3 && !l.contains(':')).unwrap();
+            assert_eq!(map.split_whitespace().collect::<Vec<_>>(), [uid.to_string(), uid.to_string(), "1".into()]);
+            assert_ne!(map.trim(), host.trim());
+            let caps = out.lines().find(|l| l.starts_with("CapEff:")).unwrap();
+            assert!(caps.ends_with("0000000000000000"), "every capability the namespace gave is dropped: {caps}");
+        }
     }
 }
