@@ -15,6 +15,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("tcp", "Connect over TCP to the address target", ""),
     ("udp", "Send a UDP datagram to the address target", ""),
     ("unix", "Connect to the Unix socket at target", ""),
+    ("dgram", "Send a datagram to the Unix socket at target from a socketpair's end", ""),
     ("loop", "Listen on 127.0.0.1 and connect to that listener over TCP (target is ignored)", ""),
     ("hog", "Allocate and touch target MiB of memory", ""),
     ("spin", "Spin on the CPU for target seconds", ""),
@@ -63,6 +64,10 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
         "udp" => {
             let socket = UdpSocket::bind("0.0.0.0:0").map_err(err)?;
             socket.send_to(b"escaped", target).map(|n| format!("sent {n} bytes")).map_err(err)
+        }
+        "dgram" => {
+            let (end, _other) = std::os::unix::net::UnixDatagram::pair().map_err(err)?;
+            end.send_to(b"escaped", target).map(|n| format!("sent {n} bytes to {target}")).map_err(err)
         }
         "loop" => {
             use std::io::Read;

@@ -113,7 +113,7 @@ async fn sbx_1_executes_only_beneath_the_executable_paths() {
 
 #[tokio::test]
 #[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
-async fn sbx_3_network_none_refuses_tcp_udp_and_unix_sockets() {
+async fn sbx_3_network_none_refuses_tcp_udp_unix_sockets_and_datagram_pairs() {
     let (work, _) = dirs();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let tcp = listener.local_addr().unwrap().to_string();
@@ -121,16 +121,20 @@ async fn sbx_3_network_none_refuses_tcp_udp_and_unix_sockets() {
     let udp_addr = udp.local_addr().unwrap().to_string();
     let socket = work.join("s.sock");
     let _unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // A datagram service, as /dev/log is: reachable from a socketpair's end by `sendto` a path.
+    let log = work.join("log.sock");
+    let _log = std::os::unix::net::UnixDatagram::bind(&log).unwrap();
+    let attempts = [("tcp", tcp), ("udp", udp_addr), ("unix", path(&socket)), ("dgram", path(&log))];
 
     // The control: the same attempts succeed without the network setting.
     let open = confined(Sandbox::new().write(&work), &work).await;
-    for (command, target) in [("tcp", &tcp), ("udp", &udp_addr), ("unix", &path(&socket))] {
+    for (command, target) in &attempts {
         let (code, out) = attempt(&open, command, target).await;
         assert_eq!(code, 0, "{command} without network none: {out}");
     }
 
     let closed = confined(Sandbox::new().write(&work).network(Network::None), &work).await;
-    for (command, target) in [("tcp", &tcp), ("udp", &udp_addr), ("unix", &path(&socket))] {
+    for (command, target) in &attempts {
         let (code, out) = attempt(&closed, command, target).await;
         assert_eq!(code, 1, "{command} under network none: {out}");
         assert!(out.contains("Permission denied"), "{command}: {out}");
@@ -158,12 +162,15 @@ async fn sbx_3_network_loopback_reaches_its_own_loopback_and_nothing_else() {
     let outside_udp = format!("{}:{}", own_address(), udp.local_addr().unwrap().port());
     let socket = work.join("s.sock");
     let _unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let log = work.join("log.sock");
+    let _log = std::os::unix::net::UnixDatagram::bind(&log).unwrap();
     let attempts = [
         ("loop", "-"),
         ("tcp", host_lo.as_str()),
         ("tcp", outside.as_str()),
         ("udp", outside_udp.as_str()),
         ("unix", path(&socket).leak()),
+        ("dgram", path(&log).leak()),
     ];
 
     // The control: everything succeeds without the network setting.
@@ -174,7 +181,14 @@ async fn sbx_3_network_loopback_reaches_its_own_loopback_and_nothing_else() {
     }
 
     let lo = confined(Sandbox::new().write(&work).network(Network::Loopback), &work).await;
-    let expected = ["", "Connection refused", "Network is unreachable", "Network is unreachable", "Permission denied"];
+    let expected = [
+        "",
+        "Connection refused",
+        "Network is unreachable",
+        "Network is unreachable",
+        "Permission denied",
+        "Permission denied",
+    ];
     for ((command, target), refusal) in attempts.into_iter().zip(expected) {
         let (code, out) = attempt(&lo, command, target).await;
         if refusal.is_empty() {
@@ -355,6 +369,19 @@ async fn sbx_4_a_group_its_child_could_change_is_never_reused() {
     seen.sort();
     seen.dedup();
     assert!(seen.len() < 4, "emptied groups are reused: {seen:?}");
+
+    // A pooled group that something else changed while it waited (here this test, as root) is not reused.
+    let (_, out) = attempt(&ruled, "cgroup", "look").await;
+    let pooled = group(&out);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    std::fs::write(Path::new(&pooled).join("memory.oom_control"), "1").unwrap();
+    for _ in 0..3 {
+        let (code, next) = attempt(&ruled, "cgroup", "look").await;
+        assert_eq!(code, 0, "{next}");
+        assert!(next.contains("oom_kill_disable=0"), "a changed pooled group came back: {next}");
+        assert_ne!(group(&next), pooled);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[test]

@@ -142,6 +142,9 @@ async fn sbx_3_an_agent_that_is_not_root_gets_loopback_in_a_user_namespace_of_it
     assert!(own.contains("ok talked to itself"), "{own}");
     let host = mcp_stdio_call_as(&loopback, "tcp", &addr, nobody).await;
     assert!(host.contains("denied Connection refused"), "{host}");
+    // A command tagged ai:net=none joins no namespace, and runs (socketless) all the same.
+    let none = mcp_stdio_call_as(&loopback, "tcp_nonet", &addr, nobody).await;
+    assert!(none.contains("denied Permission denied"), "{none}");
 }
 
 #[tokio::test]

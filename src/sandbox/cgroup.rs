@@ -4,9 +4,11 @@
 //!
 //! Making and removing a cgroup costs more than the rest of a confined spawn, so an emptied group is kept for the
 //! next call (a few per confinement; its limits are the same), and what it ran into is counted from where the call
-//! found its counters. Only a group whose call could not write to cgroupfs is kept: its child had Landlock rules
-//! granting no write beneath (or above) any cgroup mount. Any other child could have changed settings a reuse would
-//! not restore (`memory.memsw.limit_in_bytes`, `memory.oom_control`, the files' modes), so its group is removed.
+//! found its counters. Groups are kept only for a confinement whose children cannot write to cgroupfs (Landlock
+//! rules granting no write beneath or above any cgroup mount): any other child could change settings a reuse does
+//! not rewrite (`memory.memsw.limit_in_bytes`, `memory.oom_control`), in its own group or, by path, in a pooled
+//! one. A group is checked again when it is taken from the pool (the OOM killer on, the swap limit and the modes
+//! as made), and removed instead of reused if anything else changed it meanwhile.
 //!
 //! Each call gets `<our cgroup>/fisk-ai-<pid>/call-<n>` in each controller's cgroup v1 hierarchy (this process's
 //! own cgroup there, from `/proc/self/cgroup`); the child moves itself in before `exec` by writing `0` to the
@@ -44,13 +46,44 @@ const POOLED: usize = 8;
 /// One group's directories, one per controller.
 type Dirs = Vec<(&'static str, PathBuf)>;
 
-/// A group's files per directory, kept open while it is pooled, so a reused group is limited, counted and joined
-/// without a path lookup in cgroupfs.
+/// A group's files per directory, kept open while it is pooled, so a reused group is limited, counted, checked and
+/// joined without a path lookup in cgroupfs.
 #[derive(Debug)]
 struct Held {
     limit: File,
     counter: Option<File>,
     procs: File,
+    /// The directory itself, for its mode.
+    dir: File,
+    /// `memory.memsw.limit_in_bytes` where the kernel has it, with the value it read back when the group was made.
+    memsw: Option<(File, u64)>,
+    /// The modes of the directory, the limit file and `cgroup.procs` when the group was made.
+    modes: [u32; 3],
+}
+
+impl Held {
+    fn modes(dir: &File, limit: &File, procs: &File) -> [u32; 3] {
+        [dir, limit, procs].map(|f| rustix::fs::fstat(f).map_or(u32::MAX, |st| st.st_mode))
+    }
+
+    /// Whether the group is as it was made, in what its limit rewrite does not restore. Only calls whose children
+    /// cannot write to cgroupfs return a group to the pool, but another process with root's rights could have
+    /// changed it since: the OOM killer turned off, the swap limit raised, a file or the directory opened to others.
+    fn unchanged(&self) -> bool {
+        let oom_on = self.counter.as_ref().is_none_or(|f| {
+            let text = read_text(f);
+            !text.lines().any(|l| l.split_once(' ').is_some_and(|(k, v)| k == "oom_kill_disable" && v.trim() != "0"))
+        });
+        let memsw = self.memsw.as_ref().is_none_or(|(f, made)| read_text(f).trim().parse::<u64>().ok() == Some(*made));
+        oom_on && memsw && Held::modes(&self.dir, &self.limit, &self.procs) == self.modes
+    }
+}
+
+/// A cgroupfs file's text, read from its start through the open file (cgroupfs regenerates it for each read).
+fn read_text(file: &File) -> String {
+    let mut buf = [0u8; 1024];
+    let n = std::os::unix::fs::FileExt::read_at(file, &mut buf, 0).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 /// Emptied groups kept for the next calls, with their open files.
@@ -113,7 +146,18 @@ impl Cgroups {
     /// With `poolable` false (the child could write to cgroupfs), the group is removed after the call, never
     /// reused.
     pub(super) fn call(&self, poolable: bool) -> io::Result<CallGroup> {
-        let reused = self.pool.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let reused = loop {
+            let Some((dirs, held)) = self.pool.lock().unwrap_or_else(PoisonError::into_inner).pop() else { break None };
+            if held.iter().all(Held::unchanged) {
+                break Some((dirs, held));
+            }
+            tracing::warn!(groups = ?dirs, "a pooled per-call cgroup was changed while it waited; removing it");
+            // Dropped without a pool: its processes (if any got in) are killed and it is removed.
+            let mut stale = CallGroup::default();
+            stale.dirs = dirs;
+            stale.held = held;
+            drop(stale);
+        };
         let mut group = CallGroup::default();
         group.pool = poolable.then(|| Arc::clone(&self.pool));
         group.bases.extend(self.pids.iter().chain(&self.memory).map(|(b, _)| Arc::clone(b)));
@@ -157,7 +201,13 @@ impl Cgroups {
             let (limit, _) = self.limit(controller);
             // Counted as 0 where the kernel has no such file, as `counter` does.
             let counter = std::fs::File::open(dir.join(counter_source(controller).0)).ok();
-            group.held.push(Held { limit: write(limit)?, counter, procs: write("cgroup.procs")? });
+            let memsw = (*controller == "memory")
+                .then(|| std::fs::File::open(dir.join("memory.memsw.limit_in_bytes")).ok())
+                .flatten()
+                .and_then(|f| read_text(&f).trim().parse::<u64>().ok().map(|v| (f, v)));
+            let (limit, procs, dir) = (write(limit)?, write("cgroup.procs")?, File::open(dir)?);
+            let modes = Held::modes(&dir, &limit, &procs);
+            group.held.push(Held { limit, counter, procs, dir, memsw, modes });
         }
         group.complete = true;
         Ok(group)
@@ -258,11 +308,9 @@ fn counter_source(controller: &str) -> (&'static str, &'static str) {
     if controller == "pids" { ("pids.events", "max") } else { ("memory.oom_control", "oom_kill") }
 }
 
-/// [`counter`], read from the open file (from its start: cgroupfs regenerates the text for each read there).
+/// [`counter`], read from the open file.
 fn read_counter(controller: &str, file: &File) -> u64 {
-    let mut buf = [0u8; 1024];
-    let n = std::os::unix::fs::FileExt::read_at(file, &mut buf, 0).unwrap_or(0);
-    parse_counter(controller, &String::from_utf8_lossy(&buf[..n]))
+    parse_counter(controller, &read_text(file))
 }
 
 fn parse_counter(controller: &str, text: &str) -> u64 {

@@ -176,9 +176,11 @@ static u32 receive(void)
 	if (h->magic != MAGIC || h->nlimits > MAX_LIMITS || h->nfilter > MAX_FILTER || h->ncgroups > MAX_CGROUPS ||
 	    (u64)n != want || ((h->flags & FLAG_FILTER) != 0) != (h->nfilter != 0))
 		fail(STEP_MESSAGE, -EINVAL);
-	/* A hold message carries nothing else; a user namespace is only ever joined with its network namespace. */
+	/* No flag this program does not know; a hold message carries nothing else; a user namespace is only ever joined
+	 * with its network namespace. */
 	if ((h->flags & FLAG_HOLD) ? (h->flags & ~(FLAG_HOLD | FLAG_NEWUSER)) || h->nlimits || h->ncgroups
-				   : (h->flags & FLAG_NEWUSER) || ((h->flags & FLAG_USERNS) && !(h->flags & FLAG_NETNS)))
+				   : (h->flags & ~(FLAG_RULESET | FLAG_FILTER | FLAG_NETNS | FLAG_USERNS)) ||
+					     ((h->flags & FLAG_USERNS) && !(h->flags & FLAG_NETNS)))
 		fail(STEP_MESSAGE, -EINVAL);
 	u32 nfds = ((h->flags & FLAG_RULESET) ? 1 : 0) + ((h->flags & FLAG_USERNS) ? 1 : 0) +
 		   ((h->flags & FLAG_NETNS) ? 1 : 0) + h->ncgroups;

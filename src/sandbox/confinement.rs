@@ -97,7 +97,7 @@ struct Armed {
     /// The namespace of `network: loopback`, when the profile asks for it and it could be made.
     loopback: Option<Arc<Loopback>>,
     /// The namespace of a command tagged `ai:net=loopback` under a wider profile, made on first use.
-    tagged_loopback: std::sync::OnceLock<std::result::Result<Arc<Loopback>, String>>,
+    tagged_loopback: Mutex<Option<Arc<Loopback>>>,
     /// The per-call cgroups of `processes` and `memory`, where they can be made.
     cgroups: Option<Cgroups>,
     /// Whether a write path of the profile is beneath or above a cgroup mount, so its children could change their
@@ -170,10 +170,17 @@ impl Confinement {
         if network_none && !seccomp {
             gap("network", "`none` needs seccomp filters (CONFIG_SECCOMP_FILTER) on x86-64 or aarch64".into());
         }
+        // Landlock too: its domain keeps a child from tracing (and taking sockets from) processes outside it, which
+        // as root, with no user namespace between them, nothing else would.
         let loopback = (profile.network == Network::Loopback)
-            .then(|| match seccomp {
-                true => loopback().map(Arc::new).map_err(|why| format!("`loopback` needs a network namespace: {why}")),
-                false => Err("`loopback` needs seccomp filters (CONFIG_SECCOMP_FILTER) on x86-64 or aarch64".into()),
+            .then(|| match (seccomp, abi > 0) {
+                (true, true) => {
+                    loopback().map(Arc::new).map_err(|why| format!("`loopback` needs a network namespace: {why}"))
+                }
+                (false, _) => {
+                    Err("`loopback` needs seccomp filters (CONFIG_SECCOMP_FILTER) on x86-64 or aarch64".into())
+                }
+                (_, false) => Err("`loopback` needs Landlock (Linux 5.13+), whose domain keeps children apart".into()),
             })
             .and_then(|made| made.map_err(|why| gap("network", why)).ok());
         let l = profile.limits;
@@ -204,9 +211,9 @@ impl Confinement {
             nosock,
             inet: seccomp.then(|| Arc::new(filter::inet_only())),
             // A user namespace gives its members every capability there: they are dropped as root's are.
-            root: kernel::is_root() || loopback.as_ref().is_some_and(|l| l.user().is_some()),
+            root: kernel::is_root(),
             loopback,
-            tagged_loopback: std::sync::OnceLock::new(),
+            tagged_loopback: Mutex::default(),
             limits: limits(&profile, &unenforced, cgroups.as_ref())?.into(),
             writes_cgroupfs: cgroups.is_some() && writes_cgroupfs(&profile),
             cgroups,
@@ -384,12 +391,10 @@ impl Confinement {
             }
             (false, None, _, _) => None,
         };
-        // A group is reused only after a child that could not write to cgroupfs (SBX-4).
-        let poolable = match form {
-            Some((Form::Full, _)) => !self.armed.writes_cgroupfs,
-            Some((Form::ReadOnly | Form::WritesOnly, _)) => true,
-            Some((Form::Minimal, _)) | None => false,
-        };
+        // Groups are reused only where no child of this confinement can write to cgroupfs (SBX-4): with `fs` rules
+        // (every child gets them, or their read-only form) that grant no write there. Decided for the confinement,
+        // not the call: a child that could write reaches a sibling's group by path as easily as its own.
+        let poolable = self.armed.landlock.is_some() && !self.armed.writes_cgroupfs;
         let mut group = self.armed.cgroups.as_ref().map(|c| c.call(poolable)).transpose()?;
         let cgroups = group.as_mut().map(CallGroup::take_procs).unwrap_or_default();
         // A profile with everything unenforced still sets no_new_privs: it costs the spawn nothing.
@@ -400,11 +405,20 @@ impl Confinement {
 
     /// The namespace of a command tagged `ai:net=loopback` under a profile wider than that, made once.
     #[cfg(target_os = "linux")]
+    ///
+    /// A failure is not kept: the next such call tries again (the cause may pass, as a namespace limit reached).
     fn tagged_loopback(&self) -> std::io::Result<Arc<Loopback>> {
-        let made = self.armed.tagged_loopback.get_or_init(|| loopback().map(Arc::new));
-        made.as_ref().map(Arc::clone).map_err(|why| {
-            std::io::Error::other(format!("the command's tag ai:net=loopback needs a network namespace: {why}"))
-        })
+        let fail = |why: &str| std::io::Error::other(format!("the command's tag ai:net=loopback needs {why}"));
+        if self.armed.detected.is_none() {
+            return Err(fail("Landlock (Linux 5.13+), whose domain keeps children apart"));
+        }
+        let mut made = self.armed.tagged_loopback.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(l) = made.as_ref() {
+            return Ok(Arc::clone(l));
+        }
+        let l = Arc::new(loopback().map_err(|why| fail(&format!("a network namespace: {why}")))?);
+        *made = Some(Arc::clone(&l));
+        Ok(l)
     }
 
     /// This child's copy of `program`'s ruleset, built on first use.

@@ -10,6 +10,8 @@ const LD_W_ABS: u16 = 0x20;
 const JMP_JEQ_K: u16 = 0x05 | 0x10;
 const JMP_JGE_K: u16 = 0x05 | 0x30;
 const RET_K: u16 = 0x06;
+/// BPF_ALU 0x04 | BPF_AND 0x50 | BPF_K 0x00.
+const ALU_AND_K: u16 = 0x54;
 const RET_KILL_PROCESS: u32 = 0x8000_0000;
 const RET_ERRNO: u32 = 0x0005_0000;
 const RET_ALLOW: u32 = 0x7fff_0000;
@@ -22,6 +24,11 @@ const ARCH: u32 = 4;
 const ARG0_LOW: u32 = 16;
 #[cfg(target_endian = "big")]
 const ARG0_LOW: u32 = 20;
+/// The low 32 bits of the second argument (`socketpair`'s type, flags included).
+#[cfg(target_endian = "little")]
+const ARG1_LOW: u32 = 24;
+#[cfg(target_endian = "big")]
+const ARG1_LOW: u32 = 28;
 
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
@@ -39,87 +46,74 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
     sock_filter { code, jt, jf, k }
 }
 
-/// The filter: a system call of another architecture kills the process; `socket`, `io_uring_setup` and (x86-64)
-/// any x32 call fail with `EACCES`; everything else is allowed.
+/// The filter of `network: none`: a system call of another architecture kills the process; `socket`,
+/// `io_uring_setup` and (x86-64) any x32 call fail with `EACCES`; `socketpair` only makes stream and seqpacket
+/// pairs (see [`programme`]); everything else is allowed.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn no_sockets() -> BpfProgram {
-    let denied = [libc::SYS_socket as u32, libc::SYS_io_uring_setup as u32];
-    let x32 = cfg!(target_arch = "x86_64");
-    // After the number is loaded: the x32 check (x86-64 only), one test per denied call, then allow, then deny.
-    let tests = denied.len() + usize::from(x32);
-    let mut prog = vec![
-        stmt(LD_W_ABS, ARCH),
-        jump(JMP_JEQ_K, AUDIT_ARCH, 1, 0),
-        stmt(RET_K, RET_KILL_PROCESS),
-        stmt(LD_W_ABS, NR),
-    ];
-    let mut remaining = tests;
-    if x32 {
-        remaining -= 1;
-        // Jump over the remaining tests and the allow, to the deny.
-        prog.push(jump(JMP_JGE_K, 0x4000_0000, offset(remaining + 1), 0));
-    }
-    for nr in denied {
-        remaining -= 1;
-        prog.push(jump(JMP_JEQ_K, nr, offset(remaining + 1), 0));
-    }
-    prog.push(stmt(RET_K, RET_ALLOW));
-    prog.push(stmt(RET_K, RET_ERRNO | libc::EACCES as u32));
-    prog
+    programme(&[])
 }
 
-/// The filter of `network: loopback`, beside its network namespace: `socket` succeeds only for `AF_INET` and
-/// `AF_INET6` (confined to that namespace's `lo`), so no Unix socket reaches a host service by path and no family
-/// outside the namespace's reach (`AF_VSOCK`, `AF_PACKET`, ...) is made; `io_uring_setup` and (x86-64) x32 calls
-/// fail with `EACCES` as in [`no_sockets`]; a system call of another architecture kills the process.
+/// The filter of `network: loopback`, beside its network namespace: as [`no_sockets`], except that `socket`
+/// succeeds for `AF_INET` and `AF_INET6` (confined to that namespace's `lo`), so no Unix socket reaches a host
+/// service by path and no family outside the namespace's reach (`AF_VSOCK`, `AF_UNIX`, ...) is made.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn inet_only() -> BpfProgram {
-    let mut prog = vec![
-        stmt(LD_W_ABS, ARCH),
-        jump(JMP_JEQ_K, AUDIT_ARCH, 1, 0),
-        stmt(RET_K, RET_KILL_PROCESS),
-        stmt(LD_W_ABS, NR),
-    ];
-    // The instructions after the number is loaded, with the deny and allow returns at the end.
-    let mut tests: Vec<(u16, u32, Target, Target)> = Vec::new();
+    programme(&[libc::AF_INET as u32, libc::AF_INET6 as u32])
+}
+
+/// Where an instruction of [`programme`] jumps.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[derive(Clone, Copy, PartialEq)]
+enum Label {
+    Next,
+    Socket,
+    Pair,
+    Deny,
+    Allow,
+}
+
+/// The filter, with `socket` allowed for `families` only. `socketpair` is allowed for `SOCK_STREAM` and
+/// `SOCK_SEQPACKET` only: a datagram pair's ends can `sendto` any path (the kernel uses the address given, not the
+/// pair's peer), which would reach a host's datagram services (`/dev/log`, the journal, `chronyd`), while a
+/// connected stream end refuses a new address (`EISCONN`) and a seqpacket end ignores it.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn programme(families: &[u32]) -> BpfProgram {
+    use Label::{Allow, Deny, Next, Pair, Socket};
+    // The architecture check: anything else is killed.
+    let mut prog = vec![stmt(LD_W_ABS, ARCH), jump(JMP_JEQ_K, AUDIT_ARCH, 1, 0), stmt(RET_K, RET_KILL_PROCESS)];
+    // Then (label of the block it starts, code, k, jump if true, jump if false); both `Next` for a statement.
+    let mut code: Vec<(Option<Label>, u16, u32, Label, Label)> = vec![(None, LD_W_ABS, NR, Next, Next)];
     if cfg!(target_arch = "x86_64") {
-        tests.push((JMP_JGE_K, 0x4000_0000, Target::Deny, Target::Next));
+        code.push((None, JMP_JGE_K, 0x4000_0000, Deny, Next));
     }
-    tests.push((JMP_JEQ_K, libc::SYS_io_uring_setup as u32, Target::Deny, Target::Next));
-    tests.push((JMP_JEQ_K, libc::SYS_socket as u32, Target::Next, Target::Allow));
-    let first = prog.len();
-    let family = tests.len();
-    // socket: load the family, then allow the two.
-    let families = [libc::AF_INET as u32, libc::AF_INET6 as u32];
-    let deny = first + family + 1 + families.len();
-    let allow = deny + 1;
-    for (i, (code, k, jt, jf)) in tests.into_iter().enumerate() {
-        let at = first + i;
-        let to = |t: Target| match t {
-            Target::Next => 0,
-            Target::Deny => offset(deny - at - 1),
-            Target::Allow => offset(allow - at - 1),
-        };
-        prog.push(jump(code, k, to(jt), to(jf)));
+    code.push((None, JMP_JEQ_K, libc::SYS_io_uring_setup as u32, Deny, Next));
+    code.push((None, JMP_JEQ_K, libc::SYS_socket as u32, if families.is_empty() { Deny } else { Socket }, Next));
+    code.push((None, JMP_JEQ_K, libc::SYS_socketpair as u32, Pair, Allow));
+    if !families.is_empty() {
+        code.push((Some(Socket), LD_W_ABS, ARG0_LOW, Next, Next));
+        for (i, &af) in families.iter().enumerate() {
+            code.push((None, JMP_JEQ_K, af, Allow, if i + 1 == families.len() { Deny } else { Next }));
+        }
     }
-    prog.push(stmt(LD_W_ABS, ARG0_LOW));
-    for (i, af) in families.into_iter().enumerate() {
-        let at = prog.len();
-        let last = i + 1 == families.len();
-        prog.push(jump(JMP_JEQ_K, af, offset(allow - at - 1), if last { offset(deny - at - 1) } else { 0 }));
+    code.push((Some(Pair), LD_W_ABS, ARG1_LOW, Next, Next));
+    code.push((None, ALU_AND_K, 0xf, Next, Next));
+    code.push((None, JMP_JEQ_K, libc::SOCK_STREAM as u32, Allow, Next));
+    code.push((None, JMP_JEQ_K, libc::SOCK_SEQPACKET as u32, Allow, Deny));
+    code.push((Some(Deny), RET_K, RET_ERRNO | libc::EACCES as u32, Next, Next));
+    code.push((Some(Allow), RET_K, RET_ALLOW, Next, Next));
+    // Every jump is forward, to a block placed after it.
+    let at = |label: Label| code.iter().position(|c| c.0 == Some(label)).unwrap_or(0);
+    for (i, &(_, op, k, jt, jf)) in code.iter().enumerate() {
+        let to = |l: Label| if l == Next { 0 } else { offset(at(l).saturating_sub(i + 1)) };
+        prog.push(if op == JMP_JEQ_K || op == JMP_JGE_K { jump(op, k, to(jt), to(jf)) } else { stmt(op, k) });
     }
-    prog.push(stmt(RET_K, RET_ERRNO | libc::EACCES as u32));
-    prog.push(stmt(RET_K, RET_ALLOW));
     prog
 }
 
-/// Where a test of [`inet_only`] goes.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-#[derive(Clone, Copy)]
-enum Target {
-    Next,
-    Deny,
-    Allow,
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(super) fn no_sockets() -> BpfProgram {
+    Vec::new()
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -132,21 +126,13 @@ fn offset(n: usize) -> u8 {
     u8::try_from(n).unwrap_or(u8::MAX)
 }
 
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub(super) fn no_sockets() -> BpfProgram {
-    Vec::new()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Runs the filter over one `seccomp_data` (nr, arch) the way the kernel does, for the few opcodes it uses.
-    fn verdict(prog: &[sock_filter], nr: u32, arch: u32) -> u32 {
-        verdict_with(prog, nr, arch, 0)
-    }
-
-    fn verdict_with(prog: &[sock_filter], nr: u32, arch: u32, arg0: u32) -> u32 {
+    /// Runs the filter over one `seccomp_data` (nr, arch, the first two arguments' low words) the way the kernel
+    /// does, for the few opcodes it uses.
+    fn verdict_of(prog: &[sock_filter], nr: u32, arch: u32, args: [u32; 2]) -> u32 {
         let (mut pc, mut acc) = (0usize, 0u32);
         loop {
             let i = &prog[pc];
@@ -155,10 +141,12 @@ mod tests {
                     acc = match i.k {
                         NR => nr,
                         ARCH => arch,
-                        ARG0_LOW => arg0,
+                        ARG0_LOW => args[0],
+                        ARG1_LOW => args[1],
                         other => panic!("unexpected offset {other}"),
                     }
                 }
+                ALU_AND_K => acc &= i.k,
                 RET_K => return i.k,
                 JMP_JEQ_K | JMP_JGE_K => {
                     let hit = if i.code == JMP_JEQ_K { acc == i.k } else { acc >= i.k };
@@ -170,14 +158,40 @@ mod tests {
         }
     }
 
+    fn verdict(prog: &[sock_filter], nr: u32, arch: u32) -> u32 {
+        verdict_of(prog, nr, arch, [0, 0])
+    }
+
+    fn verdict_with(prog: &[sock_filter], nr: u32, arch: u32, arg0: u32) -> u32 {
+        verdict_of(prog, nr, arch, [arg0, 0])
+    }
+
+    /// `socketpair(AF_UNIX, ty, 0)` under `prog`.
+    fn pair(prog: &[sock_filter], ty: i32) -> u32 {
+        verdict_of(prog, libc::SYS_socketpair as u32, AUDIT_ARCH, [libc::AF_UNIX as u32, ty as u32])
+    }
+
+    /// Both filters: stream and seqpacket pairs (with their flags) are made, datagram and raw pairs are not.
+    fn check_pairs(prog: &[sock_filter]) {
+        let deny = RET_ERRNO | libc::EACCES as u32;
+        for ty in
+            [libc::SOCK_STREAM, libc::SOCK_SEQPACKET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK]
+        {
+            assert_eq!(pair(prog, ty), RET_ALLOW, "type {ty:#x}");
+        }
+        for ty in [libc::SOCK_DGRAM, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::SOCK_RAW, libc::SOCK_RDM, 0] {
+            assert_eq!(pair(prog, ty), deny, "type {ty:#x}");
+        }
+    }
+
     #[test]
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn sbx_3_filter_denies_sockets_and_foreign_calls_only() {
+    fn sbx_3_filter_denies_sockets_datagram_pairs_and_foreign_calls_only() {
         let prog = no_sockets();
         let deny = RET_ERRNO | libc::EACCES as u32;
         assert_eq!(verdict(&prog, libc::SYS_socket as u32, AUDIT_ARCH), deny);
         assert_eq!(verdict(&prog, libc::SYS_io_uring_setup as u32, AUDIT_ARCH), deny);
-        assert_eq!(verdict(&prog, libc::SYS_socketpair as u32, AUDIT_ARCH), RET_ALLOW);
+        check_pairs(&prog);
         assert_eq!(verdict(&prog, libc::SYS_connect as u32, AUDIT_ARCH), RET_ALLOW);
         assert_eq!(verdict(&prog, libc::SYS_read as u32, AUDIT_ARCH), RET_ALLOW);
         assert_eq!(verdict(&prog, libc::SYS_socket as u32, 3 | 0x4000_0000), RET_KILL_PROCESS);
@@ -199,7 +213,7 @@ mod tests {
             assert_eq!(verdict_with(&prog, socket, AUDIT_ARCH, af as u32), deny, "family {af}");
         }
         assert_eq!(verdict(&prog, libc::SYS_io_uring_setup as u32, AUDIT_ARCH), deny);
-        assert_eq!(verdict(&prog, libc::SYS_socketpair as u32, AUDIT_ARCH), RET_ALLOW);
+        check_pairs(&prog);
         assert_eq!(verdict(&prog, libc::SYS_connect as u32, AUDIT_ARCH), RET_ALLOW);
         assert_eq!(verdict(&prog, socket, 3 | 0x4000_0000), RET_KILL_PROCESS);
         if cfg!(target_arch = "x86_64") {

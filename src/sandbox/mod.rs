@@ -18,14 +18,17 @@
 //!   a readable binary, nor `connect` to a Unix socket by path before ABI 9. Every descriptor above stderr is
 //!   marked close-on-exec in the child, so it inherits nothing else.
 //! - **seccomp** (`network: none`): every `socket(2)` call fails with `EACCES`, whatever its family, so no TCP, UDP,
-//!   raw, netlink or Unix socket can be made; `socketpair(2)` stays, since it reaches nothing outside the child's
-//!   own processes. `io_uring_setup` is refused too (io_uring can create and connect sockets without `socket(2)`),
+//!   raw, netlink or Unix socket can be made; `socketpair(2)` stays for stream and seqpacket pairs, which reach
+//!   nothing outside the child's own processes (a datagram pair's end could `sendto` any socket path, so those are
+//!   refused). `io_uring_setup` is refused too (io_uring can create and connect sockets without `socket(2)`),
 //!   and on x86-64 so is every x32 system call (numbers at or above `0x4000_0000`, which would otherwise bypass a
 //!   filter written for x86-64 numbers); a system call of another architecture kills the process. A filter on
 //!   families was chosen over a fresh network namespace because it needs no privilege and costs nothing per call.
 //! - **A network namespace** (`network: loopback`): every child joins the confinement's own network namespace,
-//!   which holds only `lo` (made once, by the confinement step; the `netns` module), and a seccomp filter lets it
-//!   make only `AF_INET` and `AF_INET6` sockets. A child reaches listeners it, or another child of the same
+//!   which holds only `lo` (made once, by the confinement step, when the confinement is built, or at the first
+//!   call of a tagged command; the `netns` module), and a seccomp filter lets it make only `AF_INET` and `AF_INET6`
+//!   sockets (pairs as under `none`). It also needs Landlock: the child's domain keeps it from tracing processes
+//!   outside it (as root, with no user namespace between them, nothing else would). A child reaches listeners it, or another child of the same
 //!   confinement, made on that loopback, and nothing else: other addresses are unreachable, and the host's own
 //!   loopback is not this one, so its services are out of reach too. Unix sockets are refused, since a pathname
 //!   socket reaches a host service whatever the namespace. A namespace, because the alternative, a seccomp filter

@@ -10,8 +10,9 @@
 //! The parent hands the child what to install through one message on a socket pair made for that child alone: the
 //! child's end is its stdin, placed there by `posix_spawn` in the child only, and close-on-exec in this process, so
 //! no other process this one starts can read or forge the message. The message carries the limits, the compiled
-//! seccomp filter and the securebits, and, as `SCM_RIGHTS`, the Landlock ruleset and the call's `cgroup.procs`
-//! files. The same socket is then the step's report channel: an "armed" record `{0, 0}` then end-of-file means it
+//! seccomp filter and the securebits, and, as `SCM_RIGHTS`, the Landlock ruleset, the namespaces of
+//! `network: loopback` and the call's `cgroup.procs` files. The same program, in a hold mode, makes those namespaces
+//! once per confinement ([`hold`]). The same socket is then the step's report channel: an "armed" record `{0, 0}` then end-of-file means it
 //! installed everything and executed the command; a record `{step, errno}` means it failed and exited without
 //! executing it, and the call fails as a spawn error. The runner reads the channel once the child has exited, when
 //! the answer is already there, so the spawn never waits for it.
@@ -163,6 +164,31 @@ pub(crate) fn prepare(armed: Armed) -> io::Result<(OwnedFd, Launch)> {
     Ok((theirs, Launch { channel: ours }))
 }
 
+/// Whether `net`, opened from the holder `pid`, is a namespace of its own holding only `lo`: not this process's
+/// (as it would be had something else answered in the holder's place), and with no other interface.
+fn made_here(pid: u32, net: &OwnedFd) -> Result<(), String> {
+    let ours =
+        std::fs::metadata("/proc/self/ns/net").map_err(|e| format!("cannot read this network namespace: {e}"))?;
+    let theirs = rustix::fs::fstat(net).map_err(|e| format!("cannot stat the new network namespace: {e}"))?;
+    if theirs.st_ino as u64 == std::os::unix::fs::MetadataExt::ino(&ours) {
+        return Err("the holder stayed in this process's network namespace".to_owned());
+    }
+    let devices = std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
+        .map_err(|e| format!("cannot list the new namespace's interfaces: {e}"))?;
+    // Two header lines, then one line per interface, `name:` first.
+    let others: Vec<&str> = devices
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, _)| n.trim())
+        .filter(|n| *n != "lo")
+        .collect();
+    match others.as_slice() {
+        [] => Ok(()),
+        some => Err(format!("the new network namespace has interfaces besides lo: {}", some.join(", "))),
+    }
+}
+
 /// The steps of confine.c, by number, as a failure names them.
 const STEPS: [&str; 11] = [
     "reading its message",
@@ -207,6 +233,7 @@ pub(crate) fn hold(own_user: bool) -> Result<(Option<OwnedFd>, OwnedFd), String>
             };
             let user = if own_user { link("user").map(Some) } else { Ok(None) };
             user.and_then(|user| link("net").map(|net| (user, net)))
+                .and_then(|(user, net)| made_here(child.id(), &net).map(|()| (user, net)))
         }
         Ok(Some(failure)) => Err(fail(failed(failure))),
         Ok(None) => Err("the confinement step ended before making it".to_owned()),
