@@ -5,7 +5,9 @@
 //! - `fs_net_rlimits`: Landlock `fs` rules, `network: none` and the rlimits (cpu, files, file size): the post-fork
 //!   hook makes the standard library `fork` instead, and the child installs the prepared rules;
 //! - `full`: the same plus `processes` and `memory`, which as root (or with a delegated hierarchy) are a per-call
-//!   cgroup made, joined and removed per call.
+//!   cgroup made, joined and removed per call;
+//! - `fs_loopback_rlimits_step`: `fs_net_rlimits` with `network: loopback` instead of `none`: the child also joins
+//!   the confinement's network namespace (`setns`).
 //!
 //! Each confined profile is measured both ways (SBX-9): `_step`, children started with `posix_spawn` as the
 //! confinement step, and `_hook`, through the post-fork hook, which makes the standard library `fork` this process.
@@ -29,7 +31,11 @@ fn tool(env: ChildEnv) -> Arc<dyn Tool> {
 }
 
 fn confined(limits: Limits, dir: &std::path::Path, hook: bool) -> Arc<dyn Tool> {
-    let profile = Sandbox::new().read("/etc").write(dir).exec("/usr/bin").network(Network::None).limits(limits);
+    confined_on(Network::None, limits, dir, hook)
+}
+
+fn confined_on(network: Network, limits: Limits, dir: &std::path::Path, hook: bool) -> Arc<dyn Tool> {
+    let profile = Sandbox::new().read("/etc").write(dir).exec("/usr/bin").network(network).limits(limits);
     let confinement = Confinement::new(profile).expect("this machine enforces the profile");
     let confinement = if hook { confinement.with_post_fork_hook() } else { confinement };
     tool(ChildEnv::new().with_confinement(Arc::new(confinement)))
@@ -56,6 +62,7 @@ fn benches(c: &mut Criterion) {
         ("fs_net_rlimits_hook", confined(rlimits, dir.path(), true)),
         ("full_step", confined(full, dir.path(), false)),
         ("full_hook", confined(full, dir.path(), true)),
+        ("fs_loopback_rlimits_step", confined_on(Network::Loopback, rlimits, dir.path(), false)),
     ];
     let input = ToolInput::from_json("{}").unwrap();
     let ctx = CallContext::new();
@@ -92,7 +99,7 @@ fn interleaved(rt: &tokio::runtime::Runtime, tools: &[(&str, Arc<dyn Tool>)], in
     for ((name, _), t) in tools.iter().zip(&mut times) {
         let (p50, p99) = (at(t, 50), at(t, 99));
         let r = |a: std::time::Duration, b: std::time::Duration| a.as_secs_f64() / b.as_secs_f64();
-        println!("  {name:<20} p50 {p50:>9.2?} ({:.2}x)  p99 {p99:>9.2?} ({:.2}x)", r(p50, base.0), r(p99, base.1));
+        println!("  {name:<26} p50 {p50:>9.2?} ({:.2}x)  p99 {p99:>9.2?} ({:.2}x)", r(p50, base.0), r(p99, base.1));
     }
 }
 

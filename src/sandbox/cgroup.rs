@@ -86,6 +86,20 @@ fn read_text(file: &File) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
+/// All of a cgroupfs list (`cgroup.procs`) through the open file, from its start, up to 1 MiB (what is beyond is
+/// read in the next round, once the processes listed first are gone).
+fn read_all(file: &File) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while out.len() < 1 << 20 {
+        match std::os::unix::fs::FileExt::read_at(file, &mut buf, out.len() as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Emptied groups kept for the next calls, with their open files.
 type Pool = Arc<Mutex<Vec<(Dirs, Vec<Held>)>>>;
 
@@ -205,7 +219,9 @@ impl Cgroups {
                 .then(|| std::fs::File::open(dir.join("memory.memsw.limit_in_bytes")).ok())
                 .flatten()
                 .and_then(|f| read_text(&f).trim().parse::<u64>().ok().map(|v| (f, v)));
-            let (limit, procs, dir) = (write(limit)?, write("cgroup.procs")?, File::open(dir)?);
+            // `cgroup.procs` readable too: `end` lists what is left in the group through it.
+            let procs = std::fs::OpenOptions::new().read(true).write(true).open(dir.join("cgroup.procs"))?;
+            let (limit, dir) = (write(limit)?, File::open(dir)?);
             let modes = Held::modes(&dir, &limit, &procs);
             group.held.push(Held { limit, counter, procs, dir, memsw, modes });
         }
@@ -332,7 +348,13 @@ impl CallGroup {
     /// reclaim or kill at its limit.
     pub(crate) fn explain(&self) -> Option<String> {
         let hit = |i: usize, controller: &str, dir: &Path| {
-            counter(controller, dir) > self.baseline.get(i).copied().unwrap_or(0)
+            // Through the group's open counter file where it has one, without a path lookup in cgroupfs.
+            let now = match self.held.get(i).map(|h| h.counter.as_ref()) {
+                Some(Some(file)) => read_counter(controller, file),
+                Some(None) => 0,
+                None => counter(controller, dir),
+            };
+            now > self.baseline.get(i).copied().unwrap_or(0)
         };
         self.dirs.iter().enumerate().find(|(i, (c, d))| hit(*i, c, d)).map(|(_, (controller, _))| {
             if *controller == "pids" {
@@ -349,14 +371,25 @@ impl CallGroup {
         // Groups the call's processes made inside its own (a root child without `fs` rules can) are emptied and
         // removed too, deepest first, and such a group is never reused.
         let mut all = Vec::new();
+        // cgroupfs counts a directory's subdirectories in its link count (2 + subdirectories): a group whose open
+        // directory says 2 has none, and is not walked.
+        let flat = self.held.len() == self.dirs.len()
+            && self.held.iter().all(|h| rustix::fs::fstat(&h.dir).is_ok_and(|st| st.st_nlink == 2));
         for (_, dir) in &self.dirs {
-            subgroups(dir, &mut all, 0);
+            if flat {
+                all.push(dir.clone());
+            } else {
+                subgroups(dir, &mut all, 0);
+            }
         }
         let nested = all.len() > self.dirs.len();
         for _ in 0..100 {
             let mut any = false;
-            for dir in &all {
-                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for (i, dir) in all.iter().enumerate() {
+                let procs = match self.held.get(i).filter(|_| flat) {
+                    Some(h) => read_all(&h.procs),
+                    None => std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default(),
+                };
                 for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                     any = true;
                     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
