@@ -24,6 +24,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("env", "Print the environment (target is ignored)", ""),
     ("fork", "Start target processes that wait, then report how many started", ""),
     ("escape", "Start a process that leaves the session and clears its environment, then exit", ""),
+    ("vanish", "As escape, with the process's output closed too, so the call ends at once", ""),
     ("caps", "Print the effective capabilities (target is ignored)", ""),
     ("fds", "List the open file descriptors (target is ignored)", ""),
     ("cgroup", "Print the memory cgroup and its oom_kill_disable; with target tamper, set it first", ""),
@@ -127,6 +128,13 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
             let me = std::env::current_exe().map_err(err)?;
             let child = std::process::Command::new(me).arg("park-setsid").env_clear().spawn().map_err(err)?;
             Ok(format!("started {}", child.id()))
+        }
+        "vanish" => {
+            use std::process::Stdio;
+            let me = std::env::current_exe().map_err(err)?;
+            let mut cmd = std::process::Command::new(me);
+            cmd.arg("park-setsid").env_clear().stdout(Stdio::null()).stderr(Stdio::null());
+            Ok(format!("started {}", cmd.spawn().map_err(err)?.id()))
         }
         "fds" => {
             let fds = std::fs::read_dir("/proc/self/fd").map_err(err)?;

@@ -57,25 +57,32 @@ struct Held {
     dir: File,
     /// `memory.memsw.limit_in_bytes` where the kernel has it, with the value it read back when the group was made.
     memsw: Option<(File, u64)>,
-    /// The modes of the directory, the limit file and `cgroup.procs` when the group was made.
-    modes: [u32; 3],
+    /// The mode, owner and group of the directory, the limit file and `cgroup.procs` when the group was made.
+    modes: [(u32, u32, u32); 3],
+    /// Which controller's group this is.
+    controller: &'static str,
 }
 
 impl Held {
-    fn modes(dir: &File, limit: &File, procs: &File) -> [u32; 3] {
-        [dir, limit, procs].map(|f| rustix::fs::fstat(f).map_or(u32::MAX, |st| st.st_mode))
+    fn modes(dir: &File, limit: &File, procs: &File) -> [(u32, u32, u32); 3] {
+        [dir, limit, procs]
+            .map(|f| rustix::fs::fstat(f).map_or((u32::MAX, 0, 0), |st| (st.st_mode, st.st_uid, st.st_gid)))
     }
 
-    /// Whether the group is as it was made, in what its limit rewrite does not restore. Only calls whose children
-    /// cannot write to cgroupfs return a group to the pool, but another process with root's rights could have
-    /// changed it since: the OOM killer turned off, the swap limit raised, a file or the directory opened to others.
+    /// Whether the group is as it was made, in what its limit rewrite does not restore, and empty. Only calls whose
+    /// children cannot write to cgroupfs return a group to the pool, but another process with root's rights could
+    /// have changed it since: the OOM killer turned off, the swap limit raised, a file or the directory opened to
+    /// others, a process moved in. Anything unreadable counts as changed.
     fn unchanged(&self) -> bool {
-        let oom_on = self.counter.as_ref().is_none_or(|f| {
-            let text = read_text(f);
-            !text.lines().any(|l| l.split_once(' ').is_some_and(|(k, v)| k == "oom_kill_disable" && v.trim() != "0"))
-        });
+        let oom_on = self.controller != "memory"
+            || self.counter.as_ref().is_some_and(|f| {
+                read_text(f)
+                    .lines()
+                    .any(|l| l.split_once(' ').is_some_and(|(k, v)| k == "oom_kill_disable" && v.trim() == "0"))
+            });
         let memsw = self.memsw.as_ref().is_none_or(|(f, made)| read_text(f).trim().parse::<u64>().ok() == Some(*made));
-        oom_on && memsw && Held::modes(&self.dir, &self.limit, &self.procs) == self.modes
+        let empty = list_procs(&self.dir).is_ok_and(|procs| procs.trim().is_empty());
+        oom_on && memsw && empty && Held::modes(&self.dir, &self.limit, &self.procs) == self.modes
     }
 }
 
@@ -86,18 +93,21 @@ fn read_text(file: &File) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// All of a cgroupfs list (`cgroup.procs`) through the open file, from its start, up to 1 MiB (what is beyond is
-/// read in the next round, once the processes listed first are gone).
-fn read_all(file: &File) -> String {
+/// The group's `cgroup.procs`, opened beneath its held directory (one lookup, not a path walk) and read whole, up
+/// to 1 MiB (what is beyond is read in the next round, once the processes listed first are gone).
+fn list_procs(dir: &File) -> io::Result<String> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::openat(dir, "cgroup.procs", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let file = File::from(fd);
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
     while out.len() < 1 << 20 {
-        match std::os::unix::fs::FileExt::read_at(file, &mut buf, out.len() as u64) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
+        match std::os::unix::fs::FileExt::read_at(&file, &mut buf, out.len() as u64)? {
+            0 => break,
+            n => out.extend_from_slice(&buf[..n]),
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// Emptied groups kept for the next calls, with their open files.
@@ -196,8 +206,10 @@ impl Cgroups {
         {
             let dir = base.dir.join(format!("call-{n}"));
             if group.dirs.iter().any(|(_, d)| *d == dir) {
-                // Both controllers on one hierarchy: one group, both limits.
+                // Both controllers on one hierarchy: one group, both limits. Never pooled: its one set of held files
+                // is the pids controller's, so a reuse would neither rewrite nor check the memory settings.
                 std::fs::write(dir.join(file), limit.to_string())?;
+                group.pool = None;
                 continue;
             }
             std::fs::create_dir(&dir)?;
@@ -219,11 +231,9 @@ impl Cgroups {
                 .then(|| std::fs::File::open(dir.join("memory.memsw.limit_in_bytes")).ok())
                 .flatten()
                 .and_then(|f| read_text(&f).trim().parse::<u64>().ok().map(|v| (f, v)));
-            // `cgroup.procs` readable too: `end` lists what is left in the group through it.
-            let procs = std::fs::OpenOptions::new().read(true).write(true).open(dir.join("cgroup.procs"))?;
-            let (limit, dir) = (write(limit)?, File::open(dir)?);
+            let (limit, procs, dir) = (write(limit)?, write("cgroup.procs")?, File::open(dir)?);
             let modes = Held::modes(&dir, &limit, &procs);
-            group.held.push(Held { limit, counter, procs, dir, memsw, modes });
+            group.held.push(Held { limit, counter, procs, dir, memsw, modes, controller });
         }
         group.complete = true;
         Ok(group)
@@ -386,9 +396,20 @@ impl CallGroup {
         for _ in 0..100 {
             let mut any = false;
             for (i, dir) in all.iter().enumerate() {
-                let procs = match self.held.get(i).filter(|_| flat) {
-                    Some(h) => read_all(&h.procs),
-                    None => std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default(),
+                // Opened afresh each round: cgroup v1 builds a descriptor's pid list once and serves later reads from
+                // it for a second, so a held descriptor would list processes that are gone and miss new ones.
+                let listed = match self.held.get(i).filter(|_| flat) {
+                    Some(h) => list_procs(&h.dir),
+                    None => std::fs::read_to_string(dir.join("cgroup.procs")),
+                };
+                let procs = match listed {
+                    Ok(text) => text,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+                    // Unreadable is not empty: it is killed again next round, and never pooled.
+                    Err(_) => {
+                        any = true;
+                        continue;
+                    }
                 };
                 for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                     any = true;

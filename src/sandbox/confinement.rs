@@ -42,6 +42,20 @@ pub struct Automatic {
     pub why: &'static str,
 }
 
+/// The namespace of a command tagged `ai:net=loopback` under a wider profile: made on first use, or why not.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Default)]
+enum Tagged {
+    #[default]
+    Untried,
+    Made(Arc<Loopback>),
+    Failed(std::time::Instant, String),
+}
+
+/// How long a failure to make a tag's namespace is reported without trying again.
+#[cfg(target_os = "linux")]
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Which ruleset a child gets.
 #[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +111,7 @@ struct Armed {
     /// The namespace of `network: loopback`, when the profile asks for it and it could be made.
     loopback: Option<Arc<Loopback>>,
     /// The namespace of a command tagged `ai:net=loopback` under a wider profile, made on first use.
-    tagged_loopback: Mutex<Option<Arc<Loopback>>>,
+    tagged_loopback: Mutex<Tagged>,
     /// The per-call cgroups of `processes` and `memory`, where they can be made.
     cgroups: Option<Cgroups>,
     /// Whether a write path of the profile is beneath or above a cgroup mount, so its children could change their
@@ -406,19 +420,33 @@ impl Confinement {
     /// The namespace of a command tagged `ai:net=loopback` under a profile wider than that, made once.
     #[cfg(target_os = "linux")]
     ///
-    /// A failure is not kept: the next such call tries again (the cause may pass, as a namespace limit reached).
+    /// A failure is kept for [`RETRY_AFTER`], then tried again (the cause may pass, as a namespace limit reached);
+    /// the lock is not held while the namespace is made.
     fn tagged_loopback(&self) -> std::io::Result<Arc<Loopback>> {
         let fail = |why: &str| std::io::Error::other(format!("the command's tag ai:net=loopback needs {why}"));
         if self.armed.detected.is_none() {
             return Err(fail("Landlock (Linux 5.13+), whose domain keeps children apart"));
         }
-        let mut made = self.armed.tagged_loopback.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(l) = made.as_ref() {
-            return Ok(Arc::clone(l));
+        let lock = || self.armed.tagged_loopback.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*lock() {
+            Tagged::Made(l) => return Ok(Arc::clone(l)),
+            Tagged::Failed(at, why) if at.elapsed() < RETRY_AFTER => return Err(fail(why)),
+            _ => {}
         }
-        let l = Arc::new(loopback().map_err(|why| fail(&format!("a network namespace: {why}")))?);
-        *made = Some(Arc::clone(&l));
-        Ok(l)
+        let made = loopback().map(Arc::new).map_err(|why| format!("a network namespace: {why}"));
+        let mut state = lock();
+        match (made, &*state) {
+            // Another call made one meanwhile: that one is kept.
+            (_, Tagged::Made(l)) => Ok(Arc::clone(l)),
+            (Ok(l), _) => {
+                *state = Tagged::Made(Arc::clone(&l));
+                Ok(l)
+            }
+            (Err(why), _) => {
+                *state = Tagged::Failed(std::time::Instant::now(), why.clone());
+                Err(fail(&why))
+            }
+        }
     }
 
     /// This child's copy of `program`'s ruleset, built on first use.

@@ -46,8 +46,8 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
     sock_filter { code, jt, jf, k }
 }
 
-/// The filter of `network: none`: a system call of another architecture kills the process; `socket`,
-/// `io_uring_setup` and (x86-64) any x32 call fail with `EACCES`; `socketpair` only makes stream and seqpacket
+/// The filter of `network: none`: a system call of another architecture kills the process; `socket`, the
+/// [`DENIED`] calls and (x86-64) any x32 call fail with `EACCES`; `socketpair` only makes stream and seqpacket
 /// pairs (see [`programme`]); everything else is allowed.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(super) fn no_sockets() -> BpfProgram {
@@ -62,6 +62,19 @@ pub(super) fn inet_only() -> BpfProgram {
     programme(&[libc::AF_INET as u32, libc::AF_INET6 as u32])
 }
 
+/// Calls refused (`EACCES`) whatever the network setting: `io_uring_setup` (io_uring makes and connects sockets
+/// without `socket(2)`), and the ways of reaching into another process (`ptrace`, `pidfd_getfd`,
+/// `process_vm_readv`, `process_vm_writev`), which would let a child take a socket from, or act through, a process
+/// outside its confinement (the agent among them) where neither Landlock's domain nor Yama stops it.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const DENIED: [libc::c_long; 5] = [
+    libc::SYS_io_uring_setup,
+    libc::SYS_ptrace,
+    libc::SYS_pidfd_getfd,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+];
+
 /// Where an instruction of [`programme`] jumps.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[derive(Clone, Copy, PartialEq)]
@@ -73,8 +86,8 @@ enum Label {
     Allow,
 }
 
-/// The filter, with `socket` allowed for `families` only. `socketpair` is allowed for `SOCK_STREAM` and
-/// `SOCK_SEQPACKET` only: a datagram pair's ends can `sendto` any path (the kernel uses the address given, not the
+/// The filter, with `socket` allowed for `families` only, and the [`DENIED`] calls refused. `socketpair` is allowed
+/// for `AF_UNIX` (no other family's module is loaded on demand) with `SOCK_STREAM` and `SOCK_SEQPACKET` only: a datagram pair's ends can `sendto` any path (the kernel uses the address given, not the
 /// pair's peer), which would reach a host's datagram services (`/dev/log`, the journal, `chronyd`), while a
 /// connected stream end refuses a new address (`EISCONN`) and a seqpacket end ignores it.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -87,7 +100,9 @@ fn programme(families: &[u32]) -> BpfProgram {
     if cfg!(target_arch = "x86_64") {
         code.push((None, JMP_JGE_K, 0x4000_0000, Deny, Next));
     }
-    code.push((None, JMP_JEQ_K, libc::SYS_io_uring_setup as u32, Deny, Next));
+    for nr in DENIED {
+        code.push((None, JMP_JEQ_K, nr as u32, Deny, Next));
+    }
     code.push((None, JMP_JEQ_K, libc::SYS_socket as u32, if families.is_empty() { Deny } else { Socket }, Next));
     code.push((None, JMP_JEQ_K, libc::SYS_socketpair as u32, Pair, Allow));
     if !families.is_empty() {
@@ -96,14 +111,20 @@ fn programme(families: &[u32]) -> BpfProgram {
             code.push((None, JMP_JEQ_K, af, Allow, if i + 1 == families.len() { Deny } else { Next }));
         }
     }
-    code.push((Some(Pair), LD_W_ABS, ARG1_LOW, Next, Next));
+    code.push((Some(Pair), LD_W_ABS, ARG0_LOW, Next, Next));
+    code.push((None, JMP_JEQ_K, libc::AF_UNIX as u32, Next, Deny));
+    code.push((None, LD_W_ABS, ARG1_LOW, Next, Next));
     code.push((None, ALU_AND_K, 0xf, Next, Next));
     code.push((None, JMP_JEQ_K, libc::SOCK_STREAM as u32, Allow, Next));
     code.push((None, JMP_JEQ_K, libc::SOCK_SEQPACKET as u32, Allow, Deny));
     code.push((Some(Deny), RET_K, RET_ERRNO | libc::EACCES as u32, Next, Next));
     code.push((Some(Allow), RET_K, RET_ALLOW, Next, Next));
-    // Every jump is forward, to a block placed after it.
+    // Every jump is forward, to a block placed after it (a label with no block would be a bug here: checked below).
     let at = |label: Label| code.iter().position(|c| c.0 == Some(label)).unwrap_or(0);
+    debug_assert!(
+        code.iter().enumerate().all(|(i, c)| [c.3, c.4].iter().all(|&l| l == Next || at(l) > i)),
+        "a seccomp filter jump without a block after it"
+    );
     for (i, &(_, op, k, jt, jf)) in code.iter().enumerate() {
         let to = |l: Label| if l == Next { 0 } else { offset(at(l).saturating_sub(i + 1)) };
         prog.push(if op == JMP_JEQ_K || op == JMP_JGE_K { jump(op, k, to(jt), to(jf)) } else { stmt(op, k) });
@@ -168,7 +189,11 @@ mod tests {
 
     /// `socketpair(AF_UNIX, ty, 0)` under `prog`.
     fn pair(prog: &[sock_filter], ty: i32) -> u32 {
-        verdict_of(prog, libc::SYS_socketpair as u32, AUDIT_ARCH, [libc::AF_UNIX as u32, ty as u32])
+        pair_of(prog, libc::AF_UNIX, ty)
+    }
+
+    fn pair_of(prog: &[sock_filter], family: i32, ty: i32) -> u32 {
+        verdict_of(prog, libc::SYS_socketpair as u32, AUDIT_ARCH, [family as u32, ty as u32])
     }
 
     /// Both filters: stream and seqpacket pairs (with their flags) are made, datagram and raw pairs are not.
@@ -181,6 +206,12 @@ mod tests {
         }
         for ty in [libc::SOCK_DGRAM, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::SOCK_RAW, libc::SOCK_RDM, 0] {
             assert_eq!(pair(prog, ty), deny, "type {ty:#x}");
+        }
+        for family in [libc::AF_TIPC, libc::AF_INET, libc::AF_NETLINK, 0] {
+            assert_eq!(pair_of(prog, family, libc::SOCK_STREAM), deny, "family {family}");
+        }
+        for nr in DENIED {
+            assert_eq!(verdict(prog, nr as u32, AUDIT_ARCH), deny, "call {nr}");
         }
     }
 

@@ -18,9 +18,10 @@
 //!   a readable binary, nor `connect` to a Unix socket by path before ABI 9. Every descriptor above stderr is
 //!   marked close-on-exec in the child, so it inherits nothing else.
 //! - **seccomp** (`network: none`): every `socket(2)` call fails with `EACCES`, whatever its family, so no TCP, UDP,
-//!   raw, netlink or Unix socket can be made; `socketpair(2)` stays for stream and seqpacket pairs, which reach
-//!   nothing outside the child's own processes (a datagram pair's end could `sendto` any socket path, so those are
-//!   refused). `io_uring_setup` is refused too (io_uring can create and connect sockets without `socket(2)`),
+//!   raw, netlink or Unix socket can be made; `socketpair(2)` stays for Unix stream and seqpacket pairs, which
+//!   reach nothing outside the child's own processes (a datagram pair's end could `sendto` any socket path, so
+//!   those are refused). `ptrace`, `pidfd_getfd` and `process_vm_readv`/`writev` are refused too: where the kernel
+//!   lacks Landlock, whose domain otherwise stops it, a child could take a socket from the agent with them. `io_uring_setup` is refused too (io_uring can create and connect sockets without `socket(2)`),
 //!   and on x86-64 so is every x32 system call (numbers at or above `0x4000_0000`, which would otherwise bypass a
 //!   filter written for x86-64 numbers); a system call of another architecture kills the process. A filter on
 //!   families was chosen over a fresh network namespace because it needs no privilege and costs nothing per call.
