@@ -22,9 +22,8 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("big", "Write target MiB to the file target.out", ""),
     ("files", "Open /dev/null target times", ""),
     ("env", "Print the environment (target is ignored)", ""),
-    ("fork", "Start target processes that wait, then report how many started", ""),
-    ("escape", "Start a process that leaves the session and clears its environment, then exit", ""),
-    ("vanish", "As escape, with the process's output closed too, so the call ends at once", ""),
+    ("fork", "Start target processes that wait (output closed), then report how many started", ""),
+    ("vanish", "Start a process that leaves the session, clears its environment and closes its output, then exit", ""),
     ("caps", "Print the effective capabilities (target is ignored)", ""),
     ("fds", "List the open file descriptors (target is ignored)", ""),
     ("cgroup", "Print the memory cgroup and its oom_kill_disable; with target tamper, set it first", ""),
@@ -124,11 +123,6 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
         "env" => {
             Ok(std::env::vars_os().map(|(k, v)| format!("\n{}={}", k.to_string_lossy(), v.to_string_lossy())).collect())
         }
-        "escape" => {
-            let me = std::env::current_exe().map_err(err)?;
-            let child = std::process::Command::new(me).arg("park-setsid").env_clear().spawn().map_err(err)?;
-            Ok(format!("started {}", child.id()))
-        }
         "vanish" => {
             use std::process::Stdio;
             let me = std::env::current_exe().map_err(err)?;
@@ -159,7 +153,9 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
             let me = std::env::current_exe().map_err(err)?;
             let mut started = 0;
             for _ in 0..n {
-                match std::process::Command::new(&me).arg("park").spawn() {
+                // Output closed, so the call ends when this process does (its group is what ends the parked ones).
+                let (out, err) = (std::process::Stdio::null(), std::process::Stdio::null());
+                match std::process::Command::new(&me).arg("park").stdout(out).stderr(err).spawn() {
                     Ok(_) => started += 1,
                     Err(e) => return Err(format!("started {started}, then: {e}")),
                 }

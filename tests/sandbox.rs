@@ -321,16 +321,16 @@ async fn sbx_4_a_fork_loop_stops_at_the_process_limit_and_leaves_nothing_behind(
     assert_eq!(parked(), 0, "no parked process outlives its call");
     let (code, out) = attempt(&tools, "read", "/etc/hostname").await;
     assert_eq!(code, 0, "{out}");
-    // A process that leaves the session and clears its environment, then is orphaned: only the call's cgroup
-    // still ties it to the call, and it ends with it. The control, unconfined, survives its call.
+    // A process that leaves the session, clears its environment and closes its output, then is orphaned: only
+    // the call's cgroup still ties it to the call, and it ends with it. The control, unconfined, survives its call.
     let escaped = |out: &str| out.trim().rsplit(' ').next().unwrap().parse::<i32>().unwrap();
     let unconfined = tools_of(ChildEnv::new().with_working_dir(&work)).await;
-    let (_, out) = attempt(&unconfined, "escape", "-").await;
+    let (_, out) = attempt(&unconfined, "vanish", "-").await;
     let survivor = escaped(&out);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(alive(survivor), "the control's escapee outlives its call: {out}");
     let _ = std::process::Command::new("kill").args(["-9", &survivor.to_string()]).status();
-    let (code, out) = attempt(&tools, "escape", "-").await;
+    let (code, out) = attempt(&tools, "vanish", "-").await;
     assert_eq!(code, 0, "{out}");
     let escapee = escaped(&out);
     assert!(gone(escapee).await, "the confined call's escapee ends with its cgroup");
