@@ -23,7 +23,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("files", "Open /dev/null target times", ""),
     ("env", "Print the environment (target is ignored)", ""),
     ("fork", "Start target processes that wait (output closed), then report how many started", ""),
-    ("vanish", "Start a process that leaves the session, clears its environment and closes its output, then exit", ""),
+    (
+        "vanish",
+        "Start a process that leaves the session, clears its environment and closes its output; print its pid and memory cgroup",
+        "",
+    ),
     ("caps", "Print the effective capabilities (target is ignored)", ""),
     ("fds", "List the open file descriptors (target is ignored)", ""),
     ("cgroup", "Print the memory cgroup and its oom_kill_disable; with target tamper, set it first", ""),
@@ -128,7 +132,9 @@ fn attempt(command: &str, target: &str) -> Result<String, String> {
             let me = std::env::current_exe().map_err(err)?;
             let mut cmd = std::process::Command::new(me);
             cmd.arg("park-setsid").env_clear().stdout(Stdio::null()).stderr(Stdio::null());
-            Ok(format!("started {}", cmd.spawn().map_err(err)?.id()))
+            let pid = cmd.spawn().map_err(err)?.id();
+            let group = memory_cgroup().map(|d| d.display().to_string()).unwrap_or_default();
+            Ok(format!("started {pid} in {group}"))
         }
         "fds" => {
             let fds = std::fs::read_dir("/proc/self/fd").map_err(err)?;

@@ -323,7 +323,8 @@ async fn sbx_4_a_fork_loop_stops_at_the_process_limit_and_leaves_nothing_behind(
     assert_eq!(code, 0, "{out}");
     // A process that leaves the session, clears its environment and closes its output, then is orphaned: only
     // the call's cgroup still ties it to the call, and it ends with it. The control, unconfined, survives its call.
-    let escaped = |out: &str| out.trim().rsplit(' ').next().unwrap().parse::<i32>().unwrap();
+    let escaped =
+        |out: &str| out.trim().strip_prefix("ok started ").unwrap().split(' ').next().unwrap().parse().unwrap();
     let unconfined = tools_of(ChildEnv::new().with_working_dir(&work)).await;
     let (_, out) = attempt(&unconfined, "vanish", "-").await;
     let survivor = escaped(&out);
@@ -399,13 +400,22 @@ async fn sbx_4_a_reused_group_still_ends_what_its_call_left_behind() {
     assert!(cgroup_memory(&limits), "root gets a per-call memory cgroup");
     // `fs` rules that grant no write to cgroupfs: emptied groups are pooled, and calls in quick succession reuse
     // them. Each call leaves a process that left its session; the call's end must find it in the group and kill it.
-    let tools = confined(Sandbox::new().write(&work).limits(limits), &work).await;
+    // /proc readable, for the app to name its group.
+    let tools = confined(Sandbox::new().read("/proc").write(&work).limits(limits), &work).await;
+    let mut groups = Vec::new();
     for round in 0..4 {
         let (code, out) = attempt(&tools, "vanish", "-").await;
         assert_eq!(code, 0, "{out}");
-        let escapee: i32 = out.trim().rsplit(' ').next().unwrap().parse().unwrap();
+        let (escapee, group) = out.trim().strip_prefix("ok started ").unwrap().split_once(" in ").unwrap();
+        let escapee: i32 = escapee.parse().unwrap();
         assert!(gone(escapee).await, "round {round}: the escapee {escapee} outlived its call");
+        groups.push(group.to_owned());
+        // Time for the emptied group to go back to the pool, so the next call reuses it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    groups.sort();
+    groups.dedup();
+    assert!(groups.len() < 4, "the calls ran in reused groups: {groups:?}");
 }
 
 #[test]

@@ -103,11 +103,13 @@ fn list_procs(dir: &File) -> io::Result<String> {
     let mut buf = [0u8; 4096];
     while out.len() < 1 << 20 {
         match std::os::unix::fs::FileExt::read_at(&file, &mut buf, out.len() as u64)? {
-            0 => break,
+            0 => return Ok(String::from_utf8_lossy(&out).into_owned()),
             n => out.extend_from_slice(&buf[..n]),
         }
     }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    // Cut at the cap: the last line may be half a pid, which must not be killed as a whole one.
+    let whole = out.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    Ok(String::from_utf8_lossy(&out[..whole]).into_owned())
 }
 
 /// Emptied groups kept for the next calls, with their open files.
@@ -209,6 +211,9 @@ impl Cgroups {
                 // Both controllers on one hierarchy: one group, both limits. Never pooled: its one set of held files
                 // is the pids controller's, so a reuse would neither rewrite nor check the memory settings.
                 std::fs::write(dir.join(file), limit.to_string())?;
+                if base.controller == "memory" {
+                    let _ = std::fs::write(dir.join("memory.memsw.limit_in_bytes"), limit.to_string());
+                }
                 group.pool = None;
                 continue;
             }

@@ -144,6 +144,7 @@ pub(super) fn inet_only() -> BpfProgram {
 
 /// A jump distance; the filter has a handful of instructions, so it always fits.
 fn offset(n: usize) -> u8 {
+    debug_assert!(n <= usize::from(u8::MAX), "a seccomp filter jump of {n} does not fit a byte");
     u8::try_from(n).unwrap_or(u8::MAX)
 }
 
