@@ -119,12 +119,8 @@ async fn sbx_3_network_none_refuses_tcp_udp_unix_sockets_and_datagram_pairs() {
     let tcp = listener.local_addr().unwrap().to_string();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let udp_addr = udp.local_addr().unwrap().to_string();
-    let socket = work.join("s.sock");
-    let _unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    // A datagram service, as /dev/log is: reachable from a socketpair's end by `sendto` a path.
-    let log = work.join("log.sock");
-    let _log = std::os::unix::net::UnixDatagram::bind(&log).unwrap();
-    let attempts = [("tcp", tcp), ("udp", udp_addr), ("unix", path(&socket)), ("dgram", path(&log))];
+    let unix = UnixServices::in_dir(&work);
+    let attempts = [("tcp", tcp), ("udp", udp_addr), ("unix", unix.stream.clone()), ("dgram", unix.dgram.clone())];
 
     // The control: the same attempts succeed without the network setting.
     let open = confined(Sandbox::new().write(&work), &work).await;
@@ -138,6 +134,25 @@ async fn sbx_3_network_none_refuses_tcp_udp_unix_sockets_and_datagram_pairs() {
         let (code, out) = attempt(&closed, command, target).await;
         assert_eq!(code, 1, "{command} under network none: {out}");
         assert!(out.contains("Permission denied"), "{command}: {out}");
+    }
+}
+
+/// A Unix stream listener and a Unix datagram service (as `/dev/log` is: reachable from a socketpair's end by
+/// `sendto` a path) in `dir`, with their paths; they listen while this lives.
+struct UnixServices {
+    stream: String,
+    dgram: String,
+    _listeners: (std::os::unix::net::UnixListener, std::os::unix::net::UnixDatagram),
+}
+
+impl UnixServices {
+    fn in_dir(dir: &Path) -> UnixServices {
+        let (stream, dgram) = (dir.join("s.sock"), dir.join("log.sock"));
+        let listeners = (
+            std::os::unix::net::UnixListener::bind(&stream).unwrap(),
+            std::os::unix::net::UnixDatagram::bind(&dgram).unwrap(),
+        );
+        UnixServices { stream: path(&stream), dgram: path(&dgram), _listeners: listeners }
     }
 }
 
@@ -160,17 +175,14 @@ async fn sbx_3_network_loopback_reaches_its_own_loopback_and_nothing_else() {
     let udp = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
     let (host_lo, outside) = (format!("127.0.0.1:{port}"), format!("{}:{port}", own_address()));
     let outside_udp = format!("{}:{}", own_address(), udp.local_addr().unwrap().port());
-    let socket = work.join("s.sock");
-    let _unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    let log = work.join("log.sock");
-    let _log = std::os::unix::net::UnixDatagram::bind(&log).unwrap();
+    let unix = UnixServices::in_dir(&work);
     let attempts = [
         ("loop", "-"),
         ("tcp", host_lo.as_str()),
         ("tcp", outside.as_str()),
         ("udp", outside_udp.as_str()),
-        ("unix", path(&socket).leak()),
-        ("dgram", path(&log).leak()),
+        ("unix", unix.stream.as_str()),
+        ("dgram", unix.dgram.as_str()),
     ];
 
     // The control: everything succeeds without the network setting.

@@ -25,6 +25,16 @@ fn yaml(sandbox: Option<&str>, extra: &str) -> String {
     )
 }
 
+/// The lines that serve the agent over MCP.
+const SERVE: &str = "expose:\n  agent:\n    mcp: {}\n";
+
+/// A TCP listener on the host's loopback (kept while the first value lives) and its address.
+fn loopback_listener() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    (listener, addr)
+}
+
 fn network_none(work: &Path) -> String {
     format!("    network: none\n    fs:\n      write: [{}]\n", work.display())
 }
@@ -50,8 +60,7 @@ async fn agent_run(yaml: &str, addr: &str, work: &Path) -> Vec<(String, bool)> {
 #[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
 async fn sbx_1_an_agent_runs_its_command_tools_confined() {
     let work = common::fresh_dir("sbx-agent");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
+    let (_listener, addr) = loopback_listener();
 
     let open = agent_run(&yaml(None, ""), &addr, &work).await;
     assert!(open[0].0.contains("ok connected"), "the control connects: {open:?}");
@@ -117,7 +126,7 @@ async fn sbx_1_mcp_over_stdio_serves_confined_tools() {
     std::fs::write(outside.join("secret.txt"), "secret").unwrap();
     let secret = outside.join("secret.txt").display().to_string();
 
-    let serve = "expose:\n  agent:\n    mcp: {}\n";
+    let serve = SERVE;
     let open = mcp_stdio_call(&yaml(None, serve), "read", &secret).await;
     assert!(open.contains("ok secret"), "the control reads it: {open}");
 
@@ -129,9 +138,8 @@ async fn sbx_1_mcp_over_stdio_serves_confined_tools() {
 #[tokio::test]
 #[ignore = "needs root (to serve as another user) and user namespaces for that user"]
 async fn sbx_3_an_agent_that_is_not_root_gets_loopback_in_a_user_namespace_of_its_own() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let serve = "expose:\n  agent:\n    mcp: {}\n";
+    let (_listener, addr) = loopback_listener();
+    let serve = SERVE;
     let nobody = Some(65534);
 
     let open = mcp_stdio_call_as(&yaml(None, serve), "tcp", &addr, nobody).await;
@@ -151,9 +159,8 @@ async fn sbx_3_an_agent_that_is_not_root_gets_loopback_in_a_user_namespace_of_it
 #[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
 async fn sbx_1_mcp_over_http_serves_confined_tools() {
     use mcp_support::{Answer, Era, TestClient};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let serve = "expose:\n  agent:\n    mcp: {}\n";
+    let (_listener, addr) = loopback_listener();
+    let serve = SERVE;
     for (sandbox, expected) in [(None, "ok connected"), (Some("    network: none\n"), "denied Permission denied")] {
         let config = fisk_ai::Config::from_yaml_str(&yaml(sandbox, serve)).unwrap();
         let served = mcp_support::serve_config(tempfile::tempdir().unwrap(), config, |b| b).await;
