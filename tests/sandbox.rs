@@ -276,17 +276,6 @@ fn alive(pid: i32) -> bool {
         .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
 }
 
-/// Whether `pid` is gone within two seconds (it is killed asynchronously, after its call returns).
-async fn gone(pid: i32) -> bool {
-    for _ in 0..100 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    !alive(pid)
-}
-
 /// Whether `limits`' memory limit is a per-call cgroup here.
 fn cgroup_memory(limits: &Limits) -> bool {
     Confinement::new(Sandbox::new().limits(*limits)).unwrap().cgroup_limits().contains(&"memory")
@@ -346,7 +335,8 @@ async fn sbx_4_a_fork_loop_stops_at_the_process_limit_and_leaves_nothing_behind(
     let (code, out) = attempt(&tools, "vanish", "-").await;
     assert_eq!(code, 0, "{out}");
     let escapee = escaped(&out);
-    assert!(gone(escapee).await, "the confined call's escapee ends with its cgroup");
+    // Killed and reaped: a zombie left behind (this process is its subreaper) fails too.
+    procs::wait_gone(escapee, "the confined call's escapee").await;
 
     // A call within the limit is not blamed for the last one's.
     let (code, out) = attempt(&tools, "fork", "2").await;
@@ -420,7 +410,7 @@ async fn sbx_4_a_reused_group_still_ends_what_its_call_left_behind() {
         assert_eq!(code, 0, "{out}");
         let (escapee, group) = out.trim().strip_prefix("ok started ").unwrap().split_once(" in ").unwrap();
         let escapee: i32 = escapee.parse().unwrap();
-        assert!(gone(escapee).await, "round {round}: the escapee {escapee} outlived its call");
+        procs::wait_gone(escapee, &format!("round {round}: the escapee")).await;
         groups.push(group.to_owned());
         // Time for the emptied group to go back to the pool, so the next call reuses it.
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -176,11 +176,14 @@ pub(crate) async fn run(
         .process_group(0)
         .kill_on_drop(true);
     // Held to the end of the call: dropping it ends what is left in the call's cgroups.
-    let (group, launch) = arm(&mut cmd, program, env, kind, stepped).map_err(RunError::Spawn)?;
+    let (mut group, launch) = arm(&mut cmd, program, env, kind, stepped).map_err(RunError::Spawn)?;
     // After the policy, which may clear the environment.
     cmd.env("LLMFORMAT", "1");
     let marker = Marker::prepare(cmd.as_std_mut());
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    if let (Some(group), Some(pid)) = (group.as_mut(), child.id()) {
+        group.spare(pid);
+    }
     // The Command holds our copies of the pipe's write end (and of the step's channel); drop it or EOF never
     // arrives.
     drop(cmd);

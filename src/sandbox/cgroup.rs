@@ -12,10 +12,11 @@
 //!
 //! Each call gets `<our cgroup>/fisk-ai-<pid>/call-<n>` in each controller's cgroup v1 hierarchy (this process's
 //! own cgroup there, from `/proc/self/cgroup`); the child moves itself in before `exec` by writing `0` to the
-//! group's `cgroup.procs` (opened by the parent). When the call ends every process left in it is killed and the
-//! group removed. cgroup v2 is not built yet: its "no internal processes" rule needs a delegated subtree this
+//! group's `cgroup.procs` (opened by the parent). When the call ends every process left in it is killed, each
+//! one this process ends up parenting is reaped (`killed`), and the group removed. cgroup v2 is not built yet: its "no internal processes" rule needs a delegated subtree this
 //! process would have to leave, so a v2-only machine uses the rlimit fallbacks (and refuses `processes` as root).
 
+use super::killed::Killed;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -325,6 +326,8 @@ pub(crate) struct CallGroup {
     complete: bool,
     /// Already handed to the blocking pool: if the task is dropped unrun (a runtime shutting down), end here.
     detached: bool,
+    /// What the end killed, to be reaped.
+    killed: Killed,
 }
 
 /// The count of the limit `controller` reports hitting: forks the pids controller refused, kills the memory
@@ -354,6 +357,13 @@ fn parse_counter(controller: &str, text: &str) -> u64 {
 }
 
 impl CallGroup {
+    /// The call's direct child is `pid`: killed with the rest at the end, but left to its handle to reap.
+    pub(crate) fn spare(&mut self, pid: u32) {
+        if let Ok(pid) = i32::try_from(pid) {
+            self.killed.spare(pid);
+        }
+    }
+
     /// The `cgroup.procs` files the child writes `0` to (moving itself in); taken once, for the child.
     pub(super) fn take_procs(&mut self) -> Vec<File> {
         std::mem::take(&mut self.procs)
@@ -418,7 +428,7 @@ impl CallGroup {
                 };
                 for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                     any = true;
-                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+                    self.killed.kill(pid);
                 }
             }
             if !any {
@@ -427,7 +437,8 @@ impl CallGroup {
                     let mut pooled = pool.lock().unwrap_or_else(PoisonError::into_inner);
                     if pooled.len() < POOLED && self.held.len() == self.dirs.len() {
                         pooled.push((std::mem::take(&mut self.dirs), std::mem::take(&mut self.held)));
-                        return;
+                        drop(pooled);
+                        return std::mem::take(&mut self.killed).reap();
                     }
                 }
                 break;
@@ -435,6 +446,7 @@ impl CallGroup {
             std::thread::sleep(Duration::from_millis(5));
         }
         self.held.clear();
+        std::mem::take(&mut self.killed).reap();
         for dir in all.iter().rev() {
             for _ in 0..20 {
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
@@ -481,6 +493,7 @@ impl Drop for CallGroup {
             pool: self.pool.take(),
             complete: self.complete,
             detached: true,
+            killed: std::mem::take(&mut self.killed),
         };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn_blocking(move || rest.end())),

@@ -94,6 +94,8 @@ mod filter;
 #[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
+mod killed;
+#[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
 mod rules;
@@ -115,6 +117,8 @@ impl CallGroup {
     pub(crate) fn explain(&self) -> Option<String> {
         None
     }
+
+    pub(crate) fn spare(&mut self, _pid: u32) {}
 }
 
 use crate::tool::Tags;

@@ -45,7 +45,7 @@ pub(crate) fn spawn(
         .process_group(0)
         .kill_on_drop(true);
     // MCPI-3: the scrubbed environment, in the process working directory (not the tools' one), no LLMFORMAT.
-    let group = env
+    let mut group = env
         .apply(cmd.as_std_mut(), Path::new(program), ChildKind::Server)
         .map_err(|e| source_error(server, format!("cannot confine {program}: {e}")).with_source(e))?;
     cmd.env_remove("LLMFORMAT");
@@ -53,6 +53,10 @@ pub(crate) fn spawn(
     let mut child =
         cmd.spawn().map_err(|e| source_error(server, format!("cannot start {program}: {e}")).with_source(e))?;
     drop(cmd);
+    if let (Some(group), Some(pid)) = (group.as_mut(), child.id()) {
+        // Its wait below reaps it.
+        group.spare(pid);
+    }
     let guard = Descendants::new(child.id(), marker);
     let sweep = guard.sweep();
     let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
