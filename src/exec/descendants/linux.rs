@@ -258,10 +258,37 @@ fn reaped(me: i32, e: &Entry) -> bool {
     match table::stat(e.pid) {
         None => true,
         Some(now) if now.start != e.start => true,
-        Some(now) if now.zombie && now.ppid == me => {
+        Some(now) if now.zombie && now.ppid == me => reap_zombie(e),
+        Some(_) => false,
+    }
+}
+
+/// Reap `e`, found a zombie of this process. Through a pidfd opened after that look and checked against `e` again
+/// after it is open, so what is reaped is `e` even if another reaper (a call's cgroup end) took it meanwhile and its
+/// pid went to a new process; by pid where pidfds are missing (before Linux 5.4). Whether `e` needs no more
+/// waiting.
+fn reap_zombie(e: &Entry) -> bool {
+    use rustix::process::{PidfdFlags, WaitId, WaitIdOptions, pidfd_open, waitid};
+    let Some(pid) = rustix::process::Pid::from_raw(e.pid) else { return true };
+    let fd = match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        // Reaped meanwhile.
+        Err(rustix::io::Errno::SRCH) => return true,
+        Err(_) => {
+            return !matches!(waitpid(Pid::from_raw(e.pid), Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::StillAlive));
+        }
+    };
+    if table::stat(e.pid).is_none_or(|now| now.start != e.start) {
+        // The pid names another process now: `e` is gone.
+        return true;
+    }
+    match waitid(WaitId::PidFd(std::os::fd::AsFd::as_fd(&fd)), WaitIdOptions::EXITED | WaitIdOptions::NOHANG) {
+        Ok(None) => false,
+        // `P_PIDFD` is Linux 5.4+, `pidfd_open` 5.3: by pid, as checked just now.
+        Err(rustix::io::Errno::INVAL) => {
             !matches!(waitpid(Pid::from_raw(e.pid), Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::StillAlive))
         }
-        Some(_) => false,
+        Ok(Some(_)) | Err(_) => true,
     }
 }
 
