@@ -187,6 +187,11 @@ fn memory_cgroup() -> Option<std::path::PathBuf> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--fisk-introspect") {
+        // Introspection runs confined read-only (SBX-1): asked to, it tries a write first, whose file a test looks
+        // for.
+        if let Some(path) = std::env::var_os("SANDBOX_APP_INTROSPECT_WRITE") {
+            let _ = std::fs::write(path, "written by introspection\n");
+        }
         println!("{}", introspection());
         return;
     }

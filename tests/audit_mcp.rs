@@ -109,3 +109,23 @@ async fn aud_1_stdio_records_a_call_stopped_by_tool_timeout_as_timed_out() {
     assert!(all.iter().all(|r| r["surface"] == "mcp" && r["caller"] == user.as_str()), "stdio: the local user");
     fisk_ai::audit::verify_file(&trail).unwrap();
 }
+
+/// AUD-1 and CANCEL-1: a call the client cancels (`notifications/cancelled`, through the official rmcp client, over
+/// stdio) is recorded as cancelled after its `run`, and the chain verifies.
+#[tokio::test]
+async fn aud_1_a_call_the_client_cancels_is_recorded_as_cancelled() {
+    let extra = "  audit:\n    file: trail.jsonl\n";
+    let (mut server, stdout, stdin) = StdioServer::start_with(&["max_concurrent_tools: 1"], extra);
+    let client = TestClient::new(false, Answer::Decline).serve((stdout, stdin)).await.expect("stdio connect");
+    cancel_then_call_again(&client, &server.path("pids")).await;
+    client.cancel().await.unwrap();
+    // The trail is complete once the server has stopped.
+    assert!(server.exited().await.success(), "{}", server.stderr());
+    let trail = server.path("trail.jsonl");
+    let all = records(&trail);
+    let hang: Vec<&Value> = all.iter().filter(|r| r["tool"] == "hang").collect();
+    let events: Vec<&str> = hang.iter().map(|r| r["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["requested", "validated", "run", "cancelled"], "{all:#?}");
+    assert!(hang.iter().all(|r| r["call"] == hang[0]["call"]), "one call: {hang:#?}");
+    fisk_ai::audit::verify_file(&trail).unwrap();
+}

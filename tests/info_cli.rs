@@ -169,3 +169,80 @@ fn info_3_lists_enabled_built_ins_after_commands_and_warns_on_an_empty_tool_set(
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("unknown built-in tool \"nope\""), "{}", text(&out.stderr));
 }
+
+/// A configuration in `dir` for the cowsay demo application with `harness` lines (indented by two under
+/// `harness:`); its path.
+fn cowsay_config(dir: &Path, harness: &str) -> PathBuf {
+    let app = root().join("examples/cowsay/cowsay");
+    let path = dir.join("agent.yaml");
+    std::fs::write(&path, format!("application_path: {}\nharness:\n{harness}", app.display())).unwrap();
+    path
+}
+
+/// ENV-4: `info` names every variable a command tool gets, in the text and the JSON, and never a value; a
+/// credential stays out of the list even when it is set.
+#[test]
+fn info_env_4_names_the_variables_children_get_and_never_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = cowsay_config(
+        dir.path(),
+        "  env:\n    inherit: none\n    include: [HOME]\n    set: {FISK_INFO_SET: s3t-value}\n",
+    );
+    let out = info(&["--config", config.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let row = stdout.lines().find(|l| l.contains("Environment")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("FISK_INFO_SET, HOME, LLMFORMAT"), "{row}");
+    assert!(!stdout.contains("s3t-value"), "{stdout}");
+
+    let out = info(&["--config", config.to_str().unwrap(), "--json"], dir.path());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["children"]["environment"], serde_json::json!(["FISK_INFO_SET", "HOME", "LLMFORMAT"]));
+    assert_eq!(doc["children"]["inherits_all"], false);
+    assert!(!text(&out.stdout).contains("s3t-value"));
+
+    // `inherit: all`: the JSON lists every inherited name but the credentials, which the text names as left out.
+    let config = cowsay_config(dir.path(), "  confirm_tags: []\n");
+    let out = Command::new(cli())
+        .args(["info", "--json", "--config", config.to_str().unwrap()])
+        .env("ANTHROPIC_API_KEY", "sk-ant-do-not-print")
+        .env("FISK_INFO_PLAIN", "plain-value")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> =
+        doc["children"]["environment"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(names.contains(&"FISK_INFO_PLAIN") && names.contains(&"LLMFORMAT"), "{names:?}");
+    assert!(!names.contains(&"ANTHROPIC_API_KEY"), "{names:?}");
+    assert_eq!(doc["children"]["inherits_all"], true);
+    let all = text(&out.stdout);
+    assert!(!all.contains("sk-ant-do-not-print") && !all.contains("plain-value"), "{all}");
+}
+
+/// SBX-6: a sandbox the kernel cannot enforce (here a Landlock ABI above any kernel's) fails the build, naming the
+/// setting and the file; with `best_effort`, the build goes on and says what is not enforced, as a warning and in
+/// the Children section.
+#[test]
+fn info_sbx_6_an_unenforceable_sandbox_fails_the_build_unless_best_effort() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = cowsay_config(dir.path(), "  sandbox:\n    network: none\n    landlock_abi: 99\n");
+    let out = info(&["--config", config.to_str().unwrap()], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("agent.yaml") && stderr.contains("harness.sandbox.landlock_abi"), "{stderr}");
+    assert!(stderr.contains("needs Landlock ABI 99"), "{stderr}");
+
+    let config =
+        cowsay_config(dir.path(), "  sandbox:\n    network: none\n    landlock_abi: 99\n    best_effort: true\n");
+    let out = info(&["--config", config.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("harness.sandbox.landlock_abi")),
+        "{stderr}"
+    );
+    let stdout = text(&out.stdout);
+    let row = stdout.lines().find(|l| l.contains("Unenforced")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("landlock_abi (it needs Landlock ABI 99"), "{row}");
+}

@@ -260,6 +260,9 @@ fn reg_4_a_malformed_file_is_refused_with_its_position_and_left_untouched() {
             "\"mcpServers\" is not an object",
         ),
         ("claude-code", "user", "[1, 2]", ":1:"),
+        ("claude-desktop", "user", "{\"mcpServers\": {", ":1:"),
+        ("cursor", "user", "not json", ":1:"),
+        ("vscode", "user", "{\"servers\": 5}", "\"servers\" is not an object"),
     ];
     for (client, scope, text, position) in cases {
         let path = env.file(client, scope);
@@ -369,4 +372,28 @@ fn reg_2_a_claude_code_local_entry_that_shadows_the_user_entry_is_reported() {
     assert!(lines[1].contains("http://127.0.0.1:8080/") && lines[1].contains("local scope"), "{listed}");
     // The project's own settings are kept.
     assert_eq!(read_json(&env.file("claude-code", "user"))["projects"][&project]["allowedTools"], json!([]));
+}
+
+/// REG-1: where a client keeps its user settings under `$XDG_CONFIG_HOME` (Claude Desktop, VS Code), a set
+/// `XDG_CONFIG_HOME` is where the entry goes, and `~/.config` is left alone.
+#[test]
+fn reg_1_user_scope_honours_xdg_config_home_where_the_client_does() {
+    let env = Env::new();
+    let xdg = tempfile::tempdir().unwrap();
+    for (client, file) in [("claude-desktop", "Claude/claude_desktop_config.json"), ("vscode", "Code/User/mcp.json")] {
+        let out = std::process::Command::new(common::example("cli"))
+            .args(["mcp", "install", client, "--scope", "user", "--config"])
+            .arg(&env.config)
+            .current_dir(env.project.path())
+            .env("HOME", env.home.path())
+            .env("XDG_CONFIG_HOME", xdg.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{client}: {}", String::from_utf8_lossy(&out.stderr));
+        let written = read_json(&xdg.path().join(file));
+        let servers = if client == "vscode" { &written["servers"] } else { &written["mcpServers"] };
+        assert!(servers.as_object().is_some_and(|s| !s.is_empty()), "{client}: {written}");
+        assert!(!env.file(client, "user").exists(), "{client}: ~/.config was written too");
+    }
 }

@@ -1,6 +1,6 @@
-//! Progress notifications (PROG-1..3) from the real server over loopback HTTP and over stdio-free in-process
-//! serving, on both lifecycles: a three-second command reported at most once a second, its output quoted only when
-//! the tool is tagged `ai:progress`, and nothing sent to a client that asked for no progress.
+//! Progress notifications (PROG-1..3) from the real server over loopback HTTP, on both lifecycles, and over MCP's
+//! stdio transport served in process: a three-second command reported at most once a second, its output quoted only
+//! when the tool is tagged `ai:progress`, and nothing sent to a client that asked for no progress.
 #![cfg(feature = "mcp")]
 
 mod common;
@@ -89,4 +89,29 @@ async fn raw_session(http: &reqwest::Client, addr: std::net::SocketAddr) -> Stri
     let (status, body) = mcp_support::raw::in_session(http, addr, &session, initialized).await;
     assert!(status == 202 || status == 200, "{status} {body}");
     session
+}
+
+/// PROG-1 over MCP's stdio transport, served in process by `McpServer::serve_io` on an in-memory pipe (STDIO-1):
+/// the official rmcp client gets the same reports as over HTTP, and `serve_io` returns once the client leaves.
+#[tokio::test]
+async fn prog_1_progress_reaches_a_client_over_the_stdio_transport_on_any_byte_stream_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::fake_app(dir.path(), "progress-app");
+    let yaml = format!("identity: prog\napplication_path: {}\nexpose:\n  agent:\n    mcp: {{}}\n", app.display());
+    let config = Config::from_yaml_str(&yaml).unwrap();
+    let server = fisk_ai::serve::mcp::McpServer::builder().config(config).build().await.unwrap();
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(ours);
+    let serving = tokio::spawn(server.serve_io(read, write, std::future::pending::<()>()));
+    let handler = TestClient::new(false, Answer::Decline);
+    let progress = handler.progress.clone();
+    let client = rmcp::ServiceExt::serve(handler, tokio::io::split(theirs)).await.unwrap();
+    let result = client.call_tool(params("tick", json!({}))).await.unwrap();
+    assert_eq!(exec_json(&result)["exit_code"], 0);
+    let got: Vec<_> = progress.lock().unwrap().iter().map(|(_, p)| p.clone()).collect();
+    assert!(got.len() >= 2, "a 3-second command is reported on: {got:?}");
+    let first = got[0].message.as_deref().unwrap();
+    assert!(first.starts_with("running for 1s: step "), "{first}");
+    client.cancel().await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(30), serving).await.unwrap().unwrap().unwrap();
 }

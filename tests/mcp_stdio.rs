@@ -116,14 +116,19 @@ async fn stdio_4_the_end_of_stdin_mid_call_kills_the_process_group_and_the_serve
 }
 
 #[tokio::test]
-async fn stdio_4_sigterm_mid_call_kills_the_process_group_and_the_server_exits() {
-    let (mut server, client) = StdioServer::connect(&[], TestClient::new(false, Answer::Decline), Era::Legacy).await;
-    let (_task, [a, b]) = hanging(&server, &client).await;
-    let pid = nix::unistd::Pid::from_raw(server.child.id().unwrap() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    server.exited().await;
-    wait_gone(a, "a sleeper of the call").await;
-    wait_gone(b, "a sleeper of the call").await;
+async fn stdio_4_sigterm_or_sigint_mid_call_kills_the_process_group_and_the_server_exits() {
+    use nix::sys::signal::Signal;
+    for signal in [Signal::SIGTERM, Signal::SIGINT] {
+        let (mut server, client) =
+            StdioServer::connect(&[], TestClient::new(false, Answer::Decline), Era::Legacy).await;
+        let (_task, [a, b]) = hanging(&server, &client).await;
+        let pid = nix::unistd::Pid::from_raw(server.child.id().unwrap() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+        // Killed by the signal would be a failure: the server handles it and exits on its own.
+        assert!(server.exited().await.success(), "{signal}: {}", server.stderr());
+        wait_gone(a, "a sleeper of the call").await;
+        wait_gone(b, "a sleeper of the call").await;
+    }
 }
 
 /// CANCEL-1: `notifications/cancelled` kills the call's process group and frees its slot: with one slot, the next
@@ -270,4 +275,39 @@ async fn stdio_6_calls_past_the_bound_in_progress_are_refused_at_once() {
     assert!(server.exited().await.success());
     wait_gone(a, "a sleeper of the call").await;
     wait_gone(b, "a sleeper of the call").await;
+}
+
+/// CANCEL-1: a cancel for an id the server never saw, or for a call that already finished, is ignored: nothing is
+/// answered or logged for it, and the session goes on.
+#[tokio::test]
+async fn cancel_1_a_cancel_for_an_unknown_or_finished_id_is_ignored() {
+    let (mut server, stdout, mut stdin) = StdioServer::start(&[]);
+    let mut answers = BufReader::new(stdout).lines();
+    raw_hello(&mut stdin, &mut answers).await;
+    let call = |id: u64| {
+        let params = json!({"name": "echo", "arguments": {"words": [format!("word{id}")]}});
+        format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+    };
+    let cancel = |id: Value| {
+        let params = json!({"requestId": id, "reason": "test"});
+        format!("{}\n", json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}))
+    };
+    let mut answer = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    stdin.write_all(call(1).as_bytes()).await.unwrap();
+    let first = answer().await;
+    assert_eq!(first["id"], 1, "{first}");
+    // The finished call's id, an id never sent, and one of another type.
+    let cancels = [cancel(json!(1)), cancel(json!(424_242)), cancel(json!("never-sent"))].concat();
+    stdin.write_all(cancels.as_bytes()).await.unwrap();
+    stdin.write_all(call(2).as_bytes()).await.unwrap();
+    let second = answer().await;
+    assert_eq!(second["id"], 2, "nothing answers a notification: {second}");
+    assert_eq!(second["result"]["isError"], false, "{second}");
+    assert!(second["result"]["content"][0]["text"].as_str().unwrap().contains("word2"), "{second}");
+    drop(stdin);
+    assert!(server.exited().await.success());
+    assert!(!server.stderr().contains("cancelled by the client"), "{}", server.stderr());
 }

@@ -198,3 +198,66 @@ async fn sbx_1_a_stdio_mcp_server_the_harness_imports_from_runs_confined() {
     assert!(import(Some(&sandbox), &marker).await > 0, "the confined server still serves its tools");
     assert!(!marker.exists(), "the confined server's shell could not write outside");
 }
+
+/// Builds a harness on `yaml` plus an environment that asks the app's introspection to write `probe`; whether it
+/// did.
+async fn introspection_wrote(sandbox: Option<&str>, probe: &Path) -> bool {
+    let env = format!("harness:\n  env:\n    set: {{SANDBOX_APP_INTROSPECT_WRITE: {}}}\n", probe.display());
+    let yaml = yaml(None, "") + &env + &sandbox.map(|s| format!("  sandbox:\n{s}")).unwrap_or_default();
+    let config = fisk_ai::Config::from_yaml_str(&yaml).unwrap();
+    let harness = fisk_ai::Harness::builder().config(config).build().await.unwrap();
+    assert!(harness.toolset().get("write").is_some(), "the app was introspected");
+    let wrote = probe.exists();
+    let _ = std::fs::remove_file(probe);
+    wrote
+}
+
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_1_introspection_runs_confined_read_only() {
+    let work = common::fresh_dir("sbx-introspect");
+    let probe = work.join("probe");
+    assert!(introspection_wrote(None, &probe).await, "the control: unconfined, introspection writes");
+    // The directory is writable to the commands, yet not to introspection, which gets the read-only form.
+    let sandbox = format!("    fs:\n      write: [{}]\n", work.display());
+    assert!(!introspection_wrote(Some(&sandbox), &probe).await, "introspection wrote under the sandbox");
+}
+
+/// The worked example of README "Confining tools", `examples/cowsay/sandboxed.yaml`: its profile builds on this
+/// kernel, and the demo's commands still work inside it.
+#[tokio::test]
+#[ignore = "needs Landlock (Linux 6.2+, ABI 3) and seccomp"]
+async fn sbx_1_the_readmes_sandboxed_demo_runs_its_commands_confined() {
+    let config = fisk_ai::Config::load(common::root().join("examples/cowsay/sandboxed.yaml")).unwrap();
+    let harness = fisk_ai::Harness::builder().config(config).build().await.unwrap();
+    assert!(harness.warnings().is_empty(), "{:?}", harness.warnings());
+    let confinement = harness.child_env().confinement().expect("the example is confined");
+    assert_eq!(confinement.profile().network_setting().as_str(), "none");
+    let say = harness.toolset().get("say").unwrap().tool().clone();
+    let input = fisk_ai::tool::ToolInput::from_json(r#"{"message": "moo from the sandbox"}"#).unwrap();
+    let out = say.call(&input, &fisk_ai::tool::CallContext::new()).await;
+    assert!(!out.is_error(), "{}", out.content());
+    assert!(out.content().contains("moo from the sandbox") && out.content().contains("(oo)"), "{}", out.content());
+}
+
+/// SBX-4 for an agent that is not root and has no delegated cgroup: `processes` is `RLIMIT_NPROC` and `memory`
+/// `RLIMIT_AS`, so a fork loop stops and an allocation fails, each a clear tool result, and the server goes on.
+#[tokio::test]
+#[ignore = "needs root (to serve as another user)"]
+async fn sbx_4_an_agent_that_is_not_root_gets_its_limits_as_rlimits() {
+    let serve = SERVE;
+    let nobody = Some(65534);
+    let limited = yaml(Some("    limits:\n      processes: 16\n      memory: 256MiB\n"), serve);
+
+    let open = mcp_stdio_call_as(&yaml(None, serve), "hog", "300", nobody).await;
+    assert!(open.contains("ok held 300 MiB"), "the control, as nobody, allocates: {open}");
+    let hog = mcp_stdio_call_as(&limited, "hog", "300", nobody).await;
+    assert!(hog.contains("allocation failed"), "{hog}");
+
+    let open = mcp_stdio_call_as(&yaml(None, serve), "fork", "20", nobody).await;
+    assert!(open.contains("ok started 20"), "the control, as nobody, forks: {open}");
+    let forks = mcp_stdio_call_as(&limited, "fork", "40", nobody).await;
+    assert!(forks.contains("then: Resource temporarily unavailable"), "{forks}");
+    let started: usize = forks.split("started ").nth(1).and_then(|s| s.split(',').next()).unwrap().parse().unwrap();
+    assert!(started < 16, "{forks}");
+}

@@ -8,7 +8,7 @@ use std::path::Path;
 /// The section's rows.
 pub(crate) fn rows(env: &ChildEnv, application: Option<&Path>) -> Vec<(&'static str, String)> {
     // Under `inherit: all` the list is the operator's whole environment: the text says what is left out instead
-    // (the JSON lists every name).
+    // (the JSON lists every name, for scripts).
     let environment = if env.inherits_all() {
         let mut scrubbed: Vec<&str> = env.scrubbed().collect();
         scrubbed.sort_unstable();
@@ -65,8 +65,9 @@ fn limits(env: &ChildEnv) -> Vec<(&'static str, String)> {
     .collect()
 }
 
-/// The section as JSON: `environment` (the names children get; null under `inherit: all`, which passes this
-/// process's whole environment), `scrubbed` (the credential names always removed) and `sandbox` (null when off).
+/// The section as JSON: `inherits_all` (whether children get this process's whole environment, `inherit: all`),
+/// `environment` (every name a command tool gets, never a value), `scrubbed` (the credential names always removed)
+/// and `sandbox` (null when off).
 pub(crate) fn json(env: &ChildEnv, application: Option<&Path>) -> Value {
     let sandbox = env.confinement().map(|c| {
         let p = c.profile();
@@ -90,6 +91,10 @@ pub(crate) fn json(env: &ChildEnv, application: Option<&Path>) -> Value {
     });
     let mut scrubbed: Vec<&str> = env.scrubbed().collect();
     scrubbed.sort_unstable();
-    let environment = (!env.inherits_all()).then(|| env.variable_names());
-    json!({ "environment": environment, "scrubbed": scrubbed, "sandbox": sandbox })
+    json!({
+        "inherits_all": env.inherits_all(),
+        "environment": env.variable_names(),
+        "scrubbed": scrubbed,
+        "sandbox": sandbox,
+    })
 }

@@ -196,7 +196,7 @@ pub struct Limits {
     pub cpu: Option<u64>,
     /// `files`: open file descriptors.
     pub files: Option<u64>,
-    /// `processes`: processes of the agent's user.
+    /// `processes`: processes of the call, in a per-call cgroup where one can be made; else of the agent's user.
     pub processes: Option<u64>,
     /// `file_size`: the largest file the child may write, in bytes.
     pub file_size: Option<u64>,
@@ -229,7 +229,8 @@ impl Limits {
         self
     }
 
-    /// Limit the processes of the agent's user to `n` (refused as root: see the module docs).
+    /// Limit the processes of a call to `n`: a per-call pids cgroup where one can be made, else `RLIMIT_NPROC` (the
+    /// agent user's processes), which does not bind root, so root without a cgroup is refused (see the module docs).
     #[must_use]
     pub fn processes(mut self, n: u64) -> Self {
         self.processes = Some(n);

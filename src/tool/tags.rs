@@ -26,8 +26,9 @@ pub const PROGRESS: &str = "ai:progress";
 pub const SANDBOX_READONLY: &str = "ai:sandbox=readonly";
 /// `ai:net=none`: the command's process may open no socket (SBX-7).
 pub const NET_NONE: &str = "ai:net=none";
-/// `ai:net=loopback`: the command needs at most loopback; enforced as `ai:net=none` until loopback confinement
-/// is built (SBX-7), since a tag may only narrow.
+/// `ai:net=loopback`: the command needs at most loopback: its process reaches only the confinement's own loopback
+/// (a network namespace holding only `lo`), and no Unix socket (SBX-3, SBX-7). Under `network: none` it stays
+/// `none`, since a tag may only narrow.
 pub const NET_LOOPBACK: &str = "ai:net=loopback";
 
 /// Every reserved `ai:` tag; any other `ai:` tag is unknown (TAG-6).
