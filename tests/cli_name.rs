@@ -66,14 +66,23 @@ fn cli_2_no_tui_is_accepted_by_every_command_and_info_json_has_a_schema_version(
     assert!(plain.status.success() && quiet.status.success(), "{}", text(&quiet.stderr));
     assert_eq!(plain.stdout, quiet.stdout, "--no-tui changes nothing");
     let doc: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     let env = Command::new(&bin)
         .args(["info", "--json", "--config", "examples/cowsay/agent.yaml"])
         .current_dir(common::root())
         .env("FISK_AI_NO_TUI", "1")
         .output()
         .unwrap();
-    assert_eq!(env.stdout, plain.stdout, "FISK_AI_NO_TUI is read and changes nothing");
+    // Nothing changes but the list of variable names children get, which now holds FISK_AI_NO_TUI too.
+    let mut with: serde_json::Value = serde_json::from_slice(&env.stdout).unwrap();
+    let mut without = doc.clone();
+    let names = |doc: &mut serde_json::Value| doc["children"]["environment"].take();
+    let (added, before) = (names(&mut with), names(&mut without));
+    assert_eq!(with, without, "FISK_AI_NO_TUI is read and changes nothing");
+    let mut expected = before.as_array().unwrap().clone();
+    expected.push("FISK_AI_NO_TUI".into());
+    expected.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    assert_eq!(added.as_array().unwrap(), &expected);
 }
 
 #[test]

@@ -186,29 +186,41 @@ fn info_env_4_names_the_variables_children_get_and_never_their_values() {
     let dir = tempfile::tempdir().unwrap();
     let config = cowsay_config(
         dir.path(),
-        "  env:\n    inherit: none\n    include: [HOME]\n    set: {FISK_INFO_SET: s3t-value}\n",
+        "  env:\n    inherit: none\n    include: [FISK_INFO_KEPT]\n    set: {FISK_INFO_SET: s3t-value}\n",
     );
-    let out = info(&["--config", config.to_str().unwrap()], dir.path());
+    // `info` with the included variable set (to a value it must not print), and `extra` arguments.
+    let run = |config: &Path, extra: &[&str]| {
+        Command::new(cli())
+            .args(["info", "--config", config.to_str().unwrap()])
+            .args(extra)
+            .env("FISK_INFO_KEPT", "kept-value")
+            .env("ANTHROPIC_API_KEY", "sk-ant-do-not-print")
+            .env("FISK_INFO_PLAIN", "plain-value")
+            .output()
+            .unwrap()
+    };
+    let out = run(&config, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let row = stdout.lines().find(|l| l.contains("Environment")).unwrap_or_else(|| panic!("{stdout}"));
-    assert!(row.contains("FISK_INFO_SET, HOME, LLMFORMAT"), "{row}");
-    assert!(!stdout.contains("s3t-value"), "{stdout}");
+    assert!(row.contains("FISK_INFO_KEPT, FISK_INFO_SET, LLMFORMAT"), "{row}");
+    assert!(!stdout.contains("s3t-value") && !stdout.contains("kept-value"), "{stdout}");
 
-    let out = info(&["--config", config.to_str().unwrap(), "--json"], dir.path());
+    let out = run(&config, &["--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["children"]["environment"], serde_json::json!(["FISK_INFO_SET", "HOME", "LLMFORMAT"]));
+    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["children"]["environment"], serde_json::json!(["FISK_INFO_KEPT", "FISK_INFO_SET", "LLMFORMAT"]));
     assert_eq!(doc["children"]["inherits_all"], false);
-    assert!(!text(&out.stdout).contains("s3t-value"));
+    assert!(!text(&out.stdout).contains("s3t-value") && !text(&out.stdout).contains("kept-value"));
 
     // `inherit: all`: the JSON lists every inherited name but the credentials, which the text names as left out.
     let config = cowsay_config(dir.path(), "  confirm_tags: []\n");
-    let out = Command::new(cli())
-        .args(["info", "--json", "--config", config.to_str().unwrap()])
-        .env("ANTHROPIC_API_KEY", "sk-ant-do-not-print")
-        .env("FISK_INFO_PLAIN", "plain-value")
-        .output()
-        .unwrap();
+    let out = run(&config, &[]);
+    let stdout = text(&out.stdout);
+    let row = stdout.lines().find(|l| l.contains("Environment")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("inherited, without the credentials") && row.contains("ANTHROPIC_API_KEY"), "{row}");
+    assert!(!stdout.contains("sk-ant-do-not-print") && !stdout.contains("plain-value"), "{stdout}");
+    let out = run(&config, &["--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> =

@@ -260,4 +260,6 @@ async fn sbx_4_an_agent_that_is_not_root_gets_its_limits_as_rlimits() {
     assert!(forks.contains("then: Resource temporarily unavailable"), "{forks}");
     let started: usize = forks.split("started ").nth(1).and_then(|s| s.split(',').next()).unwrap().parse().unwrap();
     assert!(started < 16, "{forks}");
+    // The user's process limit, not a pids cgroup (which would explain itself): nobody cannot make one here.
+    assert!(!forks.contains("limits.processes"), "{forks}");
 }

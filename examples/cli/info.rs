@@ -125,8 +125,9 @@ pub(crate) async fn run(args: InfoArgs) -> Result<(), Box<dyn std::error::Error>
 
 const DESCRIPTION_WIDTH: usize = 50;
 
-/// The version of the `info --json` document's shape, so scripts can tell what they read.
-const INFO_SCHEMA_VERSION: u32 = 1;
+/// The version of the `info --json` document's shape, so scripts can tell what they read. 2: `children.environment`
+/// is a list under `inherit: all` too (it was null), and `children.inherits_all` is new.
+const INFO_SCHEMA_VERSION: u32 = 2;
 const XDG_DEFAULT: &str = "(XDG default)";
 
 /// Rounded box drawing, as in the product brief.

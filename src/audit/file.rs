@@ -3,8 +3,8 @@
 //! Records are written under one lock, so the chain has one order. Durable appends are handed to a writer thread,
 //! which writes those that arrived together and syncs once (group commit): every caller's records are durable when
 //! its append returns. Settled records (what is already over, AUD-10) are written by their caller under the lock,
-//! acknowledged once written, and synced by the writer thread outside the lock, together with the next durable
-//! records if those come within 5 ms, else then. A lock
+//! acknowledged once written, and synced by the writer thread outside the lock: its sync waits up to 5 ms for the
+//! next records (a sequential caller's next call), so one sync covers both. A lock
 //! file keeps a second process from writing the same trail, which would fork the chain. A rotated file is renamed
 //! `<file>.<seq of its first record, 20 digits>`, and the new file's first record links to the rotated one's last.
 

@@ -10,9 +10,9 @@
 //! Records are durable before what they record goes on: the records up to `run` are written (and, for the file
 //! sink, fsynced) before the process starts, and a trail that cannot be written refuses the call (AUD-6) unless
 //! the operator chose `fail_open` (then a warning says what was lost). The records of what is already over (how a
-//! call ended, a refusal, a decline) are written before the caller gets its result, and the file sink syncs them
-//! within 5 ms, together with the next call's records if those come sooner (AUD-10): nothing waits on them, so the
-//! result does not wait for the disk, and a sync that fails then refuses the next call.
+//! call ended, a refusal, a decline) are written before the caller gets its result, and the file sink starts their
+//! sync at most 5 ms later, sooner when the next call's records come first and share it (AUD-10): nothing waits on
+//! them, so the result does not wait for the disk, and a sync that fails then refuses the next call.
 //!
 //! Sinks ([`AuditSink`]): [`FileSink`] (JSON lines, 0600, fsynced, rotated by size with the chain continued) and,
 //! with the `nats` feature, [`StreamSink`] (a JetStream stream a fleet shares; the chain is kept by the stream's
@@ -79,8 +79,8 @@ pub trait AuditSink: Send + Sync {
 
     /// Store `entries` that record what is already over (a call's ending, a refusal, a decline), in order, after the
     /// sink's last record (AUD-10). Nothing waits on these records to go on, so a sink may return once they are
-    /// ordered and visible and make them durable a moment later (the file sink syncs them within 5 ms, with the next
-    /// records that arrive meanwhile); an error it meets then fails the next [`append`](AuditSink::append). By default, the
+    /// ordered and visible and make them durable a moment later (the file sink starts their sync at most 5 ms later,
+    /// with whatever records arrive meanwhile); an error it meets then fails the next [`append`](AuditSink::append). By default, the
     /// same as [`append`](AuditSink::append).
     ///
     /// # Errors
