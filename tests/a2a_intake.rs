@@ -58,8 +58,13 @@ async fn a2a_14_a_request_that_cannot_be_queued_is_answered_busy_at_once_never_d
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let log = Log::default();
-    let extra = "    a2a:\n      max_concurrent_tools: 2\n      queue: 3\n";
-    let running = start(&nats, config(dir.path(), extra), &log).await;
+    // With an audit trail, which records each busy refusal (AUD-1).
+    let trail = dir.path().join("trail.jsonl");
+    let extra = format!(
+        "    a2a:\n      max_concurrent_tools: 2\n      queue: 3\nharness:\n  audit:\n    file: {}\n",
+        trail.display()
+    );
+    let running = start(&nats, config(dir.path(), &extra), &log).await;
     let client = async_nats::connect(nats.url()).await.unwrap();
     let slow = dir.path().join("slow.log");
     let request = a2a::tool_request("farm", "slow", Some(json!({"log": slow.display().to_string()})));
@@ -77,6 +82,22 @@ async fn a2a_14_a_request_that_cannot_be_queued_is_answered_busy_at_once_never_d
     }
     let rejected = log.lines().iter().filter(|l| l.starts_with("rejected 503 busy, retry")).count();
     assert_eq!(rejected, busy.len(), "each busy answer is an event");
+    // Each is recorded too, off the intake loop: read until all are there (bounded).
+    let refused = || {
+        let text = std::fs::read_to_string(&trail).unwrap_or_default();
+        let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let busy = |r: &&serde_json::Value| {
+            r["event"] == "refused" && r["reason"].as_str().unwrap().starts_with("busy, retry")
+        };
+        records.iter().filter(busy).count()
+    };
+    for _ in 0..100 {
+        if refused() >= busy.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(refused(), busy.len(), "each busy answer is recorded");
     running.shutdown().await;
 }
 

@@ -103,13 +103,15 @@ async fn aud_1_every_decision_point_of_an_agent_call_is_recorded_with_its_caller
     let user = fisk_ai::audit::local_user();
     assert_eq!((requested["caller"].as_str(), requested["agent"].as_str()), (Some(user.as_str()), Some("aud")));
     assert_eq!((requested["surface"].as_str(), requested["tool"].as_str()), (Some("agent"), Some("echo")));
-    let digest = fisk_ai::audit::Chain::genesis(); // only for its hash function's shape
-    assert_eq!(requested["input_digest"].as_str().unwrap().len(), digest.prev().len());
+    // The SHA-256 of the input exactly as the model sent it.
+    assert_eq!(requested["input_digest"].as_str(), Some(sha256_hex(r#"{"words":["hi"]}"#).as_str()));
     assert!(requested.get("input").is_none(), "the input itself only with include_input");
     assert!(record(&all, "unknown", "refused")["reason"].as_str().unwrap().contains("unknown tool \"nope\""));
     assert!(record(&all, "invalid", "refused")["reason"].as_str().unwrap().contains("property \"words\""));
     let run = record(&all, "ok", "run");
     assert_eq!(run["argv"], json!(["echo", "--", "hi"]));
+    let app = common::fake_app(s.dir.path(), "mcp-app");
+    assert_eq!(run["program"].as_str(), Some(app.to_str().unwrap()), "the executable, beside its arguments");
     let finished = record(&all, "ok", "finished");
     assert_eq!((finished["exit_code"].as_i64(), finished["truncated"].as_bool()), (Some(0), Some(false)));
     assert!(finished["bytes"].as_u64().unwrap() > 0);
@@ -173,8 +175,11 @@ async fn aud_1_a_policy_verdict_its_rewrite_and_a_redaction_are_recorded() {
     let policy = record(&all, "rw", "policy");
     assert_eq!(policy["verdict"].as_str(), Some("rewrite"));
     let rewritten = r#"{"words":["redacted"]}"#;
-    assert_ne!(policy["input_digest"], record(&all, "rw", "requested")["input_digest"]);
-    assert_eq!(policy["input_digest"].as_str().unwrap().len(), 64, "{rewritten}");
+    assert_eq!(
+        record(&all, "rw", "requested")["input_digest"].as_str(),
+        Some(sha256_hex(r#"{"words":["hi"]}"#).as_str())
+    );
+    assert_eq!(policy["input_digest"].as_str(), Some(sha256_hex(rewritten).as_str()), "the rewritten input's");
     assert_eq!(record(&all, "rw", "run")["argv"], json!(["echo", "--", "redacted"]));
     assert_eq!(events_of(&all, "deny"), ["requested", "validated", "policy"]);
     assert_eq!(record(&all, "deny", "policy")["verdict"].as_str(), Some("deny"));
@@ -417,4 +422,32 @@ fn aud_7_cli_audit_verify_exits_0_on_a_whole_chain_and_1_naming_the_first_broken
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("line 4 (record 3)"), "{stderr}");
+}
+
+/// AUD-1 with EXACT-1: an approval for these exact arguments is recorded as `exact`; the same call again runs on
+/// that allowance (`allowance_exact`, nobody asked), and a call with other arguments is asked again.
+#[tokio::test]
+async fn aud_1_exact_approvals_and_the_calls_they_allow_are_recorded_by_their_answer() {
+    let s = Setup::new();
+    let config = fisk_ai::Config::from_yaml_str(&s.yaml(&format!("    file: {}\n", s.trail().display()))).unwrap();
+    let calls = [
+        ("first", "purge", r#"{"target":"a"}"#),
+        ("again", "purge", r#"{"target":"a"}"#),
+        ("other", "purge", r#"{"target":"b"}"#),
+    ];
+    let decisions = [Decision::ForConversationExact, Decision::Once];
+    s.run(Agent::builder().config(config), &calls, &decisions).await;
+    assert_eq!(s.ran(), "purge a\npurge a\npurge b\n");
+    let all = records(&s.trail());
+    let answer = |request: &str| record(&all, request, "approved")["answer"].as_str().map(str::to_owned);
+    assert_eq!(answer("first").as_deref(), Some("exact"));
+    assert_eq!(answer("again").as_deref(), Some("allowance_exact"));
+    assert_eq!(answer("other").as_deref(), Some("once"));
+    fisk_ai::audit::verify_file(s.trail()).unwrap();
+}
+
+/// The lowercase hex SHA-256 of `text`.
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -115,7 +115,12 @@ async fn task_2_cancel_kills_the_process_group_over_http_and_stdio() {
 
 #[tokio::test]
 async fn task_3_past_max_new_tasks_are_refused_until_kept_ones_expire() {
-    let served = serve(&["tool_timeout: 1s", "tasks: {ttl: 1s, max: 1}"]).await;
+    // With an audit trail, which records the refusal (AUD-1).
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("trail.jsonl");
+    let extra = format!("  audit:\n    file: {}\n", trail.display());
+    let yaml = config_yaml(dir.path(), &["tool_timeout: 1s", "tasks: {ttl: 1s, max: 1}"], &extra);
+    let served = serve_config(dir, fisk_ai::Config::from_yaml_str(&yaml).unwrap(), |b| b).await;
     let client = connect(&served.url, TestClient::new(false, Answer::Decline).with_tasks(), Era::Modern).await;
     let id = create(&client, "echo", json!({"words": ["one"]})).await.expect("a task");
     assert_eq!(poll(&client, &id, &["completed"]).await["status"], "completed");
@@ -123,6 +128,13 @@ async fn task_3_past_max_new_tasks_are_refused_until_kept_ones_expire() {
     assert!(is_error(&refused), "{refused:?}");
     let why = text(&refused);
     assert!(why.contains("expose.agent.mcp.tasks.max") && why.contains("1 tasks"), "{why}");
+    let records: Vec<Value> =
+        std::fs::read_to_string(&trail).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let refusal = records.iter().find(|r| r["event"] == "refused").expect("the refusal is recorded");
+    assert!(refusal["reason"].as_str().unwrap().contains("tasks.max"), "{refusal}");
+    let call: Vec<&str> =
+        records.iter().filter(|r| r["call"] == refusal["call"]).map(|r| r["event"].as_str().unwrap()).collect();
+    assert_eq!(call, ["requested", "refused"]);
     // The finished task is kept one TTL, then dropped with its result; then there is room again.
     tokio::time::sleep(Duration::from_millis(2300)).await;
     let gone = get(&client, &id).await.expect_err("expired");

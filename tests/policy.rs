@@ -113,8 +113,8 @@ async fn pol_2_allow_runs_as_without_a_hook_and_the_hook_sees_the_call_and_its_r
     assert_eq!(logged.len(), 2, "before and after: {logged:?}");
     assert_eq!(
         logged[0],
-        json!({"phase": "before", "tool": "say", "input": {"message": "hello"}, "caller": null,
-        "surface": "agent", "gated_by": null})
+        json!({"phase": "before", "tool": "say", "input": {"message": "hello"},
+        "caller": fisk_ai::audit::local_user(), "surface": "agent", "gated_by": null})
     );
     assert_eq!((logged[1]["phase"].as_str(), logged[1]["output"].as_str()), (Some("after"), Some("said: hello")));
 }
@@ -194,6 +194,29 @@ async fn pol_7_a_hook_that_hangs_prints_garbage_floods_or_fails_denies() {
     assert!(reasons[3].contains("over 1 MiB"), "read in bounded memory: {reasons:?}");
     assert!(reasons.iter().all(|r| r.contains(r#""allowed":false"#) && r.contains("policy-hook")), "{reasons:?}");
     assert!(s.ran().is_empty());
+}
+
+/// POL-7 after the call: a hook that hangs, prints garbage or gives a before-call answer when shown the result
+/// withholds the result (it ran) rather than passing it on unchecked.
+#[tokio::test]
+async fn pol_7_a_hook_that_fails_after_the_call_withholds_the_result() {
+    let s = Setup::new();
+    let calls = [
+        ("c1", "say", r#"{"message":"late-stall"}"#),
+        ("c2", "say", r#"{"message":"late-junk"}"#),
+        ("c3", "say", r#"{"message":"late-allow"}"#),
+    ];
+    let (results, _) = run(&s, &calls, &[], "1s").await;
+    let mut ran = s.ran();
+    ran.sort();
+    assert_eq!(ran, ["say late-allow", "say late-junk", "say late-stall"], "allowed before, so they ran");
+    for (text, is_error) in &results {
+        assert!(*is_error && text.contains("the result was withheld: the policy hook"), "{results:?}");
+        assert!(!text.contains("said: late"), "the result itself is not passed on: {text}");
+    }
+    assert!(results[0].0.contains("no answer within 1s"), "{results:?}");
+    assert!(results[1].0.contains("not a decision"), "{results:?}");
+    assert!(results[2].0.contains("not keep or redact"), "{results:?}");
 }
 
 #[test]

@@ -69,3 +69,30 @@ async fn pol_1_the_mcp_surface_consults_the_harness_hook_before_and_after_each_c
     stop.cancel();
     task.await.unwrap().unwrap();
 }
+
+/// POL-1 over MCP's stdio transport (`cli mcp --stdio`, a real child, the official rmcp client): the configured
+/// command hook is consulted before and after each call, sees the local user as the caller (as the audit trail
+/// records it), and its deny reaches the client as the decision.
+#[tokio::test]
+async fn pol_1_the_stdio_surface_consults_the_command_hook_with_the_local_user_as_caller() {
+    use mcp_support::stdio::StdioServer;
+    let hook = common::root().join("tests/fixtures/bin/policy-hook");
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let extra =
+        format!("  policy:\n    command: [{:?}, {:?}]\n", hook.display().to_string(), log.path().display().to_string());
+    let (mut server, stdout, stdin) = StdioServer::start_with(&[], &extra);
+    let client = rmcp::ServiceExt::serve(TestClient::new(false, Answer::Decline), (stdout, stdin)).await.unwrap();
+    let ok = call(&client, "echo", json!({"words": ["hi"]})).await;
+    assert!(!is_error(&ok) && text(&ok).contains("echo: hi"), "{ok:?}");
+    let denied = call(&client, "echo", json!({"words": ["deny me"]})).await;
+    // A denial is the decision the model reads, as a declined approval is.
+    assert!(text(&denied).contains(r#""allowed":false"#) && text(&denied).contains("no moo on Fridays"), "{denied:?}");
+    client.cancel().await.unwrap();
+    assert!(server.exited().await.success(), "{}", server.stderr());
+    let seen: Vec<serde_json::Value> =
+        std::fs::read_to_string(log.path()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let phases: Vec<&str> = seen.iter().map(|c| c["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["before", "after", "before"], "the denied call never ran, so no after: {seen:#?}");
+    let user = fisk_ai::audit::local_user();
+    assert!(seen.iter().all(|c| c["surface"] == "mcp" && c["caller"] == user.as_str()), "{seen:#?}");
+}

@@ -109,13 +109,19 @@ async fn mcp_stdio_call_as(yaml: &str, tool: &str, target: &str, uid: Option<u32
         stdin.write_all(format!("{m}\n").as_bytes()).await.unwrap();
     }
     stdin.flush().await.unwrap();
-    loop {
+    let text = loop {
         let line = lines.next_line().await.unwrap().expect("the server answers");
         let reply: Value = serde_json::from_str(&line).unwrap();
         if reply["id"] == 2 {
-            return reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+            break reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
         }
-    }
+    };
+    // The end of input stops the server the way a client leaving does, so it ends whatever its calls left running
+    // (EXEC-17) rather than being killed and leaving that to whoever adopts it.
+    drop(stdin);
+    let exited = tokio::time::timeout(std::time::Duration::from_secs(30), child.wait()).await;
+    assert!(exited.expect("the server stops at the end of its input").unwrap().success());
+    text
 }
 
 #[tokio::test]

@@ -28,12 +28,15 @@ struct Open {
     call: String,
     tool: String,
     pending: Vec<Entry>,
-    /// Whether `run` was written and no record of how the call ended yet.
+    /// Whether records were written (`gated`, `run`) and no record of how the call ended yet.
     running: bool,
+    /// Whether `run` was among them.
+    ran: bool,
 }
 
-/// A call dropped after its `run` record (a task's TTL, a host's `select!`, a client gone) still gets an ending:
-/// `cancelled`, written in the background since a drop cannot wait.
+/// A call dropped after a durable record (`run`, or `gated` while it waited for approval: a task's TTL, a host's
+/// `select!`, a client gone) still gets an ending: `cancelled`, after what was noted since (an approval), written
+/// in the background since a drop cannot wait.
 impl Drop for Recorder {
     fn drop(&mut self) {
         let Some(open) = &mut self.inner else { return };
@@ -41,8 +44,12 @@ impl Drop for Recorder {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        open.pending.clear();
-        open.push(Event::Cancelled).reason = Some("the call was dropped before it ended".to_owned());
+        let why = if open.ran {
+            "the call was dropped before it ended"
+        } else {
+            "the call was dropped before it ran (while it waited for approval, or right after)"
+        };
+        open.push(Event::Cancelled).reason = Some(why.to_owned());
         let (trail, entries, tool) = (open.scope.trail.clone(), std::mem::take(&mut open.pending), open.tool.clone());
         runtime.spawn(async move {
             if let Err(e) = trail.append_settled(&entries).await {
@@ -57,7 +64,8 @@ impl Recorder {
     pub(crate) fn start(scope: Option<AuditScope>, tool: &str, input: &str) -> Self {
         let Some(scope) = scope else { return Recorder { inner: None } };
         let tool = bounded(tool).into_owned();
-        let mut open = Open { scope, call: call_id(), tool, pending: Vec::with_capacity(4), running: false };
+        let mut open =
+            Open { scope, call: call_id(), tool, pending: Vec::with_capacity(4), running: false, ran: false };
         let include = open.scope.trail.include_input;
         let entry = open.push(Event::Requested);
         entry.input_digest = Some(digest(input));
@@ -123,14 +131,16 @@ impl Recorder {
         let written = trail.append(&open.pending).await;
         open.pending.clear();
         let Err(e) = written else {
-            open.running |= ran;
+            open.running = true;
+            open.ran |= ran;
             return Ok(());
         };
         // The details (a path, a stream, an OS error) are the operator's, logged here; the caller reads only that
         // the call was not recorded.
         warn(&Warning::AuditUnwritten { tool: open.tool.clone(), error: e.to_string() });
         if trail.fail_open {
-            open.running |= ran;
+            open.running = true;
+            open.ran |= ran;
             return Ok(());
         }
         Err(format!("tool \"{}\" did not run: its audit record could not be written", open.tool))
@@ -156,7 +166,8 @@ impl Open {
     /// reader accepts and a NATS message.
     fn bound(&mut self) {
         for e in &mut self.pending {
-            for text in [&mut e.reason, &mut e.command, &mut e.request, &mut e.session, &mut e.caller, &mut e.client] {
+            let texts = [&mut e.reason, &mut e.command, &mut e.request, &mut e.session, &mut e.caller, &mut e.client];
+            for text in texts.into_iter().chain([&mut e.program]) {
                 if let Some(t) = text.as_mut().filter(|t| t.len() > MAX_TEXT) {
                     *t = cut(t, MAX_TEXT).into_owned();
                 }
@@ -209,4 +220,65 @@ fn warn(w: &Warning) {
 /// SHA-256 (hex) of an input's text.
 pub(crate) fn digest(input: &str) -> String {
     crate::canonical::hex(&Sha256::digest(input.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{AuditSink, AuditTrail};
+    use crate::policy::SurfaceKind;
+    use std::sync::{Arc, Mutex};
+
+    /// Keeps every appended entry's event and reason.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<(Event, Option<String>)>>);
+
+    #[async_trait::async_trait]
+    impl AuditSink for Kept {
+        async fn append(&self, entries: &[Entry]) -> crate::Result<()> {
+            self.0.lock().unwrap().extend(entries.iter().map(|e| (e.event, e.reason.clone())));
+            Ok(())
+        }
+
+        fn describe(&self) -> String {
+            "kept".to_owned()
+        }
+    }
+
+    async fn dropped_after(gated_only: bool) -> Vec<(Event, Option<String>)> {
+        let kept = Arc::new(Kept::default());
+        let trail = Arc::new(AuditTrail::new(kept.clone()));
+        let mut rec = Recorder::start(Some(AuditScope::new(trail, SurfaceKind::Mcp)), "purge", "{}");
+        rec.note(Event::Validated, |_| {});
+        rec.note(Event::Gated, |_| {});
+        rec.flush().await.unwrap();
+        rec.note(Event::Approved, |_| {});
+        if !gated_only {
+            rec.note(Event::Run, |_| {});
+            rec.flush().await.unwrap();
+        }
+        // Dropped, as a task's TTL sweep or a vanished client drops the call's future.
+        drop(rec);
+        for _ in 0..200 {
+            if kept.0.lock().unwrap().last().is_some_and(|(e, _)| *e == Event::Cancelled) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        kept.0.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn aud_1_a_call_dropped_after_a_durable_record_still_gets_an_ending() {
+        let waiting = dropped_after(true).await;
+        let events: Vec<Event> = waiting.iter().map(|(e, _)| *e).collect();
+        // What was noted since the last durable record (the approval) is kept before the ending.
+        assert_eq!(events, [Event::Requested, Event::Validated, Event::Gated, Event::Approved, Event::Cancelled]);
+        assert!(waiting[4].1.as_deref().unwrap().contains("dropped before it ran"), "{waiting:?}");
+
+        let running = dropped_after(false).await;
+        let events: Vec<Event> = running.iter().map(|(e, _)| *e).collect();
+        assert_eq!(events[events.len() - 2..], [Event::Run, Event::Cancelled]);
+        assert!(running.last().unwrap().1.as_deref().unwrap().contains("dropped before it ended"), "{running:?}");
+    }
 }

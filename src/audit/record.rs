@@ -114,7 +114,10 @@ pub struct Entry {
     /// The input text itself, only with `include_input: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
-    /// The resolved argument vector of a command (`run`), without the binary.
+    /// The program a command ran (`run`), as the application path names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// The resolved argument vector of a command (`run`), without the binary (see `program`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
     /// The line an operator approves or saw run.
@@ -162,6 +165,7 @@ impl Entry {
             request: None,
             input_digest: None,
             input: None,
+            program: None,
             argv: None,
             command: None,
             trigger: None,

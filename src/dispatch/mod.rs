@@ -316,8 +316,9 @@ async fn run<S: Surface + ?Sized>(
 ) -> Outcome<S::Halt> {
     if rec.is_on() {
         let argv = prepared.argv().map(<[String]>::to_vec);
+        let program = prepared.program().map(|p| p.display().to_string());
         let shown = (argv.is_some() || rec.includes_input()).then(|| prepared.display().to_owned());
-        rec.note(Event::Run, |e| (e.argv, e.command) = (argv, shown));
+        rec.note(Event::Run, |e| (e.program, e.argv, e.command) = (program, argv, shown));
         if let Err(reason) = rec.flush().await {
             return Outcome::Refused(Refusal::Unrecorded { tool: selected.spec().name().to_owned(), reason });
         }

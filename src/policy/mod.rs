@@ -59,7 +59,8 @@ pub struct PolicyCall<'a> {
     pub input: &'a Value,
     /// Who is calling: the verified OAuth subject (else client id) over MCP; over a2a the identity the peer
     /// claims in its request, which NATS does not verify (authorize on it only with NATS permissions that pin it);
-    /// `None` in an agent run or an unauthenticated MCP session.
+    /// the local user who runs this process in an agent run and over MCP's stdio transport (the audit trail's
+    /// caller there too); `None` in an unauthenticated MCP session over HTTP.
     pub caller: Option<&'a str>,
     /// The surface.
     pub surface: SurfaceKind,

@@ -127,12 +127,26 @@ pub trait Tool: Send + Sync {
 pub struct Prepared {
     display: String,
     state: Option<Arc<dyn Any + Send + Sync>>,
+    program: Option<Arc<std::path::Path>>,
 }
 
 impl Prepared {
     /// A prepared call shown to an operator as `display`, with no state.
     pub fn new(display: impl Into<String>) -> Self {
-        Prepared { display: display.into(), state: None }
+        Prepared { display: display.into(), state: None, program: None }
+    }
+
+    /// The program the call runs, for a tool that runs one: the [audit trail](crate::audit) records it with the
+    /// [`Argv`] in the call's `run` record, so a trail names the executable as well as its arguments.
+    #[must_use]
+    pub fn with_program(mut self, program: Arc<std::path::Path>) -> Self {
+        self.program = Some(program);
+        self
+    }
+
+    /// The program, when [`with_program`](Self::with_program) named one.
+    pub fn program(&self) -> Option<&std::path::Path> {
+        self.program.as_deref()
     }
 
     /// Attach state for [`Tool::call`] to read back with [`CallContext::prepared`].
@@ -169,7 +183,11 @@ impl Prepared {
 
 impl std::fmt::Debug for Prepared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prepared").field("display", &self.display).field("state", &self.state.is_some()).finish()
+        f.debug_struct("Prepared")
+            .field("display", &self.display)
+            .field("state", &self.state.is_some())
+            .field("program", &self.program)
+            .finish()
     }
 }
 

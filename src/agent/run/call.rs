@@ -85,10 +85,11 @@ impl Surface for AgentSurface<'_, '_> {
         }
     }
 
-    /// POL-1: the harness's hook, for the model's calls.
+    /// POL-1: the harness's hook, for the model's calls, made for the local user who runs the agent (as in the
+    /// audit trail).
     fn policy(&self) -> Option<SurfacePolicy> {
         let hook = self.run.inner.policy.clone()?;
-        Some(SurfacePolicy::new(hook, SurfaceKind::Agent, None))
+        Some(SurfacePolicy::new(hook, SurfaceKind::Agent, Some(crate::audit::local_user())))
     }
 
     /// AUD-1: the local operator's calls, by session and tool-use id.

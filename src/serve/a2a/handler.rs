@@ -82,22 +82,15 @@ impl Shared {
                 return None;
             }
         };
-        if self.tools.get(&message.name).is_none() {
-            let output = format!("tool {:?} is not available", message.name);
-            if let Some(trail) = self.audit.clone() {
-                let caller = sanitize(&message.header.sender.name, 128);
-                let scope = AuditScope::new(trail, SurfaceKind::A2a).caller(Some(caller));
-                let scope = scope.request(Some(sanitize(&message.header.request, 128)));
-                let input = message.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
-                let (name, reason) = (message.name.clone(), output.clone());
-                // Off the intake loop: a flood of unknown names must not stall every other request on the trail.
-                tokio::spawn(async move { crate::audit::refused(Some(scope), &name, input.as_str(), &reason).await });
-            }
-            respond(request, self.reply(&message.header, ToolReplyBody { is_error: true, output, exec: None })).await;
+        let input = message.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
+        let call = Call { header: message.header, name: message.name, input };
+        if self.tools.get(&call.name).is_none() {
+            let output = format!("tool {:?} is not available", call.name);
+            self.record_refusal(&call, &output);
+            respond(request, self.reply(&call.header, ToolReplyBody { is_error: true, output, exec: None })).await;
             return None;
         }
-        let input = message.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
-        Some(Call { header: message.header, name: message.name, input })
+        Some(call)
     }
 
     /// Run an admitted call holding `permit`, and answer it.
@@ -135,9 +128,21 @@ impl Shared {
         false
     }
 
+    /// AUD-1: `call`, refused before the dispatch path saw it, recorded (`requested`, then `refused` with
+    /// `reason`) off the intake loop, so a flood of refusals never stalls other requests on the trail.
+    fn record_refusal(&self, call: &Call, reason: &str) {
+        let Some(trail) = self.audit.clone() else { return };
+        let caller = sanitize(&call.header.sender.name, 128);
+        let scope = AuditScope::new(trail, SurfaceKind::A2a).caller(Some(caller));
+        let scope = scope.request(Some(sanitize(&call.header.request, 128)));
+        let (name, input, reason) = (call.name.clone(), call.input.clone(), reason.to_owned());
+        tokio::spawn(async move { crate::audit::refused(Some(scope), &name, input.as_str(), &reason).await });
+    }
+
     /// A2A-14: no slot and no place in the queue: the framework's `503` error reply at once, never a silent drop.
     pub(crate) async fn refuse_busy(&self, request: &Request, call: Call) {
         let description = format!("busy, retry: every slot and queue place is taken; {:?} was not run", call.name);
+        self.record_refusal(&call, &description);
         self.events.emit(&A2aEvent::Rejected { endpoint: "tool", code: 503, description: &description });
         crate::telemetry::a2a_busy(&call.name);
         let error = async_nats::service::error::Error { status: description, code: 503 };
@@ -149,6 +154,7 @@ impl Shared {
     /// A call admitted as the server began shutting down: answered, never run.
     pub(crate) async fn refuse_stopping(&self, request: &Request, call: Call) {
         let output = format!("the call of {:?} was not run: the server is shutting down", call.name);
+        self.record_refusal(&call, &output);
         respond(request, self.reply(&call.header, error(output))).await;
     }
 

@@ -489,10 +489,17 @@ impl McpSurface<'_> {
 impl Surface for McpSurface<'_> {
     type Halt = CallToolResponse;
 
-    /// POL-1: the harness's hook, with the token's subject (or client) as the caller.
+    /// POL-1: the harness's hook, with the token's subject (or client) as the caller; over stdio, as in the audit
+    /// trail, the local user who started this process.
     fn policy(&self) -> Option<SurfacePolicy> {
         let hook = self.shared.policy.clone()?;
-        let caller = caller_of(self.context).and_then(|c| c.subject().or(c.client_id()).map(str::to_owned));
+        let caller = match caller_of(self.context) {
+            Some(c) => c.subject().or(c.client_id()).map(str::to_owned),
+            None if self.context.extensions.get::<axum::http::request::Parts>().is_none() => {
+                Some(crate::audit::local_user())
+            }
+            None => None,
+        };
         Some(SurfacePolicy::new(hook, SurfaceKind::Mcp, caller))
     }
 
@@ -579,7 +586,7 @@ impl ServerHandler for Handler {
             let _span = span.entered();
             return Ok(error_result(text));
         }
-        if let Some(response) = super::tasks::start(&self.0, &request, &context) {
+        if let Some(response) = super::tasks::start(&self.0, &request, &context).await {
             return Ok(response);
         }
         Ok(self.0.call(request, context, None).instrument(span).await)

@@ -25,7 +25,7 @@ use super::auth::Principal;
 use super::events::McpEvent;
 use super::handler::Shared;
 use crate::config::format_duration;
-use crate::tool::ToolKind;
+use crate::tool::{ToolInput, ToolKind};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, Task,
@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 /// TASK-1: answer `request` with a new task when it should run as one, or with the refusal when too many are kept
 /// (TASK-3); `None` when it runs as a plain call.
-pub(crate) fn start(
+pub(crate) async fn start(
     shared: &Arc<Shared>,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
@@ -61,6 +61,12 @@ pub(crate) fn start(
             shared.events.emit(&McpEvent::TaskRefused { name: &request.name, why: &kept, caller: caller.as_deref() });
             let text =
                 format!("\"{}\" was not started: {kept}; retry once some have finished and expired", request.name);
+            // AUD-1: a refusal is a decision point too, recorded before the caller reads it.
+            if shared.audit.is_some() {
+                let input = request.arguments.as_ref().map_or_else(ToolInput::empty, ToolInput::from_map);
+                let scope = super::handler::audit_scope(shared, context);
+                crate::audit::refused(scope, &request.name, input.as_str(), &text).await;
+            }
             CallToolResult::error(vec![ContentBlock::text(text)]).into()
         }
     })

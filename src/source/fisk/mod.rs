@@ -421,7 +421,8 @@ impl Tool for CommandTool {
     fn prepare(&self, input: &ToolInput, _arguments: &serde_json::Value) -> Result<Prepared, InputError> {
         let argv = self.with_shape(|shape| shape.argv(normalized(input))).map_err(|e| InputError::invalid(None, e))?;
         let argv = argv.map_err(|e| InputError::invalid(None, e.to_string()))?;
-        Ok(Prepared::new(crate::gate::display_argv(&argv)).with_state(Argv(argv)))
+        let prepared = Prepared::new(crate::gate::display_argv(&argv)).with_state(Argv(argv));
+        Ok(prepared.with_program(self.command.app.binary.clone()))
     }
 
     async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
