@@ -546,3 +546,36 @@ async fn a2a_10_a_reply_over_the_limit_becomes_an_error_reply() {
     assert!(output.contains("over the 786432 bytes peers accept"), "{}", &output[..output.len().min(300)]);
     running.shutdown().await;
 }
+
+/// POL-1 over a2a: the configured command hook is consulted before and after a peer's call, with the a2a surface
+/// and the peer's claimed name as the caller, and its deny is the reply the peer reads; the denied call never runs,
+/// so the hook never sees it after.
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn pol_1_the_a2a_surface_consults_the_command_hook_with_the_peer_as_caller() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::fake_app(dir.path(), "mcp-app");
+    let hook = common::root().join("tests/fixtures/bin/policy-hook");
+    let seen = dir.path().join("policy.log");
+    let yaml = format!(
+        "identity: farm\napplication_path: {}\nnats_context: test\nharness:\n  policy:\n    command: [{:?}, {:?}]\n\
+         expose:\n  agent:\n    agent_to_agent: true\n",
+        app.display(),
+        hook.display().to_string(),
+        seen.display().to_string()
+    );
+    let log = Log::default();
+    let running = start(&nats, Config::from_yaml_str(&yaml).unwrap(), &log).await;
+    let peer = client(&nats).await;
+    let ok = a2a::call(&peer, "farm", "echo", Some(json!({"words": ["hi"]}))).await;
+    assert_eq!(ok["output"], "echo: hi\n", "{ok}");
+    let denied = a2a::call(&peer, "farm", "echo", Some(json!({"words": ["deny me"]}))).await;
+    assert!(denied["output"].as_str().unwrap().contains("no moo on Fridays"), "{denied}");
+    running.shutdown().await;
+    let calls: Vec<Value> =
+        std::fs::read_to_string(&seen).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let phases: Vec<&str> = calls.iter().map(|c| c["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["before", "after", "before"], "{calls:#?}");
+    assert!(calls.iter().all(|c| c["surface"] == "a2a" && c["caller"] == "tester"), "{calls:#?}");
+}

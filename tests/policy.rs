@@ -229,3 +229,34 @@ fn pol_6_the_policy_keys_are_checked_where_they_are_written() {
     let err = fisk_ai::Config::from_yaml_str("harness:\n  policy:\n    url: http://x\n").unwrap_err();
     assert!(err.to_string().contains("url"), "{err}");
 }
+
+/// The shipped example (`examples/cowsay/audited.yaml` and its sample hook, `examples/cowsay/policy-hook`): the
+/// configuration's keys and values are accepted, and the hook answers the protocol as its comments say.
+#[test]
+fn pol_6_the_shipped_example_configuration_and_sample_hook_work() {
+    let config = fisk_ai::Config::load(common::root().join("examples/cowsay/audited.yaml")).unwrap();
+    assert_eq!(config.harness.policy.command.as_deref(), Some(&["examples/cowsay/policy-hook".to_owned()][..]));
+    assert!(config.harness.audit.is_enabled());
+    let ask = |request: serde_json::Value| -> serde_json::Value {
+        use std::io::Write;
+        let mut hook = std::process::Command::new(common::root().join("examples/cowsay/policy-hook"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        hook.stdin.take().unwrap().write_all(request.to_string().as_bytes()).unwrap();
+        let out = hook.wait_with_output().unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let before = |tool: &str, input: serde_json::Value| json!({"phase": "before", "tool": tool, "input": input, "caller": "me", "surface": "agent", "gated_by": null});
+    let corn = ask(before("feed", json!({"cow": "bessie", "food": "corn"})));
+    assert_eq!(corn["decision"], "deny", "{corn}");
+    assert!(corn["reason"].as_str().unwrap().contains("no corn"), "{corn}");
+    assert_eq!(ask(before("feed", json!({"food": "hay"})))["decision"], "allow");
+    assert_eq!(ask(before("say", json!({"message": "corn"})))["decision"], "allow");
+    let mut after = before("feed", json!({"food": "corn"}));
+    after["phase"] = json!("after");
+    after["output"] = json!("fed");
+    assert_eq!(ask(after)["decision"], "keep");
+}
