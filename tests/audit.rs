@@ -30,6 +30,11 @@ impl Setup {
         self.dir.path().join("audit/trail.jsonl")
     }
 
+    /// The configuration with the file sink at [`trail`](Self::trail) and nothing else under `audit`.
+    fn file_config(&self) -> fisk_ai::Config {
+        fisk_ai::Config::from_yaml_str(&self.yaml(&format!("    file: {}\n", self.trail().display()))).unwrap()
+    }
+
     fn yaml(&self, audit: &str) -> String {
         let app = common::fake_app(self.dir.path(), "mcp-app");
         format!(
@@ -79,7 +84,7 @@ fn record<'a>(records: &'a [Value], request: &str, event: &str) -> &'a Value {
 #[tokio::test]
 async fn aud_1_every_decision_point_of_an_agent_call_is_recorded_with_its_caller_and_the_chain_verifies() {
     let s = Setup::new();
-    let config = fisk_ai::Config::from_yaml_str(&s.yaml(&format!("    file: {}\n", s.trail().display()))).unwrap();
+    let config = s.file_config();
     let calls = [
         ("ok", "echo", r#"{"words":["hi"]}"#),
         ("unknown", "nope", "{}"),
@@ -165,7 +170,7 @@ impl PolicyHook for Rewriter {
 #[tokio::test]
 async fn aud_1_a_policy_verdict_its_rewrite_and_a_redaction_are_recorded() {
     let s = Setup::new();
-    let config = fisk_ai::Config::from_yaml_str(&s.yaml(&format!("    file: {}\n", s.trail().display()))).unwrap();
+    let config = s.file_config();
     let harness = fisk_ai::Harness::builder().config(config).policy(Arc::new(Rewriter)).build().await.unwrap();
     let calls = [("rw", "echo", r#"{"words":["hi"]}"#), ("deny", "fail", "{}")];
     let results = s.run(Agent::builder().harness(Arc::new(harness)), &calls, &[]).await;
@@ -429,7 +434,7 @@ fn aud_7_cli_audit_verify_exits_0_on_a_whole_chain_and_1_naming_the_first_broken
 #[tokio::test]
 async fn aud_1_exact_approvals_and_the_calls_they_allow_are_recorded_by_their_answer() {
     let s = Setup::new();
-    let config = fisk_ai::Config::from_yaml_str(&s.yaml(&format!("    file: {}\n", s.trail().display()))).unwrap();
+    let config = s.file_config();
     let calls = [
         ("first", "purge", r#"{"target":"a"}"#),
         ("again", "purge", r#"{"target":"a"}"#),
