@@ -55,10 +55,10 @@ pub(super) struct Lineage {
 }
 
 impl Lineage {
-    /// The lineage of the child leading group `pgid` (its pid), read right after the spawn, while the child
-    /// cannot have been reaped yet.
-    pub(super) fn new(pgid: Option<Pid>, marker: Arc<str>) -> Self {
-        Lineage { marker, child: pgid.and_then(|p| table::stat(p.as_raw())) }
+    /// The lineage of the child leading group `pgid` (its pid), spawned after the boot clock read `before`; made
+    /// right after the spawn, while the child cannot have been reaped yet.
+    pub(super) fn new(pgid: Option<Pid>, marker: Arc<str>, before: table::BootClock) -> Self {
+        Lineage { marker, child: pgid.and_then(|p| table::spawned(p.as_raw(), before)) }
     }
 
     /// Every process attributable to this spawn now: the child while it is still ours, this process's children

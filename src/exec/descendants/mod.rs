@@ -42,19 +42,23 @@ use nix::unistd::Pid;
 /// inside another stays attributable to both.
 pub const CALL_MARKER: &str = "FISK_AI_CALL";
 
-/// What identifies one spawn's lineage before the child exists: its marker. [`Marker::prepare`] must run before
-/// the spawn so the subreaper setting and the marker are in place when the child forks.
+/// What identifies one spawn's lineage before the child exists: its marker, and the boot clock read just before
+/// the spawn. [`Marker::prepare`] must run right before the spawn so the subreaper setting and the marker are in
+/// place when the child forks, and the clock reading precedes the fork.
 #[derive(Debug, Clone)]
 pub(crate) struct Marker {
     #[cfg(target_os = "linux")]
     id: std::sync::Arc<str>,
+    #[cfg(target_os = "linux")]
+    before: table::BootClock,
 }
 
 impl Marker {
-    /// Make this process a subreaper (once) and mark `cmd`'s environment with a fresh spawn id.
+    /// Make this process a subreaper (once), mark `cmd`'s environment with a fresh spawn id, and read the clock.
     #[cfg(target_os = "linux")]
     pub(crate) fn prepare(cmd: &mut std::process::Command) -> Marker {
-        Marker { id: linux::prepare(cmd) }
+        let id = linux::prepare(cmd);
+        Marker { id, before: table::BootClock::now() }
     }
 
     /// Nothing: no subreaper, no marker, elsewhere than Linux.
@@ -75,7 +79,7 @@ pub(crate) struct Sweep {
 impl Sweep {
     #[cfg(target_os = "linux")]
     fn new(pgid: Option<Pid>, marker: Marker) -> Self {
-        Sweep { pgid, lineage: linux::Lineage::new(pgid, marker.id) }
+        Sweep { pgid, lineage: linux::Lineage::new(pgid, marker.id, marker.before) }
     }
 
     #[cfg(not(target_os = "linux"))]

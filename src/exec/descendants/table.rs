@@ -53,6 +53,47 @@ pub(super) fn stat(pid: i32) -> Option<Entry> {
     parse_stat(pid, &text)
 }
 
+/// A reading of the boot clock (`CLOCK_BOOTTIME`, in nanoseconds), the clock the kernel dates a process's start
+/// with.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BootClock(u64);
+
+impl BootClock {
+    pub(super) fn now() -> Self {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+        let ns = u64::try_from(t.tv_sec).unwrap_or(0).saturating_mul(1_000_000_000);
+        BootClock(ns.saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0)))
+    }
+
+    /// The clock tick this reading falls in, as `/proc/PID/stat` counts start times; `None` where a tick is not a
+    /// whole number of nanoseconds.
+    fn tick(self) -> Option<u64> {
+        static NS_PER_TICK: OnceLock<Option<u64>> = OnceLock::new();
+        let per = *NS_PER_TICK.get_or_init(|| {
+            let hz = rustix::param::clock_ticks_per_second();
+            (hz > 0 && 1_000_000_000 % hz == 0).then(|| 1_000_000_000 / hz)
+        });
+        Some(self.0 / per?)
+    }
+}
+
+/// The child `pid` this process has just spawned as the leader of its own group, after the boot clock read
+/// `before`: as `/proc/PID/stat` shows it, without reading it when the spawn began and ended within one clock tick.
+///
+/// The kernel dates a process's start with the boot clock when it forks, and `stat` shows that date in clock
+/// ticks, so a fork between two readings of the same tick started in that tick: the entry is exact. Reading `stat`
+/// here instead costs the call's latency: it can wait on the child while it maps its libraries. A spawn across a
+/// tick boundary (rarely: a tick is 10 ms, a spawn about a tenth of one) reads it.
+pub(super) fn spawned(pid: i32, before: BootClock) -> Option<Entry> {
+    let after = BootClock::now();
+    match (before.tick(), after.tick(), i32::try_from(std::process::id())) {
+        (Some(start), Some(end), Ok(me)) if start == end => {
+            Some(Entry { pid, ppid: me, pgrp: pid, zombie: false, start })
+        }
+        _ => stat(pid),
+    }
+}
+
 /// Who parents whom, read from `/proc` on demand: from each task's `children` file where the kernel has them
 /// (cheap: only this process's children and the subtrees walked are read), else from one scan of every process.
 pub(super) struct Procs {
@@ -177,6 +218,24 @@ mod tests {
         assert!(!marked(b"", "99-3"));
         assert!(marked(b"FISK_AI_CALL=1-1\0FISK_AI_CALL=99-3\0", "1-1"), "set twice: either value counts");
         assert!(marked(b"FISK_AI_CALL=1-1\0FISK_AI_CALL=99-3\0", "99-3"));
+    }
+
+    #[test]
+    fn exec_17_a_child_dated_by_the_boot_clock_is_the_one_proc_shows() {
+        use std::os::unix::process::CommandExt;
+        let mut dated = 0;
+        for _ in 0..50 {
+            let before = BootClock::now();
+            let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+            let pid = i32::try_from(child.id()).unwrap();
+            let read = stat(pid).unwrap();
+            let spawned = spawned(pid, before).unwrap();
+            child.kill().unwrap();
+            child.wait().unwrap();
+            assert_eq!(spawned, read, "the entry made without /proc differs from /proc's");
+            dated += usize::from(before.tick() == BootClock::now().tick());
+        }
+        assert!(dated > 0, "no spawn fell within one tick, so the dated path was never compared");
     }
 
     #[test]
