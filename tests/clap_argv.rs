@@ -31,18 +31,25 @@ enum Opt {
     Enum(Option<usize>),
     Append(Vec<String>),
     Ports(Vec<u16>),
+    /// A sized integer (`u8`): the full schema bounds it, the restricted one does not.
+    Byte(Option<u8>),
+    /// `num_args(2)` with `Set`: argv cannot give two values in one `--x=v`, so the mapping leaves it out.
+    Pair,
     SetTrue(bool),
     SetFalse(bool),
     Count(bool),
     Hidden,
 }
 
-/// One positional: whether clap requires it, its default, whether it takes several values, and the chosen values.
+/// One positional: whether clap requires it, its default, whether it takes several values (and how many: `num_args`
+/// from `min` to `max`, unbounded when `max` is `None`), and the chosen values.
 #[derive(Debug, Clone)]
 struct Pos {
     required: bool,
     default: Option<&'static str>,
     many: bool,
+    min: usize,
+    max: Option<usize>,
     value: Option<Vec<String>>,
 }
 
@@ -77,6 +84,8 @@ fn opt() -> impl Strategy<Value = (Opt, bool)> {
         (proptest::option::of(0..COLOURS.len()), required).prop_map(|(v, r)| (Opt::Enum(v), r)),
         proptest::collection::vec(text(), 0..3).prop_map(|v| (Opt::Append(v), false)),
         proptest::collection::vec(any::<u16>(), 0..3).prop_map(|v| (Opt::Ports(v), false)),
+        (proptest::option::of(any::<u8>()), required).prop_map(|(v, r)| (Opt::Byte(v), r)),
+        Just((Opt::Pair, false)),
         any::<bool>().prop_map(|v| (Opt::SetTrue(v), false)),
         any::<bool>().prop_map(|v| (Opt::SetFalse(v), false)),
         any::<bool>().prop_map(|v| (Opt::Count(v), false)),
@@ -89,9 +98,17 @@ fn pos() -> impl Strategy<Value = Pos> {
         any::<bool>(),
         proptest::option::of(proptest::sample::select(&DEFAULTS[..])),
         any::<bool>(),
-        proptest::option::of(proptest::collection::vec(text(), 1..3)),
+        (1..3usize, proptest::option::of(1..3usize)),
+        proptest::option::of(proptest::collection::vec(text(), 1..5)),
     )
-        .prop_map(|(required, default, many, value)| Pos { required, default, many, value })
+        .prop_map(|(required, default, many, (min, extra), value)| Pos {
+            required,
+            default,
+            many,
+            min,
+            max: extra.map(|e| min + e),
+            value,
+        })
 }
 
 fn leaf() -> impl Strategy<Value = Leaf> {
@@ -121,10 +138,16 @@ fn normalize(leaf: &mut Leaf) {
             p.value.get_or_insert_with(|| vec!["req".to_owned()]);
         }
         p.many &= i + 1 == n;
-        if let Some(v) = &mut p.value
-            && !p.many
-        {
-            v.truncate(1);
+        if let Some(v) = &mut p.value {
+            if p.many {
+                // As many values as `num_args` takes: the full schema's `minItems` and `maxItems`.
+                v.truncate(p.max.unwrap_or(usize::MAX));
+                while v.len() < p.min {
+                    v.push("more".to_owned());
+                }
+            } else {
+                v.truncate(1);
+            }
         }
     }
     if let Some(last) = leaf.positionals.iter().rposition(|p| p.value.is_some()) {
@@ -141,6 +164,7 @@ fn normalize(leaf: &mut Leaf) {
             Opt::Float(v) => v.is_some(),
             Opt::Bool(v) => v.is_some(),
             Opt::Enum(v) => v.is_some(),
+            Opt::Byte(v) => v.is_some(),
             _ => true,
         };
         // A required option left out would be refused by the schema: such an input is not a valid one.
@@ -167,6 +191,8 @@ fn build_leaf(name: &'static str, leaf: &Leaf) -> Command {
             Opt::Enum(_) => arg.value_parser(COLOURS),
             Opt::Append(_) => arg.action(ArgAction::Append),
             Opt::Ports(_) => arg.action(ArgAction::Append).value_parser(value_parser!(u16)),
+            Opt::Byte(_) => arg.value_parser(value_parser!(u8)),
+            Opt::Pair => arg.num_args(2),
             Opt::SetTrue(_) => arg.action(ArgAction::SetTrue),
             Opt::SetFalse(_) => arg.action(ArgAction::SetFalse),
             Opt::Count(_) => arg.action(ArgAction::Count),
@@ -179,7 +205,10 @@ fn build_leaf(name: &'static str, leaf: &Leaf) -> Command {
             arg = arg.default_value(d);
         }
         if p.many {
-            arg = arg.num_args(1..);
+            arg = match p.max {
+                Some(max) => arg.num_args(p.min..=max),
+                None => arg.num_args(p.min..),
+            };
         }
         cmd = cmd.arg(arg);
     }
@@ -230,8 +259,9 @@ fn input(leaf: &Leaf, path: &[String]) -> Value {
             Opt::Enum(v) => v.map(|i| Value::from(COLOURS[i])),
             Opt::Append(v) => Some(json!(v)),
             Opt::Ports(v) => Some(json!(v)),
+            Opt::Byte(v) => v.map(Value::from),
             Opt::SetTrue(b) | Opt::SetFalse(b) | Opt::Count(b) => Some(Value::from(*b)),
-            Opt::Hidden => None,
+            Opt::Hidden | Opt::Pair => None,
         };
         if let Some(v) = v {
             m.insert(format!("o{i}"), v);
@@ -282,6 +312,7 @@ fn check(m: &ArgMatches, leaf: &Leaf, path: &[String]) -> Result<(), TestCaseErr
             // The model's `true` gives the flag, which clears the value.
             Opt::SetFalse(b) => prop_assert_eq!(m.get_flag(&id), !*b),
             Opt::Count(b) => prop_assert_eq!(m.get_count(&id), u8::from(*b)),
+            Opt::Byte(Some(v)) => prop_assert_eq!(m.get_one::<u8>(&id), Some(v)),
             _ => prop_assert!(m.get_raw(&id).is_none(), "{id} was not chosen"),
         }
     }
@@ -298,6 +329,70 @@ fn check(m: &ArgMatches, leaf: &Leaf, path: &[String]) -> Result<(), TestCaseErr
     Ok(())
 }
 
+/// The document's schemas for `leaf`: the full one bounds a sized integer and a positional's count of values, the
+/// restricted one states neither, and an option argv cannot say is in neither.
+fn check_schemas(cmd: &Value, leaf: &Leaf) -> Result<(), TestCaseError> {
+    let (full, restricted) = (&cmd["schema"]["properties"], &cmd["restricted_schema"]["properties"]);
+    for (i, (opt, _)) in leaf.opts.iter().enumerate() {
+        let id = format!("o{i}");
+        match opt {
+            Opt::Byte(_) => {
+                prop_assert_eq!((&full[&id]["minimum"], &full[&id]["maximum"]), (&json!(0), &json!(255)));
+                prop_assert_eq!(restricted[&id].get("minimum").or(restricted[&id].get("maximum")), None);
+            }
+            Opt::Pair => prop_assert!(full.get(&id).is_none() && restricted.get(&id).is_none(), "{id} is left out"),
+            _ => {}
+        }
+    }
+    for (i, p) in leaf.positionals.iter().enumerate().filter(|(_, p)| p.many) {
+        let id = format!("p{i}");
+        let min = (p.min > 1).then(|| json!(p.min));
+        prop_assert_eq!(full[&id].get("minItems"), min.as_ref());
+        let max = p.max.map(|m| json!(m));
+        prop_assert_eq!(full[&id].get("maxItems"), max.as_ref());
+        prop_assert_eq!(restricted[&id].get("minItems").or(restricted[&id].get("maxItems")), None);
+    }
+    Ok(())
+}
+
+fn command_json<'a>(doc: &'a Value, path: &[String]) -> &'a Value {
+    path.iter()
+        .fold(doc, |node, name| node["commands"].as_array().unwrap().iter().find(|c| c["name"] == *name).unwrap())
+}
+
+/// CLAP-5 for one generated tree: every leaf's valid input maps to an argv clap parses into the chosen values.
+fn argv_parses_into_the_chosen_values(nodes: &[Node]) -> Result<(), TestCaseError> {
+    let cmd = root(nodes);
+    let doc = introspection(&cmd);
+    let json: Value = serde_json::from_str(&doc).unwrap();
+    let app = AppModel::from_slice(doc.as_bytes()).unwrap();
+    let tools =
+        FiskApp::new("/nonexistent/app").with_global_flags(["gs", "gb"]).tools_from_slice(doc.as_bytes()).unwrap();
+    let mut all = Vec::new();
+    leaves(nodes, &mut Vec::new(), &mut all);
+    for (path, leaf) in all {
+        check_schemas(command_json(&json, &path), leaf)?;
+        let input = input(leaf, &path);
+        let tool = tools.tools.iter().find(|t| t.spec().name() == path.join("_")).unwrap();
+        prop_assert!(
+            tool.spec().validate_input(&input).is_ok(),
+            "{:?} for {}",
+            tool.spec().validate_input(&input),
+            input
+        );
+        let model = find(&app.commands, &path);
+        let shape = CommandShape { path: &path, globals: &app.flags, flags: &model.flags, args: &model.args };
+        let argv = shape.argv(&input.to_string()).unwrap();
+        let matches = cmd.clone().try_get_matches_from(std::iter::once("app".to_owned()).chain(argv.iter().cloned()));
+        let mut m = &matches.map_err(|e| TestCaseError::fail(format!("{argv:?}: {e}")))?;
+        for name in &path {
+            m = m.subcommand_matches(name).unwrap();
+        }
+        check(m, leaf, &path).map_err(|e| TestCaseError::fail(format!("{argv:?}: {e}")))?;
+    }
+    Ok(())
+}
+
 proptest! {
     // 128 trees of up to a dozen leaves each: every option kind and positional shape is drawn hundreds of times,
     // in well under a second.
@@ -305,25 +400,22 @@ proptest! {
 
     #[test]
     fn clap_5_the_argv_for_a_valid_input_parses_with_clap_into_the_chosen_values(nodes in tree()) {
-        let cmd = root(&nodes);
-        let doc = introspection(&cmd);
-        let app = AppModel::from_slice(doc.as_bytes()).unwrap();
-        let tools = FiskApp::new("/nonexistent/app").with_global_flags(["gs", "gb"]).tools_from_slice(doc.as_bytes()).unwrap();
-        let mut all = Vec::new();
-        leaves(&nodes, &mut Vec::new(), &mut all);
-        for (path, leaf) in all {
-            let input = input(leaf, &path);
-            let tool = tools.tools.iter().find(|t| t.spec().name() == path.join("_")).unwrap();
-            prop_assert!(tool.spec().validate_input(&input).is_ok(), "{:?} for {}", tool.spec().validate_input(&input), input);
-            let model = find(&app.commands, &path);
-            let shape = CommandShape { path: &path, globals: &app.flags, flags: &model.flags, args: &model.args };
-            let argv = shape.argv(&input.to_string()).unwrap();
-            let matches = cmd.clone().try_get_matches_from(std::iter::once("app".to_owned()).chain(argv.iter().cloned()));
-            let mut m = &matches.map_err(|e| TestCaseError::fail(format!("{argv:?}: {e}")))?;
-            for name in &path {
-                m = m.subcommand_matches(name).unwrap();
-            }
-            check(m, leaf, &path).map_err(|e| TestCaseError::fail(format!("{argv:?}: {e}")))?;
-        }
+        argv_parses_into_the_chosen_values(&nodes)?;
+    }
+}
+
+proptest! {
+    // The long run: 10k trees (about half a minute of the debug build) in CI's long step, and the pre-release check
+    // (scripts/long-properties.sh) at `FISK_AI_PROPERTY_CASES` trees, 1M there.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("FISK_AI_PROPERTY_CASES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(10_000),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    #[ignore = "long variant: 10k trees in CI, FISK_AI_PROPERTY_CASES (1M) in scripts/long-properties.sh"]
+    fn clap_5_long_the_argv_for_a_valid_input_parses_with_clap_into_the_chosen_values(nodes in tree()) {
+        argv_parses_into_the_chosen_values(&nodes)?;
     }
 }

@@ -5,7 +5,9 @@
 //! - CLAP-1: the document is a fisk introspection document: the fisk parser loads it into tools.
 //! - CLAP-2: nested subcommands, hidden commands and args, positionals (order, required, multiple, defaults), flags
 //!   and options (long names, shorts, value names, defaults, possible values as enums, `Append` as arrays, boolean
-//!   actions), the root's globals, help and long help as descriptions, typed value parsers as JSON types; clap's
+//!   actions), the root's globals, help and long help as descriptions, typed value parsers as JSON types (sized
+//!   integers bounded and positional counts as `minItems`/`maxItems` in the full schema only); an option taking
+//!   two or more values at once left out; clap's
 //!   generated `help` subcommand, `--help` and `--version` are neither tools nor properties.
 //! - CLAP-3: tags come from a side table; a path the tree does not have is an error naming the path.
 #![cfg(feature = "clap")]
@@ -58,6 +60,12 @@ fn kitchen_sink() -> Command {
                         .arg(Arg::new("extra").hide(true).help("A hidden positional")),
                 )
                 .subcommand(Command::new("backup").hide(true).about("A hidden command"))
+                .subcommand(
+                    Command::new("tag")
+                        .about("Tag messages")
+                        .arg(Arg::new("keys").required(true).num_args(2..=3).help("Two or three keys"))
+                        .arg(Arg::new("pair").long("pair").num_args(2).help("Two values at once: argv cannot say it")),
+                )
                 .subcommand(
                     Command::new("cluster").about("Cluster operations").subcommand(
                         Command::new("peer").about("Peers").subcommand(
@@ -146,7 +154,7 @@ fn clap_1_the_golden_documents_load_through_the_fisk_parser() {
     assert_eq!(model.flags.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["context", "trace", "secret"]);
     let loaded = FiskApp::new("/nonexistent/sink").with_global_flags(["context"]).tools_from_slice(&bytes).unwrap();
     let names: Vec<&str> = loaded.tools.iter().map(|t| t.spec().name()).collect();
-    assert_eq!(names, ["stream_add", "stream_rm", "stream_copy", "stream_cluster_peer_remove", "ping"]);
+    assert_eq!(names, ["stream_add", "stream_rm", "stream_copy", "stream_tag", "stream_cluster_peer_remove", "ping"]);
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     let add = &loaded.tools[0];
     let input = json!({"name": "ORDERS", "mode": "limits", "replicas": 3, "ratio": 0.5, "allow-rollup": true,
@@ -225,7 +233,13 @@ fn clap_2_each_clap_feature_maps_as_documented() {
     assert_eq!(props["discard"]["type"], "array");
     assert_eq!(props["port"]["items"]["type"], "integer");
     assert_eq!(props["subjects"]["type"], "array");
-    assert_eq!(props["name"]["description"], "Stream name");
+    assert_eq!(props["name"]["description"], "Stream name\n\nThe stream's name, unique per account");
+    // Sized integers are bounded in the full schema only (fisk's §4.2): the strict subset has no numeric bounds.
+    let full = &add["schema"]["properties"];
+    assert_eq!((&full["replicas"]["minimum"], &full["replicas"]["maximum"]), (&json!(0), &json!(255)));
+    assert_eq!(full["port"]["items"]["maximum"], 65535);
+    assert_eq!(full["offset"].get("minimum"), None, "an i64 states no bounds");
+    assert_eq!(props["replicas"].get("maximum"), None);
     assert!(props.get("debug-dump").is_none(), "hidden flags are not properties");
     assert_eq!(add["restricted_schema"]["required"], json!(["mode", "name"]));
 
@@ -235,6 +249,16 @@ fn clap_2_each_clap_feature_maps_as_documented() {
     assert_eq!(copy["args"][1]["default"], json!(["backup"]));
     assert_eq!(copy["args"][2]["hidden"], true);
     assert!(copy["restricted_schema"]["properties"].get("extra").is_none());
+
+    let tag = command(&doc, &["stream", "tag"]);
+    let (full, props) = (&tag["schema"]["properties"], &tag["restricted_schema"]["properties"]);
+    assert_eq!((&full["keys"]["minItems"], &full["keys"]["maxItems"]), (&json!(2), &json!(3)));
+    assert_eq!(
+        props["keys"],
+        json!({"type": "array", "items": {"type": "string"}, "description": "Two or three keys"})
+    );
+    assert!(full.get("pair").is_none() && props.get("pair").is_none(), "an option taking two values at once");
+    assert!(tag["flags"].as_array().unwrap().iter().all(|f| f["name"] != "pair"));
 
     assert_eq!(command(&doc, &["stream", "backup"])["hidden"], true);
     assert_eq!(command(&doc, &["stream", "cluster", "peer", "remove"])["help"], "Remove a peer");

@@ -22,7 +22,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 // 4.5 s, output result 48 s; the journal's 1M long variant took 580 s with the rest of the suite running beside it
 // (about 2x the 10k rate). A long variant is kept to about 5 minutes on that box, hence the counts below: each is
 // as many cases as fit, not a round guess, and each says what 1M would cost. `scripts/long-properties.sh` runs
-// every long variant at 1M in an optimized build with overflow checks, before a release (README, "Testing").
+// every long variant at 1M in an optimized build with overflow checks, before a release (README, "Set up").
 
 /// Cases per property in the normal suite.
 const CASES: u32 = 10_000;

@@ -102,7 +102,8 @@ enum Kind {
     Many,
 }
 
-/// The argument's kind, or `None` for clap's generated `--help` and `--version` (never properties, CLAP-1).
+/// The argument's kind, or `None` for clap's generated `--help` and `--version` (never properties, CLAP-1) and for
+/// an option that takes two or more values per occurrence (argv cannot say it, CLAP-2).
 fn kind(arg: &Arg) -> Option<Kind> {
     let takes_none = arg.get_num_args().is_some_and(|r| r.max_values() == 0);
     let takes_many = arg.get_num_args().is_some_and(|r| r.max_values() > 1);
@@ -112,6 +113,8 @@ fn kind(arg: &Arg) -> Option<Kind> {
             Some(if takes_many || matches!(arg.get_action(), ArgAction::Append) { Kind::Many } else { Kind::One })
         }
         ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count => Some(Kind::Presence),
+        // `--x=v` gives one value per occurrence: an option that needs two or more at once cannot be said.
+        _ if arg.get_num_args().is_some_and(|r| r.min_values() > 1) => None,
         ArgAction::Append => Some(Kind::Many),
         // `Set` (and any action a later clap adds, read as `Set`): each occurrence overrides, so one value.
         _ if takes_none => Some(Kind::Presence),
@@ -149,17 +152,37 @@ fn json_type(parser: &ValueParser) -> &'static str {
     }
 }
 
+/// The range of an integer value parser's type, as `minimum` and `maximum` for the full schema (fisk gives its
+/// sized integers the same, §4.2): `None` where the type is not one of Rust's integers or has no bound to state.
+fn integer_bounds(parser: &ValueParser) -> Option<(Value, Option<Value>)> {
+    macro_rules! bounds {
+        ($($t:ty),*) => {
+            $(if produces::<$t>(parser) {
+                return Some((json!(i64::try_from(<$t>::MIN).ok()?), u64::try_from(<$t>::MAX).ok().map(|m| json!(m))));
+            })*
+        };
+    }
+    bounds!(i8, i16, i32, u8, u16, u32, u64, usize, u128);
+    None
+}
+
 /// The visible possible values, in clap's order.
 fn possible_values(arg: &Arg) -> Vec<String> {
     arg.get_possible_values().iter().filter(|p| !p.is_hide_set()).map(|p| p.get_name().to_owned()).collect()
 }
 
-/// `help`, or `long_help` when the argument has no short help.
+/// `help` and `long_help`, joined by a blank line when both are set and differ.
 fn arg_help(arg: &Arg) -> String {
-    arg.get_help().or_else(|| arg.get_long_help()).map(ToString::to_string).unwrap_or_default()
+    let (short, long) = (arg.get_help().map(ToString::to_string), arg.get_long_help().map(ToString::to_string));
+    match (short, long) {
+        (Some(s), Some(l)) if s != l => format!("{s}\n\n{l}"),
+        (Some(s), _) => s,
+        (None, l) => l.unwrap_or_default(),
+    }
 }
 
-/// The property schema of one argument: its JSON type, `enum` for possible values, an array for `Many`.
+/// The full property schema of one argument: its JSON type, `enum` for possible values, an array for `Many`, and
+/// the bounds clap checks (an integer type's range, a positional's count of values).
 fn property(arg: &Arg, kind: Kind) -> Value {
     let mut p = if kind == Kind::Presence {
         json!({"type": "boolean"})
@@ -170,10 +193,52 @@ fn property(arg: &Arg, kind: Kind) -> Value {
         if ty == "string" && !values.is_empty() {
             scalar["enum"] = json!(values);
         }
-        if kind == Kind::Many { json!({"type": "array", "items": scalar}) } else { scalar }
+        if let Some((min, max)) = integer_bounds(arg.get_value_parser()).filter(|_| ty == "integer") {
+            scalar["minimum"] = min;
+            if let Some(max) = max {
+                scalar["maximum"] = max;
+            }
+        }
+        if kind == Kind::Many { array_of(arg, scalar) } else { scalar }
     };
     p["description"] = Value::String(arg_help(arg));
     p
+}
+
+/// An array of `items`, with a positional's `num_args` as `minItems` and `maxItems` (an option's count is per
+/// occurrence, one with `Append`).
+fn array_of(arg: &Arg, items: Value) -> Value {
+    let mut array = json!({"type": "array", "items": items});
+    if let Some(range) = arg.get_num_args().filter(|_| arg.is_positional()) {
+        if range.min_values() > 1 {
+            array["minItems"] = json!(range.min_values());
+        }
+        if range.max_values() != usize::MAX {
+            array["maxItems"] = json!(range.max_values());
+        }
+    }
+    array
+}
+
+/// The restricted form of a full schema (§4.2): the same without numeric bounds and item counts, which the strict
+/// tool-input subset has not; clap still checks them when it parses, and its refusal is the call's result.
+fn restricted(full: &Value) -> Value {
+    let Value::Object(schema) = full else { return full.clone() };
+    let keep = schema.iter().filter(|(k, _)| !matches!(k.as_str(), "minimum" | "maximum" | "minItems" | "maxItems"));
+    Value::Object(
+        keep.map(|(k, v)| {
+            let v = match (k.as_str(), v) {
+                // Property names are not keywords: a property called `minimum` stays.
+                ("properties", Value::Object(props)) => {
+                    Value::Object(props.iter().map(|(name, p)| (name.clone(), restricted(p))).collect())
+                }
+                ("items", items) => restricted(items),
+                _ => v.clone(),
+            };
+            (k.clone(), v)
+        })
+        .collect(),
+    )
 }
 
 fn defaults(arg: &Arg) -> Vec<String> {
@@ -290,7 +355,7 @@ impl Walker<'_> {
             help_long: cmd.get_long_about().map(ToString::to_string).unwrap_or_default(),
             hidden: cmd.is_hide_set(),
             tags: self.tags.get(&key).to_vec(),
-            restricted_schema: p.schema.clone(),
+            restricted_schema: restricted(&p.schema),
             schema: p.schema,
             flags: p.flags,
             args: p.args,

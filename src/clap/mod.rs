@@ -9,14 +9,20 @@
 //! properties); positionals in index order, required or not, and arrays when they take several values; flags and
 //! options by long name, with value names, defaults, possible values (as `enum`), `ArgAction::Append` (as arrays)
 //! and boolean flags (`SetTrue`, `SetFalse`, `Count`: the model's `true` gives `--x`); the root's global
-//! arguments (the application's global flags); `about`/`long_about` and `help`/`long_help` as descriptions; and
-//! typed value parsers as JSON types (`integer`, `number`, `boolean`, else `string`). clap's generated `help`
-//! subcommand and its `--help` and `--version` flags are neither tools nor properties.
+//! arguments (the application's global flags); `about`/`long_about` and `help`/`long_help` as descriptions (an
+//! argument's two joined by a blank line); and typed value parsers as JSON types (`integer`, `number`, `boolean`,
+//! else `string`). clap's generated `help` subcommand and its `--help` and `--version` flags are neither tools nor
+//! properties.
+//!
+//! As fisk does for its sized integers, the full `schema` states what clap checks that the strict tool-input subset
+//! cannot: an integer type's range (`u8` as `minimum: 0, maximum: 255`) and a positional's `num_args` as `minItems`
+//! and `maxItems`. The `restricted_schema`, which the model sees and calls are checked against, leaves them out, so
+//! clap refuses an out-of-range value when it parses, and its message is the call's result.
 //!
 //! What cannot map, because the crate's argv is `path --long=value -- positionals`: options without a long name,
-//! and the root's non-global arguments when it has subcommands, are left out; an option with `ArgAction::Set` and
-//! `num_args(2..)` takes one value per call. A root without subcommands gives no tools, as a fisk application
-//! without commands does.
+//! options that take two or more values at once (`num_args(2..)` on a flag: `--x=v` gives one), and the root's
+//! non-global arguments when it has subcommands are left out. A root without subcommands gives no tools, as a fisk
+//! application without commands does.
 //!
 //! Tags come from a side table ([`Tags`]); a path the tree does not have is an error (CLAP-3).
 //!
