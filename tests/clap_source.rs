@@ -3,7 +3,8 @@
 //! - CLAP-4: a `ClapSource` loads from the `Command` value without starting the binary, gives the same tools as
 //!   wrapping the binary's `--fisk-introspect`, and runs calls through the hardened runner.
 //! - CLAP-6: examples/clap_app.rs answers `--fisk-introspect`; an agent over it lists its tools (the denied one
-//!   stripped, the confirmed one gated), runs a call, and declines the gated call without a terminal.
+//!   stripped, the confirmed one gated), runs a call, and declines the gated call without a terminal: in process,
+//!   and as an operator runs it, `cli info` and `cli run` over the built binary.
 #![cfg(feature = "clap")]
 
 #[path = "../examples/clap_app.rs"]
@@ -114,4 +115,55 @@ async fn clap_6_an_agent_over_the_example_lists_runs_and_declines_the_gated_call
     let (declined, _) = result_of(&out.messages, "2");
     assert!(declined.contains("no operator"), "{declined}");
     assert!(!declined.contains("removed note"), "the gated command never ran: {declined}");
+}
+
+/// CLAP-6 through the example CLI, as an operator wraps a clap binary: `cli info` and `cli run` with a
+/// configuration whose `application_path` is the built example, the model replayed by the scripted provider.
+#[cfg(all(feature = "anthropic", feature = "mcp", feature = "nats", feature = "terminal", feature = "knowledge"))]
+#[test]
+fn clap_6_the_cli_wraps_the_example_binary_lists_runs_and_declines_the_gated_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "identity: notes\napplication_path: {}\nglobal_flags: [verbose]\nsystem_prompt: Keep notes.\n\
+             llm:\n  provider: scripted\n  script: turns.yaml\n  model: scripted\n",
+            common::example("clap_app").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("turns.yaml"),
+        "turns:\n  - calls:\n      - tool: note_add\n        input: {title: groceries, body: [milk, -x], priority: 2, \
+         verbose: true}\n  - calls:\n      - tool: note_rm\n        input: {title: groceries, force: true}\n  - text: \
+         Done.\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+
+    let info = common::example_cli(&["info", "--config", config], dir.path()).output().unwrap();
+    let listing = String::from_utf8_lossy(&info.stdout);
+    assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+    let row = |tool: &str| listing.lines().find(|l| l.contains(&format!(" {tool} "))).map(str::to_owned);
+    assert!(row("note_add").is_some_and(|r| !r.contains("Yes")), "{listing}");
+    assert!(row("note_list").is_some(), "{listing}");
+    assert!(row("note_rm").is_some_and(|r| r.contains("Yes") && r.contains("ai:confirm")), "{listing}");
+    assert!(row("wipe").is_none(), "the ai:deny command is no tool:\n{listing}");
+    assert!(listing.contains("--verbose"), "the exposed global:\n{listing}");
+
+    let run = common::example_cli(&["run", "--config", config, "add my groceries, then remove them"], dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(stdout, "Done.\n");
+    for needle in [
+        "-> note add --verbose --priority=2 -- groceries milk -x",
+        "x note_rm declined: no operator is available to approve this command, so it was not run",
+        "Run summary: model=scripted llm_calls=3 tool_calls=2 ",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} in:\n{stderr}");
+    }
+    assert!(!stderr.contains("-> note rm"), "the declined call did not run:\n{stderr}");
 }

@@ -125,41 +125,31 @@ pub fn cli_run_against(base_url: &str, config: &Path, dir: &Path, args: &[&str])
     cmd
 }
 
-/// The example binary `name`, (re)built once per test binary with this test's own features so it is never stale.
+/// The example binary `name`, as `cargo test` built it before running any test binary: no test starts a cargo
+/// build of its own (a nested build of the whole example set took minutes, silently, inside one test).
+///
+/// With `cargo test --test X` cargo builds no examples, so a binary that is missing, or older than the newest build
+/// of the library beside it (a stale one), fails the test with the command that builds it.
 pub fn example(name: &str) -> PathBuf {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let built = built.get_or_insert_with(HashMap::new);
-    if let Some(path) = built.get(name) {
-        return path.clone();
-    }
-    let features: Vec<&str> = [
-        (cfg!(feature = "anthropic"), "anthropic"),
-        (cfg!(feature = "openai"), "openai"),
-        (cfg!(feature = "mcp"), "mcp"),
-        (cfg!(feature = "nats"), "nats"),
-        (cfg!(feature = "terminal"), "terminal"),
-        (cfg!(feature = "clap"), "clap"),
-        (cfg!(feature = "knowledge"), "knowledge"),
-        (cfg!(feature = "otel"), "otel"),
-        // Every feature, so the set matches the one `cargo test --all-features` built the examples with: then this
-        // build finds them fresh instead of rebuilding the library with another feature set mid-suite.
-        (cfg!(feature = "testing"), "testing"),
-    ]
-    .into_iter()
-    .filter_map(|(on, feature)| on.then_some(feature))
-    .collect();
-    let out = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--example", name, "--no-default-features", "--features", &features.join(",")])
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "building examples/{name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(Path::parent).unwrap().join("examples").join(name);
-    built.insert(name.to_owned(), path.clone());
+    let deps = exe.parent().unwrap();
+    let path = deps.parent().unwrap().join("examples").join(name);
+    let build = "cargo test --all-features builds it before the tests; after `cargo test --test ...`, run \
+                 `cargo build --all-features --examples` first";
+    let built = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("examples/{name} is not built ({}: {e}): {build}", path.display()));
+    let newest_lib = std::fs::read_dir(deps)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("libfisk_ai-"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".rlib"))
+        .filter_map(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .max();
+    assert!(
+        newest_lib.is_none_or(|lib| built >= lib),
+        "examples/{name} is older than the library it was built from, so it may not hold the change under test: {build}"
+    );
     path
 }
 
