@@ -13,44 +13,15 @@
 #[path = "../tests/common/fs.rs"]
 mod fs;
 
+#[path = "common/fake_embedder.rs"]
+mod fake_embedder;
+
 use criterion::Criterion;
-use fisk_ai::async_trait;
-use fisk_ai::knowledge::{Embedder, IndexOptions, KnowledgeBase, Tier, chunk_markdown, fts_query};
+use fake_embedder::FakeEmbedder;
+use fisk_ai::knowledge::{IndexOptions, KnowledgeBase, Tier, chunk_markdown, fts_query};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const DIM: usize = 256;
-
-/// The fake embedder: lower-cased words and their character trigrams hashed (FNV-1a) into 256 dimensions.
-struct FakeEmbedder;
-
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
-}
-
-fn fake_vector(text: &str) -> Vec<f32> {
-    let mut v = vec![0f32; DIM];
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 1) {
-        let w = w.to_lowercase();
-        v[(fnv(&w) % DIM as u64) as usize] += 2.0;
-        let chars: Vec<char> = format!(" {w} ").chars().collect();
-        for t in chars.windows(3) {
-            v[(fnv(&t.iter().collect::<String>()) % DIM as u64) as usize] += 0.5;
-        }
-    }
-    v
-}
-
-#[async_trait]
-impl Embedder for FakeEmbedder {
-    fn model(&self) -> &str {
-        "fake-trigram-256"
-    }
-    async fn embed(&self, texts: &[String]) -> fisk_ai::Result<Vec<Vec<f32>>> {
-        Ok(texts.iter().map(|t| fake_vector(t)).collect())
-    }
-}
 
 #[derive(serde::Deserialize)]
 struct Case {
@@ -263,7 +234,7 @@ async fn report() {
         fused.index(IndexOptions::new().reindex(true), &()).await.unwrap();
         let (f50, f99) = latency(&fused, Tier::Fused).await;
         println!(
-            "knowledge search {label}: fused (FAKE embedder, {DIM} dims, full scan) p50 {} p99 {} | ratio to lexical p50 {:.2}x",
+            "knowledge search {label}: fused (FAKE embedder, 256 dims, full scan) p50 {} p99 {} | ratio to lexical p50 {:.2}x",
             ms(f50),
             ms(f99),
             f50.as_secs_f64() / p50.as_secs_f64()

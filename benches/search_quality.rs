@@ -6,6 +6,9 @@
 
 use fisk_ai::agent::search::Ranker;
 
+#[cfg(feature = "knowledge")]
+#[path = "common/fake_embedder.rs"]
+mod fake_embedder;
 #[path = "common/search_quality.rs"]
 mod search_quality;
 
@@ -29,9 +32,26 @@ fn main() {
         s.mrr
     );
     // The held-out set was never tuned on: the honest figure for requests the ranking has not seen.
-    let h = search_quality::score(&ranker, &search_quality::load_holdout());
+    let holdout = search_quality::load_holdout();
+    let h = search_quality::score(&ranker, &holdout);
     println!(
         "search_quality natscli held out: {} requests: recall@1 {:.3}  recall@5 {:.3}  MRR {:.3}",
         h.cases, h.recall_at_1, h.recall_at_5, h.mrr
     );
+    // The hybrid tier (feature `knowledge`), with the FAKE embedder (hashed words and trigrams, no meaning): it shows
+    // the fusion runs and what shared spellings add or cost, not what a real embedding model would give.
+    #[cfg(feature = "knowledge")]
+    let hybrid = Ranker::hybrid(
+        &set,
+        fisk_ai::agent::search::ToolEmbeddings::new(std::sync::Arc::new(fake_embedder::FakeEmbedder)),
+    );
+    #[cfg(feature = "knowledge")]
+    for (label, cases) in [("", &cases), (" held out", &holdout)] {
+        let f = search_quality::score(&hybrid, cases);
+        assert_eq!(f.degraded, 0, "the fake embedder never fails");
+        println!(
+            "search_quality natscli{label} hybrid (FAKE embedder): recall@1 {:.3}  recall@5 {:.3}  MRR {:.3}",
+            f.recall_at_1, f.recall_at_5, f.mrr
+        );
+    }
 }

@@ -123,6 +123,14 @@ fn info_shows_the_openai_provider_and_client_side_tool_search() {
     let doc: Value = serde_json::from_slice(&info(&["--json"]).stdout).unwrap();
     assert_eq!(doc["model"]["provider"], "openai");
     assert_eq!(doc["model"]["tool_search_enabled"], true);
+    // SEARCHQ-8: the hybrid tier is shown, naming the embedding model the tools and queries go to.
+    let plain = std::fs::read_to_string(&config).unwrap();
+    let hybrid = "harness:\n  knowledge:\n    embeddings:\n      base_url: http://127.0.0.1:9/v1\n      model: \
+                  nomic-embed\n      tool_search: true\n";
+    std::fs::write(&config, format!("{plain}{hybrid}")).unwrap();
+    let stdout = text(&info(&["--no-color"]).stdout);
+    assert!(stdout.contains(&format!("{want}, fused with nomic-embed embeddings")), "{stdout}");
+    std::fs::write(&config, plain).unwrap();
     // The Anthropic provider's server-side search, for contrast.
     std::fs::write(
         &config,

@@ -251,3 +251,61 @@ async fn search_below_the_threshold_or_with_no_tool_search_everything_is_direct(
     assert_eq!(off.tool_plan().len(), 69);
     assert!(off.warnings().iter().any(|w| w.kind() == "tool_search_disabled"), "{:?}", off.warnings());
 }
+
+/// SEARCHQ-8 through the configuration: `harness.knowledge.embeddings.tool_search` fuses `search_tools`' ranking
+/// with a real (loopback) embeddings endpoint. The tools are embedded once, in batches, on the first search; each
+/// search embeds its query; an endpoint that fails leaves the search to the words, and says so in the result.
+#[cfg(feature = "knowledge")]
+#[tokio::test]
+async fn searchq_8_the_hybrid_tier_from_the_configuration_embeds_the_tools_once_and_falls_back_to_the_words() {
+    use std::sync::atomic::Ordering;
+    let server = common::embed::EmbedServer::start().await;
+    let run = |tool_search: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let url = server.base_url.clone();
+        async move {
+            let provider = Arc::new(ScriptedProvider::new([
+                turn(vec![call_with("s1", SEARCH_TOOLS, r#"{"query": "rm kv entry", "limit": 3}"#)]),
+                turn(vec![call_with("s2", SEARCH_TOOLS, r#"{"query": "watch stream"}"#)]),
+                done(),
+            ]));
+            let extra = format!(
+                "harness:\n  knowledge:\n    embeddings:\n      base_url: {url}\n      model: m\n      tool_search: {tool_search}\n"
+            );
+            let agent = Agent::builder()
+                .config(Config::from_yaml_str(&yaml(&extra)).unwrap())
+                .provider_arc(provider)
+                .source(choria(dir.path(), 69))
+                .build()
+                .await
+                .unwrap();
+            let outcome = agent.run("remove k1", RunOptions::new()).await;
+            assert_eq!(outcome.reason, TerminalReason::Completed, "{:?}", outcome.error);
+            let found = |id: &str| serde_json::from_str::<Value>(&result_of(&outcome.messages, id).0).unwrap();
+            (found("s1"), found("s2"))
+        }
+    };
+    let names = |found: &Value| -> Vec<String> {
+        found["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+
+    // Off (the default): the endpoint is never asked.
+    let (s1, _) = run(false).await;
+    assert!(names(&s1).contains(&"kv_rm".to_owned()), "{s1}");
+    assert_eq!(server.seen.requests.load(Ordering::Relaxed), 0);
+
+    // On: 67 deferred tools in two batches (64 a request), once; then one query per search.
+    let (s1, s2) = run(true).await;
+    assert_eq!(server.seen.requests.load(Ordering::Relaxed), 4);
+    assert_eq!(server.seen.inputs.load(Ordering::Relaxed), 67 + 2);
+    assert!(names(&s1).len() <= 3 && names(&s1).contains(&"kv_rm".to_owned()), "{s1}");
+    assert!(names(&s2).contains(&"stream_watch".to_owned()), "{s2}");
+    assert!(s1.get("ranking").is_none(), "fused, not degraded: {s1}");
+
+    // The endpoint failing: each search still answers, by the words, and says why.
+    server.seen.failing.store(true, Ordering::Relaxed);
+    let (s1, _) = run(true).await;
+    assert!(names(&s1).contains(&"kv_rm".to_owned()), "{s1}");
+    let ranking = s1["ranking"].as_str().unwrap_or_default();
+    assert!(ranking.starts_with("ranked by words only: the embedder failed"), "{s1}");
+}

@@ -2,6 +2,9 @@
 //! the natscli tree has, and scores. No threshold is asserted here; the figures live in the CHANGELOG and come
 //! from `cargo bench --bench search_quality`.
 
+#[cfg(feature = "knowledge")]
+#[path = "../benches/common/fake_embedder.rs"]
+mod fake_embedder;
 #[path = "../benches/common/search_quality.rs"]
 mod search_quality;
 
@@ -56,5 +59,20 @@ fn searchq_2_the_set_scores_with_figures_between_0_and_1() {
         assert!((0.0..=1.0).contains(&v), "{name} {v}");
     }
     // recall@1 <= MRR <= recall@depth, and recall@1 <= recall@5, whatever the ranking.
+    assert!(s.recall_at_1 <= s.mrr + 1e-9 && s.recall_at_1 <= s.recall_at_5 + 1e-9);
+}
+
+/// The hybrid tier over the same set with the FAKE embedder: it runs every search fused (none left to the words for
+/// a failing embedder) and scores; no threshold, the figures are the bench's.
+#[cfg(feature = "knowledge")]
+#[test]
+fn searchq_3_the_hybrid_tier_scores_the_set_with_the_fake_embedder() {
+    use fisk_ai::agent::search::ToolEmbeddings;
+    let set = search_quality::natscli_toolset();
+    let cases = search_quality::load_cases();
+    let hybrid = Ranker::hybrid(&set, ToolEmbeddings::new(std::sync::Arc::new(fake_embedder::FakeEmbedder)));
+    let s = search_quality::score(&hybrid, &cases);
+    println!("hybrid (FAKE embedder): recall@1 {:.3}  recall@5 {:.3}  MRR {:.3}", s.recall_at_1, s.recall_at_5, s.mrr);
+    assert_eq!((s.cases, s.degraded), (cases.len(), 0));
     assert!(s.recall_at_1 <= s.mrr + 1e-9 && s.recall_at_1 <= s.recall_at_5 + 1e-9);
 }

@@ -37,6 +37,8 @@ pub struct Scores {
     /// The cases whose right tool is not first: the query, the right tool, its rank (if within depth) and the
     /// first result.
     pub misses: Vec<(String, String, Option<usize>, Option<String>)>,
+    /// Searches the hybrid tier left to the words alone (its embedder failed).
+    pub degraded: usize,
 }
 
 /// The natscli tree from `tests/fixtures`, selected with no rules (all 221 leaves).
@@ -65,15 +67,18 @@ fn load(name: &str) -> Vec<Case> {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} does not parse: {e}"))
 }
 
-/// Score `ranker` over `cases`.
+/// Score `ranker` over `cases`, each search run to its end on a current-thread runtime (the hybrid tier's embedder
+/// is async).
 pub fn score(ranker: &Ranker, cases: &[Case]) -> Scores {
     let mut s = Scores { cases: cases.len(), ..Scores::default() };
     if cases.is_empty() {
         return s;
     }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let (mut hit1, mut hit5, mut rr) = (0usize, 0usize, 0.0f64);
     for case in cases {
-        let ranked = ranker.rank(&case.query, MRR_DEPTH);
+        let (ranked, degraded) = rt.block_on(ranker.rank(&case.query, MRR_DEPTH));
+        s.degraded += usize::from(degraded.is_some());
         let rank = ranked.iter().position(|n| *n == case.tool).map(|i| i + 1);
         match rank {
             Some(1) => hit1 += 1,

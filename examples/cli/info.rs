@@ -198,10 +198,25 @@ fn tool_search(config: &Config) -> (String, bool) {
     match factory.capabilities().tool_search {
         _ if config.llm.no_tool_search => ("disabled (no_tool_search)".to_owned(), false),
         true => (format!("enabled (used at {TOOL_SEARCH_THRESHOLD} or more tools)"), true),
-        false => (
-            format!("enabled, client-side (used at {TOOL_SEARCH_THRESHOLD} or more tools: search_tools and call_tool)"),
-            true,
-        ),
+        false => {
+            // The hybrid tier sends the tools' paths, descriptions and queries to the embeddings endpoint: say so.
+            let hybrid = config
+                .harness
+                .knowledge
+                .embeddings
+                .as_ref()
+                .filter(|e| e.tool_search)
+                .and_then(|e| e.model.as_deref())
+                .map(|model| format!(", fused with {model} embeddings"))
+                .unwrap_or_default();
+            (
+                format!(
+                    "enabled, client-side (used at {TOOL_SEARCH_THRESHOLD} or more tools: search_tools and \
+                     call_tool){hybrid}"
+                ),
+                true,
+            )
+        }
     }
 }
 

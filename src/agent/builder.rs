@@ -31,6 +31,9 @@ pub struct AgentBuilder {
     trace_content: bool,
     harness: Option<Arc<Harness>>,
     prices: Option<PriceTable>,
+    /// `search_tools`' hybrid tier, given by the host (else from `harness.knowledge.embeddings.tool_search`).
+    #[cfg(feature = "knowledge")]
+    tool_embeddings: Option<crate::agent::search::ToolEmbeddings>,
     parts: HarnessBuilder,
     /// The plug-in methods called, to refuse them beside a harness.
     touched: Vec<&'static str>,
@@ -219,6 +222,16 @@ impl AgentBuilder {
         self
     }
 
+    /// Rank client-side `search_tools` results by `embeddings` too, fused with the words by reciprocal rank (the
+    /// hybrid tier), instead of what `harness.knowledge.embeddings.tool_search` configures. The tools' command paths
+    /// and descriptions, and each search's query, are sent to the embedder.
+    #[cfg(feature = "knowledge")]
+    #[must_use]
+    pub fn tool_search_embeddings(mut self, embeddings: crate::agent::search::ToolEmbeddings) -> Self {
+        self.tool_embeddings = Some(embeddings);
+        self
+    }
+
     /// Prices of the models this host uses (COST-2), consulted after `llm.pricing` and before the built-in table of
     /// Anthropic models ([`PriceTable::anthropic`]). A model priced nowhere has an unknown cost.
     #[must_use]
@@ -274,7 +287,15 @@ impl AgentBuilder {
             long,
         };
         let gate = self.gate.take().or_else(|| approvals_gate(&harness));
-        Ok(finish(config.clone(), model, provider, gate, tools, warnings, self.trace_content))
+        #[cfg(feature = "knowledge")]
+        let hybrid = match self.tool_embeddings.take() {
+            Some(given) => Some(given),
+            None => crate::knowledge::tool_embeddings(config)?,
+        };
+        #[cfg(not(feature = "knowledge"))]
+        let hybrid = ();
+        let search = Search { hybrid, trace_content: self.trace_content };
+        Ok(finish(config.clone(), model, provider, gate, tools, warnings, search))
     }
 
     /// The convenience path: validate for a run and build the provider before any I/O, then assemble a harness
@@ -337,6 +358,12 @@ struct Tools {
     long: super::long_run::LongRun,
 }
 
+/// The hybrid tier of client-side search, and whether spans carry content.
+struct Search {
+    hybrid: crate::agent::search::Hybrid,
+    trace_content: bool,
+}
+
 /// The notes, warnings, tool-search plan and fingerprint of a built agent.
 fn finish(
     config: Config,
@@ -345,8 +372,9 @@ fn finish(
     gate: Option<Arc<dyn ConfirmGate>>,
     tools: Tools,
     mut warnings: Vec<Warning>,
-    trace_content: bool,
+    search: Search,
 ) -> Agent {
+    let Search { hybrid, trace_content } = search;
     let Tools { toolset, memory, prompter, sessions, built, policy, audit, long } = tools;
     let harness = &config.harness;
     let mut system: Vec<String> = config.system_prompt.iter().cloned().collect();
@@ -364,7 +392,7 @@ fn finish(
     }
     let memory_index = memory.is_some() && !harness.memory.no_index;
     let caps = provider.capabilities();
-    let plans = plan_tools(toolset, caps, config.llm.no_tool_search, &mut warnings);
+    let plans = plan_tools(toolset, caps, config.llm.no_tool_search, &hybrid, &mut warnings);
     let gate: Arc<dyn ConfirmGate> = gate.unwrap_or_else(|| Arc::new(DenyAll));
     let gated = plans.tools.gated_count();
     if gated > 0 && !gate.can_ask() {
@@ -426,12 +454,18 @@ struct Plans {
 
 /// SEARCH-1..6: server-side deferral when the provider has it; otherwise, at the threshold, client-side search
 /// (the request carries the direct tools plus `search_tools` and `call_tool`); otherwise every tool, with a warning.
-fn plan_tools(toolset: Toolset, caps: &crate::llm::Caps, no_tool_search: bool, warnings: &mut Vec<Warning>) -> Plans {
+fn plan_tools(
+    toolset: Toolset,
+    caps: &crate::llm::Caps,
+    no_tool_search: bool,
+    hybrid: &crate::agent::search::Hybrid,
+    warnings: &mut Vec<Warning>,
+) -> Plans {
     let at_threshold = toolset.len() >= crate::llm::TOOL_SEARCH_THRESHOLD;
     if at_threshold
         && !caps.tool_search
         && !no_tool_search
-        && let Some((request, search)) = super::search::request_tools(&toolset)
+        && let Some((request, search)) = super::search::request_tools(&toolset, hybrid)
     {
         let callable: Vec<SelectedTool> = toolset.iter().cloned().chain([SelectedTool::new(search, None)]).collect();
         return Plans {

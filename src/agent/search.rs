@@ -27,9 +27,19 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 mod index;
+#[cfg(feature = "knowledge")]
+mod semantic;
 mod text;
 
 use index::Index;
+#[cfg(feature = "knowledge")]
+pub use semantic::ToolEmbeddings;
+
+/// The hybrid tier's configuration, when the crate has it (feature `knowledge`); `()` without it.
+#[cfg(feature = "knowledge")]
+pub(crate) type Hybrid = Option<ToolEmbeddings>;
+#[cfg(not(feature = "knowledge"))]
+pub(crate) type Hybrid = ();
 
 pub use crate::tool::{CALL_TOOL, SEARCH_TOOLS};
 /// Matches returned when the model gives no limit.
@@ -46,14 +56,15 @@ pub(crate) fn deferrable(tool: &SelectedTool) -> bool {
     }
 }
 
-/// The request's tools under client-side search: every direct tool, then `search_tools` and `call_tool`. `None`
-/// when nothing would be deferred, or when a selected tool already holds one of the two names.
-pub(crate) fn request_tools(full: &Toolset) -> Option<(Toolset, Arc<dyn Tool>)> {
+/// The request's tools under client-side search: every direct tool, then `search_tools` (fused with `hybrid`'s
+/// embeddings when set) and `call_tool`. `None` when nothing would be deferred, or when a selected tool already
+/// holds one of the two names.
+pub(crate) fn request_tools(full: &Toolset, hybrid: &Hybrid) -> Option<(Toolset, Arc<dyn Tool>)> {
     let deferred: Vec<&SelectedTool> = full.iter().filter(|t| deferrable(t)).collect();
     if deferred.is_empty() || full.get(SEARCH_TOOLS).is_some() || full.get(CALL_TOOL).is_some() {
         return None;
     }
-    let search: Arc<dyn Tool> = Arc::new(SearchTools::new(&deferred));
+    let search: Arc<dyn Tool> = Arc::new(SearchTools::new(&deferred, hybrid));
     let call: Arc<dyn Tool> = Arc::new(CallTool(call_spec()));
     let mut direct: Vec<SelectedTool> = full.iter().filter(|t| !deferrable(t)).cloned().collect();
     direct.push(SelectedTool::new(search.clone(), None));
@@ -137,16 +148,23 @@ impl Tool for CallTool {
     }
 }
 
-/// `search_tools`: BM25 over the deferred tools, built once per agent.
+/// `search_tools`: BM25 over the deferred tools (fused with their embeddings in the hybrid tier), built once per
+/// agent.
 struct SearchTools {
     spec: ToolSpec,
     index: Index,
+    #[cfg(feature = "knowledge")]
+    semantic: Option<semantic::Semantic>,
     tools: Vec<Arc<dyn Tool>>,
 }
 
 impl SearchTools {
-    fn new(deferred: &[&SelectedTool]) -> Self {
+    fn new(deferred: &[&SelectedTool], hybrid: &Hybrid) -> Self {
         let index = Index::new(deferred.iter().map(|t| t.spec()));
+        #[cfg(feature = "knowledge")]
+        let semantic = hybrid.clone().map(|h| semantic::Semantic::new(h, deferred.iter().map(|t| t.spec())));
+        #[cfg(not(feature = "knowledge"))]
+        let () = *hybrid;
         let schema = json!({
             "type": "object",
             "properties": {
@@ -165,12 +183,34 @@ impl SearchTools {
         );
         let spec =
             ToolSpec::new(SEARCH_TOOLS, ToolKind::Builtin, schema).with_no_defer(true).with_description(description);
-        SearchTools { spec, index, tools: deferred.iter().map(|t| t.tool().clone()).collect() }
+        SearchTools {
+            spec,
+            index,
+            #[cfg(feature = "knowledge")]
+            semantic,
+            tools: deferred.iter().map(|t| t.tool().clone()).collect(),
+        }
     }
 
-    /// The best matches for `query`, best first.
-    fn matches(&self, query: &str, limit: usize) -> Vec<&Arc<dyn Tool>> {
-        self.index.rank(query, limit).into_iter().filter_map(|i| self.tools.get(i)).collect()
+    /// The best matches for `query`, best first, and why the hybrid tier was left out of this search if it was.
+    async fn matches(&self, query: &str, limit: usize) -> (Vec<&Arc<dyn Tool>>, Option<String>) {
+        #[cfg(feature = "knowledge")]
+        if let Some(semantic) = &self.semantic {
+            let lexical = self.index.rank(query, semantic::POOL);
+            return match semantic.fuse(query, &lexical).await {
+                Ok(fused) => (self.pick(fused, limit), None),
+                Err(e) => {
+                    let why = crate::gate::sanitize(&e.to_string(), 300);
+                    tracing::warn!(target: "fisk_ai::search", error = %why, "search_tools: embeddings failed; ranked by words only");
+                    (self.pick(lexical, limit), Some(format!("ranked by words only: the embedder failed ({why})")))
+                }
+            };
+        }
+        (self.pick(self.index.rank(query, limit), limit), None)
+    }
+
+    fn pick(&self, ranked: Vec<usize>, limit: usize) -> Vec<&Arc<dyn Tool>> {
+        ranked.into_iter().take(limit).filter_map(|i| self.tools.get(i)).collect()
     }
 }
 
@@ -190,12 +230,21 @@ impl Ranker {
     /// Index the deferrable tools of `toolset` (built once; each [`rank`](Self::rank) reuses it).
     pub fn new(toolset: &Toolset) -> Self {
         let deferred: Vec<&SelectedTool> = toolset.iter().filter(|t| deferrable(t)).collect();
-        Ranker(SearchTools::new(&deferred))
+        Ranker(SearchTools::new(&deferred, &Hybrid::default()))
     }
 
-    /// The names of the best `limit` matches for `query`, best first (fewer when fewer tools match at all).
-    pub fn rank(&self, query: &str, limit: usize) -> Vec<String> {
-        self.0.matches(query, limit).into_iter().map(|t| t.spec().name().to_owned()).collect()
+    /// As [`new`](Self::new), with the hybrid tier over `embeddings`.
+    #[cfg(feature = "knowledge")]
+    pub fn hybrid(toolset: &Toolset, embeddings: ToolEmbeddings) -> Self {
+        let deferred: Vec<&SelectedTool> = toolset.iter().filter(|t| deferrable(t)).collect();
+        Ranker(SearchTools::new(&deferred, &Some(embeddings)))
+    }
+
+    /// The names of the best `limit` matches for `query`, best first (fewer when fewer tools match at all), and
+    /// why the hybrid tier was left out of this search if it was.
+    pub async fn rank(&self, query: &str, limit: usize) -> (Vec<String>, Option<String>) {
+        let (found, note) = self.0.matches(query, limit).await;
+        (found.into_iter().map(|t| t.spec().name().to_owned()).collect(), note)
     }
 }
 
@@ -216,8 +265,8 @@ impl Tool for SearchTools {
             Err(e) => return ToolOutput::error(format!("search_tools: {e}")),
         };
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-        let found: Vec<Value> = self
-            .matches(&args.query, limit)
+        let (found, degraded) = self.matches(&args.query, limit).await;
+        let found: Vec<Value> = found
             .into_iter()
             .map(|t| {
                 let s = t.spec();
@@ -230,12 +279,14 @@ impl Tool for SearchTools {
                 found
             })
             .collect();
-        if found.is_empty() {
-            return ToolOutput::json(&json!({
-                "tools": [],
-                "note": format!("no tool matches {:?}; try other words", args.query),
-            }));
+        let mut out = if found.is_empty() {
+            json!({"tools": [], "note": format!("no tool matches {:?}; try other words", args.query)})
+        } else {
+            json!({"tools": found})
+        };
+        if let Some(why) = degraded {
+            out["ranking"] = json!(why);
         }
-        ToolOutput::json(&json!({"tools": found}))
+        ToolOutput::json(&out)
     }
 }

@@ -79,6 +79,11 @@ pub struct Embeddings {
     /// `document_prefix`: put before each passage; `{title}` is replaced by the passage's heading path.
     #[serde(deserialize_with = "de::nullable")]
     pub document_prefix: String,
+    /// `tool_search`: also rank client-side `search_tools` results by these embeddings, fused with the words by
+    /// reciprocal rank (off by default: the tools' paths and descriptions, and each search's query, go to the
+    /// endpoint). A key of this crate's; the reference implementation has no such tier.
+    #[serde(deserialize_with = "de::nullable")]
+    pub tool_search: bool,
 }
 
 impl Embeddings {

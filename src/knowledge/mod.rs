@@ -51,6 +51,7 @@ pub use chunk::{
     CHUNKER_VERSION, Chunk, MAX_CHUNK_TOKENS, MAX_CODE_BLOCK_TOKENS, MAX_HEADING_CHARS, TOKENIZER, chunk_markdown,
     estimate_tokens,
 };
+pub(crate) use embed::{BATCH as EMBED_BATCH, normalize};
 pub use embed::{Embedder, HttpEmbedder};
 pub use files::{MAX_FILE_BYTES, MAX_FILES, MAX_SKIPPED_LISTED, MAX_WALK_ENTRIES, Skipped, TEXT_EXTENSIONS};
 pub use index::{IndexOptions, IndexProgress, IndexReport};
@@ -65,6 +66,36 @@ use rusqlite::Connection;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+/// The embedder `harness.knowledge.embeddings` describes, if any.
+fn http_embedder(config: &Config) -> Result<Option<HttpEmbedder>> {
+    let Some(e) = &config.harness.knowledge.embeddings else { return Ok(None) };
+    let (Some(url), Some(model)) = (&e.base_url, &e.model) else { return Ok(None) };
+    let mut http = HttpEmbedder::new(url, model.clone()).with_timeout(e.timeout());
+    if let Some(var) = &e.api_key_env {
+        let key = std::env::var(var).map_err(|_| {
+            config.locate(Error::config_key(
+                "harness.knowledge.embeddings.api_key_env",
+                format!("harness.knowledge.embeddings.api_key_env: the variable {var} is not set"),
+            ))
+        })?;
+        http = http.with_key(key);
+    }
+    Ok(Some(http))
+}
+
+/// `search_tools`' hybrid tier as `harness.knowledge.embeddings.tool_search` configures it: the same embedder and
+/// prefixes as knowledge search, or `None` when it is off.
+///
+/// # Errors
+///
+/// A configuration error, located, when `embeddings.api_key_env` names a variable that is not set.
+pub fn tool_embeddings(config: &Config) -> Result<Option<crate::agent::search::ToolEmbeddings>> {
+    let Some(e) = config.harness.knowledge.embeddings.as_ref().filter(|e| e.tool_search) else { return Ok(None) };
+    Ok(http_embedder(config)?.map(|http| {
+        crate::agent::search::ToolEmbeddings::new(Arc::new(http)).with_prefixes(&e.query_prefix, &e.document_prefix)
+    }))
+}
 
 /// An index and how to search it: where it lives, what it indexes, and the embedder, if any. Cheap to clone.
 #[derive(Clone)]
@@ -220,18 +251,7 @@ impl KnowledgeBase {
         for p in &k.paths {
             kb = kb.with_path(p, &base);
         }
-        if let Some(e) = &k.embeddings {
-            let (Some(url), Some(model)) = (&e.base_url, &e.model) else { return Ok(kb) };
-            let mut http = HttpEmbedder::new(url, model.clone()).with_timeout(e.timeout());
-            if let Some(var) = &e.api_key_env {
-                let key = std::env::var(var).map_err(|_| {
-                    config.locate(Error::config_key(
-                        "harness.knowledge.embeddings.api_key_env",
-                        format!("harness.knowledge.embeddings.api_key_env: the variable {var} is not set"),
-                    ))
-                })?;
-                http = http.with_key(key);
-            }
+        if let (Some(e), Some(http)) = (&k.embeddings, http_embedder(config)?) {
             kb = kb.with_embedder(Arc::new(http), &e.query_prefix, &e.document_prefix);
         }
         Ok(kb)

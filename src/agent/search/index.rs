@@ -162,12 +162,13 @@ fn without_tag_line(spec: &ToolSpec) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::tool::ToolKind;
     use serde_json::json;
 
-    fn command(path: &[&str], description: &str) -> ToolSpec {
+    /// A command tool at `path` described by `description` (the semantic tier's tests use it too).
+    pub(in crate::agent::search) fn command(path: &[&str], description: &str) -> ToolSpec {
         ToolSpec::new(path.join("_"), ToolKind::Command, json!({"type": "object"}))
             .with_command_path(path.iter().copied())
             .with_description(description)
