@@ -254,7 +254,7 @@ impl Tool for SearchTools {
         &self.spec
     }
 
-    async fn call(&self, input: &ToolInput, _ctx: &CallContext) -> ToolOutput {
+    async fn call(&self, input: &ToolInput, ctx: &CallContext) -> ToolOutput {
         #[derive(Deserialize)]
         struct Args {
             query: String,
@@ -265,7 +265,12 @@ impl Tool for SearchTools {
             Err(e) => return ToolOutput::error(format!("search_tools: {e}")),
         };
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-        let (found, degraded) = self.matches(&args.query, limit).await;
+        // A cancelled run does not wait for the hybrid tier's embedder.
+        let (found, degraded) = tokio::select! {
+            biased;
+            () = ctx.cancel_token().cancelled() => return ToolOutput::cancelled("search_tools was cancelled"),
+            m = self.matches(&args.query, limit) => m,
+        };
         let found: Vec<Value> = found
             .into_iter()
             .map(|t| {

@@ -362,7 +362,7 @@ fn with_some_location(yaml: &str, err: Error) -> Error {
 /// agent and the MCP server call before anything starts) refuses them with their location rather than silently
 /// ignoring them (a `bearer_token_env` that was ignored would otherwise have reached every child).
 fn refuse_unbuilt(cfg: &Config) -> Result<()> {
-    let unbuilt: [(&str, bool, &str); 7] = [
+    let unbuilt: [(&str, bool, &str); 8] = [
         // Built with the `mcp` feature (source::mcp).
         (
             "mcp_servers",
@@ -402,6 +402,11 @@ fn refuse_unbuilt(cfg: &Config) -> Result<()> {
             "harness.knowledge",
             !cfg!(feature = "knowledge") && cfg.harness.knowledge.enabled,
             "this build has no `knowledge` feature, which indexes and searches local documents",
+        ),
+        (
+            "harness.knowledge.embeddings.tool_search",
+            !cfg!(feature = "knowledge") && cfg.harness.knowledge.embeddings.as_ref().is_some_and(|e| e.tool_search),
+            "this build has no `knowledge` feature, whose embeddings rank search_tools' results",
         ),
     ];
     match unbuilt.into_iter().find(|(_, used, _)| *used) {

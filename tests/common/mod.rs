@@ -128,28 +128,29 @@ pub fn cli_run_against(base_url: &str, config: &Path, dir: &Path, args: &[&str])
 /// The example binary `name`, as `cargo test` built it before running any test binary: no test starts a cargo
 /// build of its own (a nested build of the whole example set took minutes, silently, inside one test).
 ///
-/// With `cargo test --test X` cargo builds no examples, so a binary that is missing, or older than the newest build
-/// of the library beside it (a stale one), fails the test with the command that builds it.
+/// With `cargo test --test X` cargo builds no examples, so a binary that is missing, or older than any source file
+/// its dep-info (`examples/<name>.d`, which cargo writes beside it) lists, fails the test with the command that
+/// builds it.
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    let path = deps.parent().unwrap().join("examples").join(name);
+    let examples = exe.parent().and_then(Path::parent).unwrap().join("examples");
+    let path = examples.join(name);
     let build = "cargo test --all-features builds it before the tests; after `cargo test --test ...`, run \
                  `cargo build --all-features --examples` first";
-    let built = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| panic!("examples/{name} is not built ({}: {e}): {build}", path.display()));
-    let newest_lib = std::fs::read_dir(deps)
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("libfisk_ai-"))
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".rlib"))
-        .filter_map(|e| e.metadata().and_then(|m| m.modified()).ok())
-        .max();
-    assert!(
-        newest_lib.is_none_or(|lib| built >= lib),
-        "examples/{name} is older than the library it was built from, so it may not hold the change under test: {build}"
-    );
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified());
+    let built =
+        modified(&path).unwrap_or_else(|e| panic!("examples/{name} is not built ({}: {e}): {build}", path.display()));
+    let deps = std::fs::read_to_string(examples.join(format!("{name}.d")))
+        .unwrap_or_else(|e| panic!("examples/{name}.d, cargo's list of its sources, is missing ({e}): {build}"));
+    // `<binary>: <source> <source> ...`, a space inside a path escaped with a backslash.
+    let sources = deps.lines().next().and_then(|l| l.split_once(": ")).map_or("", |(_, s)| s).replace("\\ ", "\0");
+    if let Some(newer) = sources
+        .split_whitespace()
+        .map(|s| PathBuf::from(s.replace('\0', " ")))
+        .find(|s| modified(s).is_ok_and(|m| m > built))
+    {
+        panic!("examples/{name} is older than {}, so it may not hold the change under test: {build}", newer.display());
+    }
     path
 }
 

@@ -6,16 +6,25 @@
 //! (`purge the backlog` for `stream purge`). Reciprocal rank fusion needs no score calibration between the two.
 //!
 //! The tools' vectors are made on the first search (in batches, once), not when the agent is built: an agent whose
-//! model never searches never calls the embedder. A search whose embedder fails (unreachable, a malformed reply)
-//! falls back to the words' ranking at once and says so in the result; the next search tries again.
+//! model never searches never calls the embedder. A search whose embedder fails (unreachable, a malformed reply,
+//! slower than [`DEADLINE`]) falls back to the words' ranking and says so in the result; for [`COOL_DOWN`] after a
+//! failure, searches go to the words at once instead of waiting on the embedder again.
 
 use crate::error::{Error, Result};
 use crate::knowledge::{Embedder, RRF_K, reciprocal_rank_fusion};
 use crate::tool::ToolSpec;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// How many of each ranking are fused: every tool of a tree this size, the top of a larger one.
 pub(super) const POOL: usize = 100;
+/// The most time one search gives the embedder (the tools' first embedding included) before it ranks by words.
+pub(super) const DEADLINE: Duration = Duration::from_secs(15);
+/// After a failure, how long searches rank by words without asking the embedder.
+pub(super) const COOL_DOWN: Duration = Duration::from_secs(60);
+/// The most bytes of one tool's text embedded: a passage's size in knowledge search (about 400 tokens), so one long
+/// description cannot pass an embedding model's input limit and turn the tier off.
+const MAX_TEXT_BYTES: usize = 1600;
 
 /// What embeds queries and tools, and the prefixes some models want before each.
 #[derive(Clone)]
@@ -52,31 +61,63 @@ impl ToolEmbeddings {
     }
 }
 
-/// The vector side of one tool set: its texts, and their unit vectors once made.
+/// The vector side of one tool set: its texts, their unit vectors once made, and when the embedder last failed.
 pub(super) struct Semantic {
     with: ToolEmbeddings,
     texts: Vec<String>,
     vectors: tokio::sync::OnceCell<Vec<Vec<f32>>>,
+    failed: Mutex<Option<Instant>>,
 }
 
 impl Semantic {
-    /// The tools' texts: the command path (or name) and the description, as the model reads them.
+    /// The tools' texts: the command path (or name) and the description, as the model reads them; the path once,
+    /// in the prefix's `{title}` when it has one. Each is cut to [`MAX_TEXT_BYTES`].
     pub(super) fn new<'a>(with: ToolEmbeddings, specs: impl Iterator<Item = &'a ToolSpec>) -> Self {
         let texts = specs
             .map(|s| {
                 let title = if s.command_path().is_empty() { s.name().to_owned() } else { s.display_path() };
-                format!("{}{title}: {}", with.document_prefix.replace("{title}", &title), s.description())
+                let mut text = if with.document_prefix.contains("{title}") {
+                    format!("{}{}", with.document_prefix.replace("{title}", &title), s.description())
+                } else {
+                    format!("{}{title}: {}", with.document_prefix, s.description())
+                };
+                // By hand: `floor_char_boundary` is newer than the crate's minimum Rust.
+                if let Some(cut) = (0..=MAX_TEXT_BYTES).rev().find(|&i| text.is_char_boundary(i)) {
+                    text.truncate(cut);
+                }
+                text
             })
             .collect();
-        Semantic { with, texts, vectors: tokio::sync::OnceCell::new() }
+        Semantic { with, texts, vectors: tokio::sync::OnceCell::new(), failed: Mutex::new(None) }
     }
 
-    /// `lexical` (tool indexes, best first) fused with the tools nearest `query`, best first.
+    /// `lexical` (tool indexes, best first) fused with the tools nearest `query`, best first, within [`DEADLINE`].
+    /// A failure starts a [`COOL_DOWN`] during which searches fail at once.
     ///
     /// # Errors
     ///
-    /// The embedder's failure, or a reply that does not fit (a count or dimension that differs).
+    /// The embedder's failure, a reply that does not fit (a count or dimension that differs, a value that is not
+    /// a finite number), the deadline passed, or a failure less than [`COOL_DOWN`] ago.
     pub(super) async fn fuse(&self, query: &str, lexical: &[usize]) -> Result<Vec<usize>> {
+        let failed = || self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = *failed()
+            && at.elapsed() < COOL_DOWN
+        {
+            return Err(Error::knowledge(format!(
+                "it failed {}s ago; it is asked again {}s after that",
+                at.elapsed().as_secs(),
+                COOL_DOWN.as_secs()
+            )));
+        }
+        let fused = match tokio::time::timeout(DEADLINE, self.fuse_now(query, lexical)).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::knowledge(format!("no answer within {}s", DEADLINE.as_secs()))),
+        };
+        *failed() = fused.is_err().then(Instant::now);
+        fused
+    }
+
+    async fn fuse_now(&self, query: &str, lexical: &[usize]) -> Result<Vec<usize>> {
         let vectors = self.vectors.get_or_try_init(|| self.embed_tools()).await?;
         let q = embed_all(&*self.with.embedder, &[format!("{}{query}", self.with.query_prefix)]).await?;
         let q = q.first().ok_or_else(|| Error::knowledge("the embedder returned no query vector"))?;
@@ -105,9 +146,13 @@ impl Semantic {
     }
 }
 
-/// One vector per text, unit length, or an error when the reply does not fit.
+/// One vector per text, unit length, or an error when the reply does not fit (a host's embedder is checked as the
+/// HTTP one checks its replies: a value that is not finite would rank its tool first).
 async fn embed_all(embedder: &dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>> {
     let vectors = embedder.embed(texts).await?;
+    if vectors.iter().flatten().any(|x| !x.is_finite()) {
+        return Err(Error::knowledge("the embedder returned a value that is not a finite number"));
+    }
     if vectors.len() != texts.len() || vectors.iter().any(Vec::is_empty) {
         return Err(Error::knowledge(format!(
             "the embedder returned {} vectors (some empty?) for {} texts",
@@ -202,7 +247,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn searchq_8_a_failing_embedder_is_an_error_for_that_search_and_the_next_search_tries_again() {
+    async fn searchq_8_a_failing_embedder_is_an_error_and_is_asked_again_after_the_cool_down() {
         let specs = specs();
         let model = Arc::new(Concepts::default());
         model.failing.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -211,12 +256,18 @@ mod tests {
         let err = semantic.fuse("purge", &[1]).await.unwrap_err();
         assert!(err.to_string().contains("500"), "{err}");
         model.failing.store(false, std::sync::atomic::Ordering::Relaxed);
+        // Within the cool-down the embedder is not asked again.
+        let err = semantic.fuse("purge", &[1]).await.unwrap_err();
+        assert!(err.to_string().contains("asked again"), "{err}");
+        assert_eq!(model.batches.lock().unwrap().len(), 1);
+        *semantic.failed.lock().unwrap() = Some(Instant::now() - COOL_DOWN);
         let fused = semantic.fuse("purge", &[1]).await.unwrap();
         assert_eq!(names(&specs, &fused)[0], "stream_purge");
         let batches = model.batches.lock().unwrap().clone();
         // The failed tool batch, the tools again, then the query: with the configured prefixes.
         assert_eq!(batches.len(), 3, "{batches:?}");
-        assert_eq!(batches[1][0], "stream info | stream info: Show a stream's configuration and state");
+        // `{title}` in the prefix carries the path, once.
+        assert_eq!(batches[1][0], "stream info | Show a stream's configuration and state");
         assert_eq!(batches[2], ["query: purge"]);
     }
 

@@ -101,6 +101,16 @@ impl Lineage {
             && self.group_is_ours()
     }
 
+    /// Whether the child exists but `/proc` cannot show it (mounted with `hidepid`, a child that became another
+    /// user): its group is then killed without the membership check `/proc` cannot make, as EXEC-10 always did.
+    /// A pid `/proc` does not show and `kill(pid, 0)` finds is the child's: a reused pid of this user's would be
+    /// shown, and another user's process cannot be signalled anyway.
+    fn hidden(&self) -> bool {
+        self.child.is_some_and(|c| {
+            table::stat(c.pid).is_none() && kill(Pid::from_raw(c.pid), None) != Err(nix::errno::Errno::ESRCH)
+        })
+    }
+
     /// Whether the group named by the child's pid can still be the child's: no other process holds that pid now.
     /// The kernel keeps a pid from reuse while a group of that id has members, so once the pid names a process
     /// that is not the child (another start time), the child's group is gone and the id is another group's.
@@ -174,9 +184,11 @@ pub(super) fn sweep(pgid: Option<Pid>, lineage: &Lineage) {
             Err(e) => return blind_group_kill(pgid, &e),
         };
         let found = lineage.attribute(me, &procs);
-        // Without the child's start time (unreadable at spawn) the group is killed as EXEC-10 always did.
+        // Without the child's start time (unreadable at spawn), or with a child `/proc` does not show, the group is
+        // killed as EXEC-10 always did.
         if pass == 0
-            && let Some(pgid) = pgid.filter(|&p| lineage.child.is_none() || lineage.group_alive(p, &found))
+            && let Some(pgid) =
+                pgid.filter(|&p| lineage.child.is_none() || lineage.group_alive(p, &found) || lineage.hidden())
         {
             // ESRCH (the group emptied meanwhile) is fine.
             let _ = killpg(pgid, Signal::SIGKILL);

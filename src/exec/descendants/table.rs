@@ -65,17 +65,27 @@ impl BootClock {
         BootClock(ns.saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0)))
     }
 
-    /// The clock tick this reading falls in, as `/proc/PID/stat` counts start times; `None` where a tick is not a
-    /// whole number of nanoseconds.
-    fn tick(self) -> Option<u64> {
+    /// The clock tick this reading falls in, as `/proc/PID/stat` counts start times, how far into it and how long
+    /// a tick is (in nanoseconds); `None` where a tick is not a whole number of nanoseconds.
+    fn tick(self) -> Option<(u64, u64, u64)> {
         static NS_PER_TICK: OnceLock<Option<u64>> = OnceLock::new();
-        let per = *NS_PER_TICK.get_or_init(|| {
+        let per = (*NS_PER_TICK.get_or_init(|| {
             let hz = rustix::param::clock_ticks_per_second();
             (hz > 0 && 1_000_000_000 % hz == 0).then(|| 1_000_000_000 / hz)
-        });
-        Some(self.0 / per?)
+        }))?;
+        Some((self.0 / per, self.0 % per, per))
     }
 }
+
+/// The tick a process forked between the readings `before` and `after` started in: when both fall in one tick, at
+/// least [`EDGE`] from its ends (the kernel's reading of the same clock may round a nanosecond differently).
+fn tick_between(before: BootClock, after: BootClock) -> Option<u64> {
+    let ((start, into, per), (end, into_end, _)) = (before.tick()?, after.tick()?);
+    (start == end && into >= EDGE && per - into_end > EDGE).then_some(start)
+}
+
+/// How far from a tick's ends a reading must be for [`tick_between`] to date a spawn by it.
+const EDGE: u64 = 1_000;
 
 /// The child `pid` this process has just spawned as the leader of its own group, after the boot clock read
 /// `before`: as `/proc/PID/stat` shows it, without reading it when the spawn began and ended within one clock tick.
@@ -85,11 +95,8 @@ impl BootClock {
 /// here instead costs the call's latency: it can wait on the child while it maps its libraries. A spawn across a
 /// tick boundary (rarely: a tick is 10 ms, a spawn about a tenth of one) reads it.
 pub(super) fn spawned(pid: i32, before: BootClock) -> Option<Entry> {
-    let after = BootClock::now();
-    match (before.tick(), after.tick(), i32::try_from(std::process::id())) {
-        (Some(start), Some(end), Ok(me)) if start == end => {
-            Some(Entry { pid, ppid: me, pgrp: pid, zombie: false, start })
-        }
+    match (tick_between(before, BootClock::now()), i32::try_from(std::process::id())) {
+        (Some(start), Ok(me)) => Some(Entry { pid, ppid: me, pgrp: pid, zombie: false, start }),
         _ => stat(pid),
     }
 }
@@ -230,12 +237,23 @@ mod tests {
             let pid = i32::try_from(child.id()).unwrap();
             let read = stat(pid).unwrap();
             let spawned = spawned(pid, before).unwrap();
+            // Read right after `spawned`'s own reading: dated there too, bar a tick ending in between.
+            dated += usize::from(tick_between(before, BootClock::now()).is_some());
             child.kill().unwrap();
             child.wait().unwrap();
             assert_eq!(spawned, read, "the entry made without /proc differs from /proc's");
-            dated += usize::from(before.tick() == BootClock::now().tick());
         }
         assert!(dated > 0, "no spawn fell within one tick, so the dated path was never compared");
+    }
+
+    #[test]
+    fn exec_17_a_spawn_is_dated_only_within_one_tick_and_away_from_its_edges() {
+        let (_, _, per) = BootClock(0).tick().expect("a tick that is a whole number of nanoseconds here");
+        let at = |tick: u64, into: u64| BootClock(tick * per + into);
+        assert_eq!(tick_between(at(7, 2 * EDGE), at(7, per / 2)), Some(7));
+        assert_eq!(tick_between(at(7, EDGE / 2), at(7, per / 2)), None, "too near the tick's start");
+        assert_eq!(tick_between(at(7, 2 * EDGE), at(7, per - EDGE / 2)), None, "too near the tick's end");
+        assert_eq!(tick_between(at(7, per - 2 * EDGE), at(8, 2 * EDGE)), None, "across a tick boundary");
     }
 
     #[test]
