@@ -290,7 +290,7 @@ impl AgentBuilder {
         #[cfg(feature = "knowledge")]
         let hybrid = match self.tool_embeddings.take() {
             Some(given) => Some(given),
-            None => crate::knowledge::tool_embeddings(config)?,
+            None => crate::agent::search::ToolEmbeddings::from_config(config)?,
         };
         #[cfg(not(feature = "knowledge"))]
         let hybrid = ();

@@ -67,8 +67,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// The embedder `harness.knowledge.embeddings` describes, if any.
-fn http_embedder(config: &Config) -> Result<Option<HttpEmbedder>> {
+/// The embedder `harness.knowledge.embeddings` describes, if any (knowledge search's, and `search_tools`' hybrid
+/// tier's).
+///
+/// # Errors
+///
+/// A configuration error, located, when `embeddings.api_key_env` names a variable that is not set.
+pub(crate) fn http_embedder(config: &Config) -> Result<Option<HttpEmbedder>> {
     let Some(e) = &config.harness.knowledge.embeddings else { return Ok(None) };
     let (Some(url), Some(model)) = (&e.base_url, &e.model) else { return Ok(None) };
     let mut http = HttpEmbedder::new(url, model.clone()).with_timeout(e.timeout());
@@ -82,19 +87,6 @@ fn http_embedder(config: &Config) -> Result<Option<HttpEmbedder>> {
         http = http.with_key(key);
     }
     Ok(Some(http))
-}
-
-/// `search_tools`' hybrid tier as `harness.knowledge.embeddings.tool_search` configures it: the same embedder and
-/// prefixes as knowledge search, or `None` when it is off.
-///
-/// # Errors
-///
-/// A configuration error, located, when `embeddings.api_key_env` names a variable that is not set.
-pub fn tool_embeddings(config: &Config) -> Result<Option<crate::agent::search::ToolEmbeddings>> {
-    let Some(e) = config.harness.knowledge.embeddings.as_ref().filter(|e| e.tool_search) else { return Ok(None) };
-    Ok(http_embedder(config)?.map(|http| {
-        crate::agent::search::ToolEmbeddings::new(Arc::new(http)).with_prefixes(&e.query_prefix, &e.document_prefix)
-    }))
 }
 
 /// An index and how to search it: where it lives, what it indexes, and the embedder, if any. Cheap to clone.

@@ -59,6 +59,18 @@ impl ToolEmbeddings {
     pub fn model(&self) -> &str {
         self.embedder.model()
     }
+
+    /// The hybrid tier as `harness.knowledge.embeddings.tool_search` configures it: knowledge search's embedder and
+    /// prefixes, or `None` when it is off.
+    ///
+    /// # Errors
+    ///
+    /// A configuration error, located, when `embeddings.api_key_env` names a variable that is not set.
+    pub fn from_config(config: &crate::config::Config) -> Result<Option<Self>> {
+        let Some(e) = config.harness.knowledge.embeddings.as_ref().filter(|e| e.tool_search) else { return Ok(None) };
+        let http = crate::knowledge::http_embedder(config)?;
+        Ok(http.map(|h| ToolEmbeddings::new(Arc::new(h)).with_prefixes(&e.query_prefix, &e.document_prefix)))
+    }
 }
 
 /// The vector side of one tool set: its texts, their unit vectors once made, and when the embedder last failed.
