@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --example mcp_fixture_server --features mcp -- [--http ADDR] [--many N --page N] [--hostile]
 //!     [--flood-stderr] [--extra NAME]... [--legacy] [--endless] [--setsid] [--huge-pages BYTES] [--bad-schemas]
-//!     [--garbage-list] [--deep-reply]
+//!     [--garbage-list] [--deep-reply] [--on-exit FILE [--stubborn]]
 //! ```
 //!
 //! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
@@ -21,6 +21,9 @@
 //! add up to BYTES and a fresh cursor, forever; `--bad-schemas` adds tools whose input schema is `"string"`, `5`,
 //! `[1,2]`, `{"type":"string"}` or nested 10,000 levels; `--garbage-list` makes the listing reply invalid JSON;
 //! `--deep-reply` adds `deep`, answering structured content nested 10,000 levels.
+//!
+//! Closing (MCPI-17): `--on-exit FILE` appends `eof` to FILE when stdin ends, as a server flushing its state
+//! would; with `--stubborn` it then keeps running, and appends `term` for each `SIGTERM` it ignores.
 
 #[path = "mcp_fixture_server/hostile.rs"]
 pub mod hostile;
@@ -347,10 +350,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         }
         None => {
+            let on_exit = flag(&args, "--on-exit");
+            let stubborn = args.iter().any(|a| a == "--stubborn");
+            // Only a stubborn server catches SIGTERM; the others die of it, as most servers do.
+            let mut term = match stubborn {
+                true => Some(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?),
+                false => None,
+            };
             let running = fixture.serve(rmcp::transport::stdio()).await?;
             running.waiting().await?;
+            let Some(file) = on_exit else { return Ok(()) };
+            note(&file, "eof");
+            let Some(term) = term.as_mut() else { return Ok(()) };
+            while term.recv().await.is_some() {
+                note(&file, "term");
+            }
             Ok(())
         }
+    }
+}
+
+/// Append `line` to `file`, synced, so a test reads it even if this process is killed right after.
+fn note(file: &str, line: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {
+        let _ = writeln!(f, "{line}");
+        let _ = f.sync_all();
     }
 }
 

@@ -296,6 +296,36 @@ async fn mcpi_3_dropping_the_tools_kills_the_server() {
     panic!("the server {pid} outlived its tools");
 }
 
+/// MCPI-17: dropping the tools closes the server's stdin first and gives it time: a server that saves its state
+/// when its input ends gets to, where a kill at once would lose it.
+#[tokio::test]
+async fn mcpi_17_a_closed_server_gets_eof_and_time_to_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("closing");
+    let loaded = stdio("saver", &["--on-exit", file.to_str().unwrap()]).load().await.unwrap();
+    let pid: i32 = call(&find(&loaded.tools, "pid"), "{}").await.content().parse().unwrap();
+    drop(loaded);
+    assert!(fisk_ai::source::mcp::wait_servers_closed(Duration::from_secs(15)).await);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "eof\n", "it saw EOF and exited on its own");
+    common::procs::wait_gone(pid, "the server").await;
+}
+
+/// MCPI-17: a server that ignores the end of its input gets SIGTERM; one that ignores that too is killed. Until
+/// then the host can see it is still closing.
+#[tokio::test]
+async fn mcpi_17_a_stubborn_server_gets_sigterm_then_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("closing");
+    let loaded = stdio("stubborn", &["--on-exit", file.to_str().unwrap(), "--stubborn"]).load().await.unwrap();
+    let pid: i32 = call(&find(&loaded.tools, "pid"), "{}").await.content().parse().unwrap();
+    drop(loaded);
+    assert!(!fisk_ai::source::mcp::wait_servers_closed(Duration::from_millis(500)).await, "still in its grace");
+    assert!(common::procs::alive(pid));
+    assert!(fisk_ai::source::mcp::wait_servers_closed(Duration::from_secs(20)).await);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "eof\nterm\n", "EOF, then SIGTERM, then the kill");
+    common::procs::wait_gone(pid, "the stubborn server").await;
+}
+
 /// EXEC-17: a child of the server that left its process group and session (setsid) does not outlive the
 /// connection: dropping the tools ends it with the server.
 #[tokio::test]

@@ -124,8 +124,9 @@ async fn otel_5_otel_6_otel_8_cli_mcp_continues_the_callers_trace_from_meta_or_h
     assert!(!dump.contains(SECRET), "content was exported: {dump}");
 }
 
-/// The importing agent: no application, the served cowsay as `cow`, a scripted model that calls `say` once.
-fn importer_config(dir: &Path, url: &str) -> std::path::PathBuf {
+/// The importing agent: no application, the served cowsay as `cow` reached by `server` (an `mcp_servers` entry's
+/// `url: ...` or `command: [...]` line), a scripted model that calls `say` once.
+fn importer_config(dir: &Path, server: &str) -> std::path::PathBuf {
     let script = dir.join("script.yaml");
     let turns = format!(
         "turns:\n  - calls:\n      - tool: say\n        input: {{message: \"{SECRET} imported\"}}\n  - text: The cow spoke.\n"
@@ -134,31 +135,28 @@ fn importer_config(dir: &Path, url: &str) -> std::path::PathBuf {
     let config = dir.join("agent.yaml");
     let yaml = format!(
         "identity: importer\nsystem_prompt: Use the cow.\nllm:\n  provider: scripted\n  script: {}\n  model: m\n\
-         mcp_servers:\n  - name: cow\n    url: {url}\n    include:\n      tools: [\"^say$\"]\n",
+         mcp_servers:\n  - name: cow\n    {server}\n    include:\n      tools: [\"^say$\"]\n",
         script.display()
     );
     std::fs::write(&config, yaml).unwrap();
     config
 }
 
-#[tokio::test]
-#[ignore = "needs the OTLP receiver (FISK_AI_OTLP_PYTHON) and the Python MCP client (FISK_AI_PYTHON); .ci/run provides them"]
-async fn otel_7_a_call_to_an_imported_mcp_server_carries_the_runs_trace() {
-    let receiver = Receiver::start();
-    let base = receiver.base_url();
-    let (mut served, url) = serve(&otel_env(&base, "served"));
-    let dir = tempfile::tempdir().unwrap();
-    let config = importer_config(dir.path(), &url);
-    let mut run = common::example_cli(&["run", "--config", config.to_str().unwrap(), "talk"], dir.path());
-    for (k, v) in otel_env(&base, "importer") {
+/// `cli run` with `config`, exporting as `importer`.
+async fn run_importer(base: &str, dir: &Path, config: &Path) {
+    let mut run = common::example_cli(&["run", "--config", config.to_str().unwrap(), "talk"], dir);
+    for (k, v) in otel_env(base, "importer") {
         run.env(k, v);
     }
     let out = tokio::task::spawn_blocking(move || run.output().unwrap()).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(served.terminate().success(), "{}", served.stderr());
+}
+
+/// The importer's run, its `say` call, and the served `tools/call say` under that call: one trace across both
+/// processes, with no content exported.
+fn assert_one_trace(receiver: &Receiver) {
     let spans =
         receiver.spans_when(|s| !named(s, "tools/call say").is_empty() && !named(s, "execute_tool say").is_empty());
-
     let of = |service: &str, name: &str| -> Vec<&Value> {
         named(&spans, name).into_iter().filter(|s| s["resource"]["service.name"] == service).collect()
     };
@@ -172,6 +170,38 @@ async fn otel_7_a_call_to_an_imported_mcp_server_carries_the_runs_trace() {
     assert_eq!(theirs["parent_span_id"], ours["span_id"], "{theirs}");
     let dump = serde_json::to_string(&spans).unwrap();
     assert!(!dump.contains(SECRET), "content was exported: {dump}");
+}
+
+#[tokio::test]
+#[ignore = "needs the OTLP receiver (FISK_AI_OTLP_PYTHON) and the Python MCP client (FISK_AI_PYTHON); .ci/run provides them"]
+async fn otel_7_a_call_to_an_imported_mcp_server_carries_the_runs_trace() {
+    let receiver = Receiver::start();
+    let base = receiver.base_url();
+    let (mut served, url) = serve(&otel_env(&base, "served"));
+    let dir = tempfile::tempdir().unwrap();
+    let config = importer_config(dir.path(), &format!("url: {url}"));
+    run_importer(&base, dir.path(), &config).await;
+    assert!(served.terminate().success(), "{}", served.stderr());
+    assert_one_trace(&receiver);
+}
+
+/// The same over stdio: `cli run` starts `cli mcp --stdio` as its server. The server exports its span when it
+/// exits, which it can because the importer closes it as MCPI-17 asks (EOF first, not a kill).
+#[tokio::test]
+#[ignore = "needs the OTLP receiver (FISK_AI_OTLP_PYTHON); .ci/run provides it"]
+async fn otel_7_mcpi_17_a_call_to_a_stdio_mcp_server_carries_the_runs_trace() {
+    let receiver = Receiver::start();
+    let base = receiver.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    // `env` runs the server from the checkout (the demo's paths are relative to it) as another service.
+    let command = format!(
+        "command: [/usr/bin/env, -C, {:?}, OTEL_SERVICE_NAME=served, {:?}, mcp, --stdio, --config, examples/cowsay/agent.yaml]",
+        common::root().display().to_string(),
+        common::example("cli").display().to_string()
+    );
+    let config = importer_config(dir.path(), &command);
+    run_importer(&base, dir.path(), &config).await;
+    assert_one_trace(&receiver);
 }
 
 #[test]

@@ -122,6 +122,9 @@ async fn main() -> ExitCode {
         Command::Approvals(args) => approvals::run(args).await,
         Command::Knowledge(args) => knowledge::run(args).await,
     };
+    // MCPI-17: the stdio MCP servers this run imported were closed when its harness was dropped; give each its
+    // grace (EOF, then SIGTERM) before the runtime's end kills what is left.
+    fisk_ai::source::mcp::wait_servers_closed(std::time::Duration::from_secs(5)).await;
     match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.
         Ok(true) => ExitCode::SUCCESS,

@@ -4,9 +4,12 @@
 //! 2026-07-28 discovery, falling back to the 2025-11-25 handshake), lists its tools following pagination, keeps
 //! those the pipeline's [`SourcePolicy`](crate::source::SourcePolicy) keeps (the entry's `include` then
 //! `exclude`), and hands them to the one assembly pipeline, where final naming
-//! (IMPORT-5/6) and selection apply. The connection is kept for as long as any of its tools lives: a stdio server
-//! (its whole process group, and every other descendant, EXEC-17) is killed when the last tool is dropped, that is
-//! when the agent is; what a server leaves running when it exits on its own is killed then.
+//! (IMPORT-5/6) and selection apply. The connection is kept for as long as any of its tools lives. When the last
+//! tool is dropped, that is when the agent is, a stdio server is closed as the transport specification asks
+//! (MCPI-17): its stdin is closed, it has two seconds to exit, then `SIGTERM` and two more, and then its whole
+//! process group and every other descendant are killed (EXEC-17). That happens in the background; a host about to
+//! exit waits for it with [`wait_servers_closed`]. What a server leaves running when it exits on its own is
+//! killed then.
 //!
 //! Calls go through the one dispatch path like every tool: the input is validated against the server's schema
 //! first, gated when the entry sets `confirm`, and sent as one `tools/call` bounded by the entry's timeout. The
@@ -32,6 +35,7 @@
 //! # }
 //! ```
 
+mod closing;
 mod connection;
 mod content;
 mod http;
@@ -55,6 +59,7 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use closing::wait_servers_closed;
 pub use connection::Reachability;
 
 /// The per-call timeout when neither the entry nor the host sets one (`llm.budget.call_timeout`'s default).

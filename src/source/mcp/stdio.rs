@@ -1,7 +1,9 @@
 //! The stdio server child (MCPI-3): no shell, its own process group, the scrubbed environment without
 //! `LLMFORMAT`, the process working directory; stderr drained into a bounded tail; stdout read in bounded memory
-//! ([`BoundedLines`]). No descendant outlives the server or the connection (EXEC-17).
+//! ([`BoundedLines`]). No descendant outlives the server or the connection (EXEC-17); closing the connection
+//! closes the server as the transport specification asks ([`closing`](super::closing), MCPI-17).
 
+use super::closing::Ending;
 use super::connection::source_error;
 use super::lines::BoundedLines;
 use crate::error::Result;
@@ -22,11 +24,11 @@ struct Leftovers {
     stderr: Vec<u8>,
 }
 
-/// A running stdio server. Dropping it kills the whole process group and every other descendant.
+/// A running stdio server. Dropping it closes the server (MCPI-17): given time to exit once its stdin is closed,
+/// then `SIGTERM`, then its whole process group and every other descendant are killed.
 pub(crate) struct StdioChild {
-    guard: Descendants,
-    /// The server's cgroups (SBX-4), ended with it.
-    _group: Option<crate::sandbox::CallGroup>,
+    /// `None` once handed to the closing.
+    ending: Option<Ending>,
     leftovers: Arc<Mutex<Leftovers>>,
 }
 
@@ -57,6 +59,7 @@ pub(crate) fn spawn(
         // Its wait below reaps it.
         group.spare(pid);
     }
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(nix::unistd::Pid::from_raw);
     let guard = Descendants::new(child.id(), marker);
     let sweep = guard.sweep();
     let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
@@ -66,16 +69,19 @@ pub(crate) fn spawn(
     let leftovers = Arc::new(Mutex::new(Leftovers::default()));
     tokio::spawn(drain(server.to_owned(), stderr, Arc::clone(&leftovers)));
     let exit = Arc::clone(&leftovers);
+    let (exited, on_exit) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let status = child.wait().await.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
         if let Ok(mut l) = exit.lock() {
             l.exit = Some(status);
         }
+        exited.send_replace(true);
         // The server is gone (exited, or killed with the connection): whatever it left running goes too, now
         // rather than when its tools are dropped. It reads /proc, so off the async threads.
         let _ = tokio::task::spawn_blocking(move || sweep.run()).await;
     });
-    Ok((StdioChild { guard, _group: group, leftovers }, BoundedLines::new(stdout), stdin))
+    let ending = Ending { guard, group, pgid, exited: on_exit };
+    Ok((StdioChild { ending: Some(ending), leftovers }, BoundedLines::new(stdout), stdin))
 }
 
 impl StdioChild {
@@ -98,7 +104,9 @@ impl StdioChild {
 
 impl Drop for StdioChild {
     fn drop(&mut self) {
-        self.guard.end();
+        if let Some(ending) = self.ending.take() {
+            ending.start();
+        }
     }
 }
 
