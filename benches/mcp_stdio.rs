@@ -5,12 +5,16 @@
 //! same concurrency (target: at least 0.95x: stdio has no HTTP framing).
 //!
 //! Before the criterion group it prints the time from a client's `notifications/cancelled` to the call's process
-//! being gone (killed and reaped), p50 and p99 over 50 cancels (target: within 100 ms).
+//! being gone (killed and reaped), p50 and p99 over 50 cancels (target: within 100 ms), and where a call's time
+//! goes at concurrency 1: the spawn, the least any stdio server adds to it, this crate's server and rmcp's client
+//! ([`stdio_floor`]).
 
 #[path = "common/echo_app.rs"]
 mod echo_app;
 #[path = "common/stats.rs"]
 mod stats;
+#[path = "common/stdio_floor.rs"]
+mod stdio_floor;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fisk_ai::Config;
@@ -19,6 +23,7 @@ use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use std::hint::black_box;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -40,25 +45,63 @@ fn app(dir: &Path) -> std::path::PathBuf {
     app
 }
 
-/// Serve `app` over a fresh pipe pair on `server_rt`; rmcp's client on the other ends, on `rt`.
-fn connect(server_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, app: &Path) -> Client {
+/// Serve `app` over a fresh pipe pair on `server_rt`; the client's ends `(write, read)`, for the runtime that will
+/// poll them (a pipe is registered with the reactor that polls it).
+fn serve(server_rt: &tokio::runtime::Runtime, app: &Path) -> (OwnedFd, OwnedFd) {
     let yaml = format!(
         "identity: bench\napplication_path: {}\nexpose:\n  agent:\n    mcp:\n      max_concurrent_tools: 32\n",
         app.display()
     );
-    let (to_server, server_in) = server_rt.block_on(async { tokio::net::unix::pipe::pipe() }).unwrap();
-    let (server_out, from_server) = server_rt.block_on(async { tokio::net::unix::pipe::pipe() }).unwrap();
+    let ((server_in, to_server), (from_server, server_out)) = stdio_floor::pipes();
     server_rt.block_on(async {
+        let server_in = tokio::net::unix::pipe::Receiver::from_owned_fd(server_in).unwrap();
+        let server_out = tokio::net::unix::pipe::Sender::from_owned_fd(server_out).unwrap();
         let server = McpServer::builder().config(Config::from_yaml_str(&yaml).unwrap()).build().await.unwrap();
         tokio::spawn(server.serve_io(server_in, server_out, std::future::pending()));
     });
-    // The client's ends move to the client's runtime: a pipe is registered with the reactor that polls it.
-    let (to_server, from_server) = (to_server.into_blocking_fd().unwrap(), from_server.into_blocking_fd().unwrap());
+    (to_server, from_server)
+}
+
+/// rmcp's client on a server of `app`, on `rt`.
+fn connect(server_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, app: &Path) -> Client {
+    let (to_server, from_server) = serve(server_rt, app);
     rt.block_on(async move {
         let write = tokio::net::unix::pipe::Sender::from_owned_fd(to_server).unwrap();
         let read = tokio::net::unix::pipe::Receiver::from_owned_fd(from_server).unwrap();
         ().serve((read, write)).await.unwrap()
     })
+}
+
+/// Issue 27: how far the spawn is from a stdio call at concurrency 1, layer by layer ([`stdio_floor`]).
+fn floor_report(server_rt: &tokio::runtime::Runtime, rt: &tokio::runtime::Runtime, app: &Path, client: &Client) {
+    const ROUNDS: usize = 60;
+    const BLOCK: usize = 20;
+    let (floor_write, floor_read) = server_rt.block_on(async { stdio_floor::floor_server(app.to_owned()) });
+    let (server_write, server_read) = serve(server_rt, app);
+    let times = rt.block_on(async {
+        let mut floor = stdio_floor::LineClient::new(floor_write, floor_read);
+        let mut server = stdio_floor::LineClient::new(server_write, server_read);
+        floor.initialize().await;
+        server.initialize().await;
+        let mut times: [Vec<Duration>; 4] = Default::default();
+        for _ in 0..ROUNDS {
+            for (i, t) in times.iter_mut().enumerate() {
+                for _ in 0..BLOCK {
+                    let start = Instant::now();
+                    match i {
+                        0 => drop(black_box(echo_app::spawn_directly(app, 1).await)),
+                        1 => floor.call().await,
+                        2 => server.call().await,
+                        _ => call(client).await,
+                    }
+                    t.push(start.elapsed());
+                }
+            }
+        }
+        times
+    });
+    let [spawn, floor, server, rmcp] = times;
+    stdio_floor::report(vec![("spawn", spawn), ("floor", floor), ("server", server), ("rmcp client", rmcp)]);
 }
 
 fn echo() -> CallToolRequestParams {
@@ -114,6 +157,7 @@ fn benches(c: &mut Criterion) {
     let app = app(dir.path());
     let client = connect(&server_rt, &rt, &app);
     cancel_report(&rt, &client, dir.path());
+    floor_report(&server_rt, &rt, &app, &client);
 
     let mut g = c.benchmark_group("mcp_stdio");
     g.sample_size(20);

@@ -11,7 +11,8 @@
 //! Tools: `echo {text}`, `add {a, b}`, `env` (this process's environment, one `NAME=value` per line), `big
 //! {bytes}` (a text of that many bytes, starting `HEAD` and ending `TAIL`), `slow {ms}`, `die` (exits while
 //! answering), `mixed` (a text, an image and a text item), `structured` (structured content only), `fails`
-//! (`isError`), and `pwd`. `--many N` adds `t00000`.. tools, listed `--page` at a time; `--hostile` adds tools whose
+//! (`isError`), `pwd`, `auth` and `trace` (the `Authorization` header, and the `traceparent` header and `_meta` value, a
+//! request carried over HTTP). `--many N` adds `t00000`.. tools, listed `--page` at a time; `--hostile` adds tools whose
 //! names or descriptions are unusable or carry control and bidi characters (and a schema whose prose does, and
 //! dirty instructions). `--setsid` adds `setsid`: it starts a child of this server that leaves the server's
 //! process group and session (`setsid()`), holds none of its pipes, sleeps forever, and answers that child's
@@ -147,6 +148,7 @@ fn tools(many: usize, hostile: bool) -> Vec<Tool> {
         tool("pid", "Print this server's process id", object(json!({}), &[])),
         tool("hugeerror", "Fail with a 1 MB JSON-RPC error", object(json!({}), &[])),
         tool("auth", "Print the Authorization header this request carried (HTTP only)", object(json!({}), &[])),
+        tool("trace", "Print the traceparent this request carried in its header and its _meta", object(json!({}), &[])),
     ];
     tools.extend((0..many).map(|i| tool(&format!("t{i:05}"), &format!("Synthetic tool {i}"), object(json!({}), &[]))));
     if hostile {
@@ -176,6 +178,13 @@ async fn answer(request: &CallToolRequestParams, context: &RequestContext<RoleSe
             let parts = context.extensions.get::<axum::http::request::Parts>();
             let header = parts.and_then(|p| p.headers.get("authorization")).and_then(|v| v.to_str().ok());
             text(header.unwrap_or("none"))
+        }
+        "trace" => {
+            let parts = context.extensions.get::<axum::http::request::Parts>();
+            let header = parts.and_then(|p| p.headers.get("traceparent")).and_then(|v| v.to_str().ok());
+            // rmcp hands a request's `_meta` over in the context.
+            let meta = context.meta.get_traceparent();
+            text(format!("header={} meta={}", header.unwrap_or("none"), meta.unwrap_or("none")))
         }
         "echo" => text(args.as_ref().and_then(|a| a.get("text")).and_then(Value::as_str).unwrap_or_default()),
         "add" => text((arg(args, "a") + arg(args, "b")).to_string()),

@@ -296,6 +296,30 @@ async fn mcpi_3_dropping_the_tools_kills_the_server() {
     panic!("the server {pid} outlived its tools");
 }
 
+/// OTEL-7: a call over HTTP carries the caller's trace context in the `traceparent` header as well as in `_meta`,
+/// for a server whose HTTP instrumentation reads the header; without a recorded span it carries neither.
+#[cfg(feature = "otel")]
+#[tokio::test]
+async fn otel_7_an_http_call_carries_the_trace_in_its_header_and_its_meta() {
+    use tracing::Instrument;
+    use tracing_subscriber::layer::SubscriberExt;
+    // Nothing listens there: the spans are recorded (and so have ids), their export fails quietly.
+    let export = fisk_ai::telemetry::otel::OtlpExport::to_url("http://127.0.0.1:9/v1/traces").unwrap();
+    let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(export.layer()));
+    let loaded = McpImport::http("web", http_fixture(&[]).await).unwrap().load().await.unwrap();
+    let tool = find(&loaded.tools, "trace");
+    // A span the export records (its filter keeps this crate's targets), as a tool call's own span is.
+    let span = tracing::info_span!(target: "fisk_ai", "caller");
+    let seen = call(&tool, "{}").instrument(span).await.content().to_owned();
+    let (header, meta) = seen.split_once(' ').unwrap();
+    let header = header.strip_prefix("header=").unwrap();
+    assert_eq!(meta.strip_prefix("meta=").unwrap(), header, "{seen}");
+    let fields: Vec<&str> = header.split('-').collect();
+    assert!(matches!(fields[..], ["00", t, s, _] if t.len() == 32 && s.len() == 16), "{seen}");
+    drop(_default);
+    assert_eq!(call(&tool, "{}").await.content(), "header=none meta=none");
+}
+
 /// MCPI-17: dropping the tools closes the server's stdin first and gives it time: a server that saves its state
 /// when its input ends gets to, where a kill at once would lose it.
 #[tokio::test]

@@ -9,6 +9,8 @@
 //!   within the listing's memory bound.
 //! - A reply that cannot be parsed (not JSON, nested too deep, not a JSON-RPC message) answers its request at once
 //!   with the reason (MCPI-14), instead of leaving it to wait out the timeout.
+//! - A `tools/call` carries the trace context its `_meta` carries (OTEL-7) as W3C `traceparent` and `tracestate`
+//!   headers too, for a server whose HTTP instrumentation reads those and not `_meta`.
 
 use super::lines::Message;
 use super::listing::Ledger;
@@ -115,6 +117,10 @@ impl CappingClient {
         }
         // rmcp's transport made these headers (protocol version, method and name); they pass through as they are.
         for (name, value) in post.custom_headers {
+            request = request.header(name, value);
+        }
+        #[cfg(feature = "otel")]
+        for (name, value) in trace_headers(&post.message) {
             request = request.header(name, value);
         }
         let had_session = post.session_id.is_some();
@@ -291,6 +297,22 @@ impl CappingClient {
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await
     }
+}
+
+/// OTEL-7: the `traceparent` and `tracestate` a `tools/call`'s `_meta` carries, as headers. The connection put
+/// them there from the current span; a value a header cannot hold is left out.
+#[cfg(feature = "otel")]
+fn trace_headers(message: &ClientJsonRpcMessage) -> Vec<(&'static str, HeaderValue)> {
+    let JsonRpcMessage::Request(request) = message else { return Vec::new() };
+    let ClientRequest::CallToolRequest(call) = &request.request else { return Vec::new() };
+    let Some(meta) = &call.params.meta else { return Vec::new() };
+    [crate::telemetry::TRACEPARENT, crate::telemetry::TRACESTATE]
+        .into_iter()
+        .filter_map(|key| {
+            let value = meta.get(key)?.as_str()?;
+            Some((key, HeaderValue::from_str(value).ok()?))
+        })
+        .collect()
 }
 
 /// A grant that could not produce a token, as the transport's error.
