@@ -151,6 +151,11 @@ pub(crate) fn check(schema: &Value, validator: &jsonschema::Validator, input: &V
             return Err(InputError::new(Some(key.clone()), format!("unknown property \"{key}\"")));
         }
     }
+    // The boolean walk for the common case: `iter_errors` builds its error machinery even when there is nothing
+    // to report, and a valid input is what nearly every call is.
+    if validator.is_valid(input) {
+        return Ok(());
+    }
     let Some(err) = validator.iter_errors(input).next() else {
         return Ok(());
     };

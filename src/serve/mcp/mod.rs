@@ -52,6 +52,7 @@
 
 mod auth;
 mod builder;
+mod call_line;
 #[cfg(feature = "otel")]
 mod caller_trace;
 mod clients;

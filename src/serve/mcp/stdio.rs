@@ -302,15 +302,17 @@ where
         // A blank line is no message and no error.
         let decoded = if line.iter().all(u8::is_ascii_whitespace) {
             Err(None)
+        } else if let Some(call) = super::call_line::tools_call(line) {
+            // A call in its usual shape, without repeated keys: read in one pass.
+            Ok(call)
         } else {
-            serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(|e| unreadable(line, &e))
+            serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(|e| unreadable(line, &e)).map(|mut message| {
+                if let ClientJsonRpcMessage::Request(r) = &mut message {
+                    super::duplicate::mark(&mut r.request, line);
+                }
+                message
+            })
         };
-        let decoded = decoded.map(|mut message| {
-            if let ClientJsonRpcMessage::Request(r) = &mut message {
-                super::duplicate::mark(&mut r.request, line);
-            }
-            message
-        });
         let full = self.calls.count() >= CALLS;
         if self.line.capacity() > KEEP_CAPACITY {
             self.line = Vec::new();
