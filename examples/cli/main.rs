@@ -122,10 +122,7 @@ async fn main() -> ExitCode {
         Command::Approvals(args) => approvals::run(args).await,
         Command::Knowledge(args) => knowledge::run(args).await,
     };
-    // MCPI-17: the stdio MCP servers this run imported were closed when its harness was dropped; give each its
-    // grace (EOF, then SIGTERM) before the runtime's end kills what is left.
-    fisk_ai::source::mcp::wait_servers_closed(std::time::Duration::from_secs(5)).await;
-    match result {
+    let code = match result {
         // CLI-16: 0 for completed and suspended runs, 1 for everything else.
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -135,5 +132,18 @@ async fn main() -> ExitCode {
             eprintln!("error: {}", fisk_ai::gate::sanitize(&format!("{e:#}"), usize::MAX));
             ExitCode::FAILURE
         }
+    };
+    close_servers().await;
+    code
+}
+
+/// MCPI-17: the stdio MCP servers this run imported were closed when its harness was dropped; each gets its grace
+/// (EOF, then SIGTERM), at most 5 s in all, and what is left then is killed. A SIGINT or SIGTERM meanwhile (the
+/// client that started `mcp --stdio` closing it, a user's Ctrl-C) kills them at once.
+async fn close_servers() {
+    let wait = fisk_ai::source::mcp::wait_servers_closed(std::time::Duration::from_secs(5));
+    tokio::select! {
+        _ = wait => {}
+        () = fisk_ai::serve::shutdown_signal() => fisk_ai::source::mcp::kill_servers_now(),
     }
 }

@@ -31,7 +31,9 @@ pub(crate) fn watch(checkpointed: bool, tokens: Tokens, err: Arc<Stderr>) -> std
             // The prompt would otherwise keep waiting for a key while the run is asked to stop.
             prompts.cancel();
             if cancel.is_cancelled() {
-                // Cancelling did not end the run in time: another interrupt leaves at once.
+                // Cancelling did not end the run in time: another interrupt leaves at once, and `exit` runs no
+                // destructor, so the stdio MCP servers are ended here (MCPI-17).
+                fisk_ai::source::mcp::kill_servers_now();
                 std::process::exit(130);
             }
             if !checkpointed || (interrupt && suspend.is_cancelled()) {

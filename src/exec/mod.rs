@@ -61,6 +61,8 @@ pub use process::captured_output;
 pub(crate) use process::{Capture, RunError, into_text, run};
 // The MCP import's stdio child and its result capping share them.
 #[cfg(feature = "mcp")]
+pub(crate) use descendants::Sweep;
+#[cfg(feature = "mcp")]
 pub(crate) use descendants::settle;
 #[cfg(feature = "mcp")]
 pub(crate) use descendants::{Descendants, Marker};

@@ -157,7 +157,8 @@ pub(crate) fn check(schema: &Value, validator: &jsonschema::Validator, input: &V
         return Ok(());
     }
     let Some(err) = validator.iter_errors(input).next() else {
-        return Ok(());
+        // The two walks disagree: refused, since the boolean one said no.
+        return Err(InputError::new(None, "invalid arguments: they do not match the tool's schema".to_owned()));
     };
     let pointer = err.instance_path().as_str();
     let property = pointer.strip_prefix('/').map(|p| {

@@ -32,8 +32,9 @@ pub(super) fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         // Borrowed when it can be: `tools\/call` is still `tools/call`.
         #[serde(borrow)]
         method: Cow<'a, str>,
+        // Read once the line is known to be a call, and only as an object (below).
         #[serde(borrow)]
-        params: Params<'a>,
+        params: &'a RawValue,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -44,12 +45,19 @@ pub(super) fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         #[serde(rename = "_meta", default)]
         meta: Option<JsonObject>,
     }
-    let line: Line<'_> = serde_json::from_slice(line).ok()?;
-    if line.method != "tools/call" {
+    // serde's derived structs also read a JSON array by position, which rmcp's requests (flattened) never take:
+    // only objects come this way, at the top and in `params`.
+    if !is_object(line) {
         return None;
     }
-    let mut params = CallToolRequestParams::new(line.params.name);
-    if let Some(raw) = line.params.arguments {
+    let line: Line<'_> = serde_json::from_slice(line).ok()?;
+    if line.method != "tools/call" || !is_object(line.params.get().as_bytes()) {
+        return None;
+    }
+    let params: Params<'_> = serde_json::from_str(line.params.get()).ok()?;
+    let (name, arguments, meta) = (params.name, params.arguments, params.meta);
+    let mut params = CallToolRequestParams::new(name);
+    if let Some(raw) = arguments {
         // A repeated key (refused by the handler, which needs the transport's mark) or arguments that are not an
         // object (an error rmcp words): rmcp's path.
         let serde_json::Value::Object(arguments) = parse_unique(raw.get()).ok()? else { return None };
@@ -57,15 +65,27 @@ pub(super) fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     }
     let mut request = CallToolRequest::new(params);
     // Where rmcp's decoding puts `_meta`: the loop moves it into the handler's context from there.
-    if let Some(meta) = line.params.meta {
+    if let Some(meta) = meta {
         request.extensions.insert(RequestMetaObject::from(meta));
     }
     Some(ClientJsonRpcMessage::request(ClientRequest::CallToolRequest(request), line.id))
 }
 
+/// Whether `text` is a JSON object (its first non-blank byte opens one).
+fn is_object(text: &[u8]) -> bool {
+    text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(params._meta, the request's extensions' meta)` of a `tools/call`.
+    fn meta_of(message: &ClientJsonRpcMessage) -> (Option<RequestMetaObject>, Option<RequestMetaObject>) {
+        let rmcp::model::JsonRpcMessage::Request(request) = message else { panic!("not a request") };
+        let ClientRequest::CallToolRequest(call) = &request.request else { panic!("not a call") };
+        (call.params.meta.clone(), call.extensions.get::<RequestMetaObject>().cloned())
+    }
 
     fn slow(line: &str) -> serde_json::Value {
         let message: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
@@ -88,6 +108,8 @@ mod tests {
         ];
         for line in taken {
             let fast = tools_call(line.as_bytes()).unwrap_or_else(|| panic!("not taken: {line}"));
+            // rmcp writes `_meta` from either place, so where it is kept is checked on its own.
+            assert_eq!(meta_of(&fast), meta_of(&serde_json::from_str(line).unwrap()), "{line}");
             assert_eq!(serde_json::to_value(fast).unwrap(), slow(line), "{line}");
         }
         let left = [
@@ -108,6 +130,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
             "not json",
+            // Arrays, which serde would read into a struct by position and rmcp never takes as a request.
+            r#"["2.0",1,"tools/call",["echo",{"text":"x"}]]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["echo",{"text":"x"}]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"text":"x"},"_meta":[1]}}"#,
         ];
         for line in left {
             assert!(tools_call(line.as_bytes()).is_none(), "taken: {line}");

@@ -102,8 +102,8 @@ impl Connection {
         let ledger = Ledger::new(ctx.policy().clone());
         let (service, child, http) = match &import.transport {
             Transport::Stdio(command) => {
-                let (child, read, write) = stdio::spawn(&server, command, env)?;
-                let transport = StdioTransport::new(read, write, ledger.clone());
+                let (child, read, write, closed) = stdio::spawn(&server, command, env)?;
+                let transport = StdioTransport::new(read, write, closed, ledger.clone());
                 let service = bounded(import.timeout, connect(transport))
                     .await
                     .map_err(|e| fail("cannot initialize", &explained(Some(&child), &ledger, &capped(&e))))?;

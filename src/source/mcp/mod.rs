@@ -8,8 +8,8 @@
 //! tool is dropped, that is when the agent is, a stdio server is closed as the transport specification asks
 //! (MCPI-17): its stdin is closed, it has two seconds to exit, then `SIGTERM` and two more, and then its whole
 //! process group and every other descendant are killed (EXEC-17). That happens in the background; a host about to
-//! exit waits for it with [`wait_servers_closed`]. What a server leaves running when it exits on its own is
-//! killed then.
+//! exit waits for it with [`wait_servers_closed`], or ends every server at once with [`kill_servers_now`] on a way
+//! out that skips destructors. What a server leaves running when it exits on its own is killed then.
 //!
 //! Calls go through the one dispatch path like every tool: the input is validated against the server's schema
 //! first, gated when the entry sets `confirm`, and sent as one `tools/call` bounded by the entry's timeout. The
@@ -59,7 +59,7 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use closing::wait_servers_closed;
+pub use closing::{kill_servers_now, wait_servers_closed};
 pub use connection::Reachability;
 
 /// The per-call timeout when neither the entry nor the host sets one (`llm.budget.call_timeout`'s default).

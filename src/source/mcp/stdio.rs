@@ -32,12 +32,22 @@ pub(crate) struct StdioChild {
     leftovers: Arc<Mutex<Leftovers>>,
 }
 
-/// Start `command` for `server`: the child, and the protocol's read and write halves.
+/// Marks the server's stdin closed, for the closing's clock (MCPI-17); the transport holds it.
+pub(crate) struct StdinClosed(tokio::sync::watch::Sender<bool>);
+
+impl StdinClosed {
+    pub(crate) fn mark(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// Start `command` for `server`: the child, the protocol's read and write halves, and the mark the transport
+/// sets when it closes the write half.
 pub(crate) fn spawn(
     server: &str,
     command: &[String],
     env: &ChildEnv,
-) -> Result<(StdioChild, BoundedLines<ChildStdout>, ChildStdin)> {
+) -> Result<(StdioChild, BoundedLines<ChildStdout>, ChildStdin, StdinClosed)> {
     let (program, args) = command.split_first().ok_or_else(|| source_error(server, "no command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
@@ -59,8 +69,8 @@ pub(crate) fn spawn(
         // Its wait below reaps it.
         group.spare(pid);
     }
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(nix::unistd::Pid::from_raw);
     let guard = Descendants::new(child.id(), marker);
+    let registered = super::closing::Registered::new(guard.sweep());
     let sweep = guard.sweep();
     let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
         (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -70,8 +80,24 @@ pub(crate) fn spawn(
     tokio::spawn(drain(server.to_owned(), stderr, Arc::clone(&leftovers)));
     let exit = Arc::clone(&leftovers);
     let (exited, on_exit) = tokio::sync::watch::channel(false);
+    let (terminate, mut on_terminate) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
-        let status = child.wait().await.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+        let mut asked = false;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                sent = &mut on_terminate, if !asked => {
+                    asked = true;
+                    // Only this task reaps the child, so while it is here the child's pid (its group's id) is
+                    // still the child's: `id` is `None` once it was reaped.
+                    if sent.is_ok() && let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+                        // ESRCH: the group is gone already.
+                        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+                    }
+                }
+            }
+        };
+        let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
         if let Ok(mut l) = exit.lock() {
             l.exit = Some(status);
         }
@@ -80,8 +106,11 @@ pub(crate) fn spawn(
         // rather than when its tools are dropped. It reads /proc, so off the async threads.
         let _ = tokio::task::spawn_blocking(move || sweep.run()).await;
     });
-    let ending = Ending { guard, group, pgid, exited: on_exit };
-    Ok((StdioChild { ending: Some(ending), leftovers }, BoundedLines::new(stdout), stdin))
+    let (closed, stdin_closed) = tokio::sync::watch::channel(false);
+    let terminate = Some(terminate);
+    let ending = Ending { guard, group, terminate, exited: on_exit, stdin_closed, registered };
+    let child = StdioChild { ending: Some(ending), leftovers };
+    Ok((child, BoundedLines::new(stdout), stdin, StdinClosed(closed)))
 }
 
 impl StdioChild {

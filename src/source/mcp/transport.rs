@@ -11,6 +11,7 @@
 use super::lines::BoundedLines;
 use super::listing::Ledger;
 use super::malformed::unparsable;
+use super::stdio::StdinClosed;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
@@ -30,6 +31,8 @@ pub(crate) struct StdioTransport {
     /// `tools/list` requests sent and not answered yet.
     listing: Vec<RequestId>,
     ended: bool,
+    /// Set once stdin is closed (or the transport is gone): the server's grace to exit starts then (MCPI-17).
+    closed: StdinClosed,
 }
 
 /// What one line of the server's stdout is.
@@ -42,9 +45,14 @@ enum Decoded {
 }
 
 impl StdioTransport {
-    pub(crate) fn new(lines: BoundedLines<ChildStdout>, stdin: ChildStdin, ledger: Ledger) -> Self {
+    pub(crate) fn new(
+        lines: BoundedLines<ChildStdout>,
+        stdin: ChildStdin,
+        closed: StdinClosed,
+        ledger: Ledger,
+    ) -> Self {
         let stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
-        StdioTransport { lines, stdin, ledger, listing: Vec::new(), ended: false }
+        StdioTransport { lines, stdin, ledger, listing: Vec::new(), ended: false, closed }
     }
 
     fn end(&mut self, why: String) {
@@ -102,7 +110,15 @@ impl Transport<RoleClient> for StdioTransport {
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.stdin.lock().await.take();
+        self.closed.mark();
         Ok(())
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // Gone without `close` (its task was dropped): our end of stdin goes with it, unless a send still holds it.
+        self.closed.mark();
     }
 }
 
