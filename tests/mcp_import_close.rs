@@ -48,7 +48,7 @@ async fn mcpi_17_closing_a_stdio_server_eof_then_sigterm_then_the_kill_and_the_h
     drop(tools);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(common::procs::alive(pid), "in its grace");
-    assert_eq!(seen(&file), "eof\n");
+    assert!(!seen(&file).contains("term"), "no SIGTERM in the first grace");
     assert!(wait_servers_closed(Duration::from_secs(20)).await);
     assert_eq!(seen(&file), "eof\nterm\n", "EOF, then SIGTERM, then the kill");
     common::procs::wait_gone(pid, "the stubborn server").await;
@@ -59,7 +59,7 @@ async fn mcpi_17_closing_a_stdio_server_eof_then_sigterm_then_the_kill_and_the_h
     drop(tools);
     assert!(!wait_servers_closed(Duration::from_millis(300)).await, "still in its grace");
     common::procs::wait_gone(pid, "a server still closing when the wait ended").await;
-    assert_eq!(seen(&file), "eof\n", "killed in its first grace, before any SIGTERM");
+    assert!(!seen(&file).contains("term"), "killed in its first grace, before any SIGTERM");
 
     // A way out that skips destructors (`exit` after a second Ctrl-C): every server ends now, even one whose
     // tools are still held.

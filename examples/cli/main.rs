@@ -138,10 +138,11 @@ async fn main() -> ExitCode {
 }
 
 /// MCPI-17: the stdio MCP servers this run imported were closed when its harness was dropped; each gets its grace
-/// (EOF, then SIGTERM), at most 5 s in all, and what is left then is killed. A SIGINT or SIGTERM meanwhile (the
+/// (up to 2 s for the session to close its stdin, 2 s to exit, `SIGTERM` and 2 s more), at most 7 s in all, and what
+/// is left then is killed. A SIGINT or SIGTERM meanwhile (the
 /// client that started `mcp --stdio` closing it, a user's Ctrl-C) kills them at once.
 async fn close_servers() {
-    let wait = fisk_ai::source::mcp::wait_servers_closed(std::time::Duration::from_secs(5));
+    let wait = fisk_ai::source::mcp::wait_servers_closed(std::time::Duration::from_secs(7));
     tokio::select! {
         _ = wait => {}
         () = fisk_ai::serve::shutdown_signal() => fisk_ai::source::mcp::kill_servers_now(),

@@ -32,9 +32,8 @@ pub(super) fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         // Borrowed when it can be: `tools\/call` is still `tools/call`.
         #[serde(borrow)]
         method: Cow<'a, str>,
-        // Read once the line is known to be a call, and only as an object (below).
         #[serde(borrow)]
-        params: &'a RawValue,
+        params: ObjectOnly<Params<'a>>,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -45,17 +44,11 @@ pub(super) fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         #[serde(rename = "_meta", default)]
         meta: Option<JsonObject>,
     }
-    // serde's derived structs also read a JSON array by position, which rmcp's requests (flattened) never take:
-    // only objects come this way, at the top and in `params`.
-    if !is_object(line) {
+    let ObjectOnly(line): ObjectOnly<Line<'_>> = serde_json::from_slice(line).ok()?;
+    if line.method != "tools/call" {
         return None;
     }
-    let line: Line<'_> = serde_json::from_slice(line).ok()?;
-    if line.method != "tools/call" || !is_object(line.params.get().as_bytes()) {
-        return None;
-    }
-    let params: Params<'_> = serde_json::from_str(line.params.get()).ok()?;
-    let (name, arguments, meta) = (params.name, params.arguments, params.meta);
+    let ObjectOnly(Params { name, arguments, meta }) = line.params;
     let mut params = CallToolRequestParams::new(name);
     if let Some(raw) = arguments {
         // A repeated key (refused by the handler, which needs the transport's mark) or arguments that are not an
@@ -71,9 +64,24 @@ pub(super) fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     Some(ClientJsonRpcMessage::request(ClientRequest::CallToolRequest(request), line.id))
 }
 
-/// Whether `text` is a JSON object (its first non-blank byte opens one).
-fn is_object(text: &[u8]) -> bool {
-    text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+/// `T` read from a JSON object only: serde's derived structs also read an array by position, which rmcp's
+/// requests (flattened) never take.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData)).map(ObjectOnly)
+    }
 }
 
 #[cfg(test)]
@@ -132,6 +140,7 @@ mod tests {
             "not json",
             // Arrays, which serde would read into a struct by position and rmcp never takes as a request.
             r#"["2.0",1,"tools/call",["echo",{"text":"x"}]]"#,
+            r#"["2.0",1,"tools/call",{"name":"echo","arguments":{"text":"x"}}]"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["echo",{"text":"x"}]}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"text":"x"},"_meta":[1]}}"#,
         ];

@@ -10,8 +10,8 @@
 
 use crate::exec::{Descendants, Sweep};
 use crate::sandbox::CallGroup;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
@@ -30,6 +30,15 @@ struct Live {
     id: u64,
     sweep: Sweep,
     closing: bool,
+    /// Set once the server was reaped: its after-exit sweep has run, and its group id may be anyone's now, so
+    /// it is not swept again from here.
+    reaped: Arc<AtomicBool>,
+}
+
+impl Live {
+    fn sweep(&self) -> Option<Sweep> {
+        (!self.reaped.load(Ordering::Acquire)).then(|| self.sweep.clone())
+    }
 }
 
 /// Wait, at most `within`, until every stdio server whose tools were dropped has exited or been killed; kill
@@ -53,7 +62,7 @@ pub async fn wait_servers_closed(within: Duration) -> bool {
     if tokio::time::timeout(within, closing.wait_for(|n| *n == 0)).await.is_ok() {
         return true;
     }
-    let late: Vec<Sweep> = lock().iter().filter(|l| l.closing).map(|l| l.sweep.clone()).collect();
+    let late: Vec<Sweep> = lock().iter().filter(|l| l.closing).filter_map(Live::sweep).collect();
     // Reads /proc and reaps: off the async threads.
     let _ = tokio::task::spawn_blocking(move || late.iter().for_each(Sweep::run)).await;
     false
@@ -68,7 +77,7 @@ pub async fn wait_servers_closed(within: Duration) -> bool {
 /// std::process::exit(130);
 /// ```
 pub fn kill_servers_now() {
-    let all: Vec<Sweep> = lock().iter().map(|l| l.sweep.clone()).collect();
+    let all: Vec<Sweep> = lock().iter().filter_map(Live::sweep).collect();
     all.iter().for_each(Sweep::run);
 }
 
@@ -79,11 +88,21 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<Live>> {
 /// A server's entry in [`LIVE`], removed when dropped.
 pub(super) struct Registered(u64);
 
+/// Marks a registered server reaped; held by the task that waits for it.
+pub(super) struct Reaped(Arc<AtomicBool>);
+
+impl Reaped {
+    pub(super) fn mark(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 impl Registered {
-    pub(super) fn new(sweep: Sweep) -> Self {
+    pub(super) fn new(sweep: Sweep) -> (Self, Reaped) {
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        lock().push(Live { id, sweep, closing: false });
-        Registered(id)
+        let reaped = Arc::new(AtomicBool::new(false));
+        lock().push(Live { id, sweep, closing: false, reaped: Arc::clone(&reaped) });
+        (Registered(id), Reaped(reaped))
     }
 
     fn closing(&self) {

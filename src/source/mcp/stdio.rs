@@ -70,7 +70,7 @@ pub(crate) fn spawn(
         group.spare(pid);
     }
     let guard = Descendants::new(child.id(), marker);
-    let registered = super::closing::Registered::new(guard.sweep());
+    let (registered, reaped) = super::closing::Registered::new(guard.sweep());
     let sweep = guard.sweep();
     let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
         (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -97,6 +97,8 @@ pub(crate) fn spawn(
                 }
             }
         };
+        // Before anything else: its pid may be anyone's from here on.
+        reaped.mark();
         let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
         if let Ok(mut l) = exit.lock() {
             l.exit = Some(status);
