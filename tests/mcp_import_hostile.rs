@@ -19,7 +19,7 @@ use std::time::Duration;
 const PATIENT: Duration = Duration::from_secs(120);
 
 /// The fixture's ordinary tools, which every hostile mode keeps.
-const ORDINARY: usize = 14;
+const ORDINARY: usize = 15;
 
 fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
     tools.iter().find(|t| t.spec().name() == name).cloned().unwrap_or_else(|| panic!("no tool {name}"))
