@@ -11,7 +11,7 @@
 use crate::exec::{Descendants, Sweep};
 use crate::sandbox::CallGroup;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
@@ -25,6 +25,14 @@ static CLOSING: LazyLock<watch::Sender<usize>> = LazyLock::new(|| watch::Sender:
 /// Every stdio server started and not yet ended: its sweep, and whether it is closing.
 static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 static NEXT: AtomicU64 = AtomicU64::new(0);
+/// Held for reading from a server's spawn until it is in [`LIVE`], and for writing by [`kill_servers_now`], so a
+/// server started meanwhile is waited for and killed too, never missed between its spawn and its registration.
+static SPAWNING: RwLock<()> = RwLock::new(());
+
+/// Hold while starting a server, until it is registered (see [`SPAWNING`]).
+pub(super) fn spawning() -> RwLockReadGuard<'static, ()> {
+    SPAWNING.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 struct Live {
     id: u64,
@@ -69,7 +77,8 @@ pub async fn wait_servers_closed(within: Duration) -> bool {
 }
 
 /// Kill every stdio server this process started and has not ended yet, closing or not, with its group and every
-/// descendant, now and synchronously. For a way out that skips destructors and the runtime's end (a second
+/// descendant, now and synchronously. A server another thread is starting at that moment is waited for (the
+/// time of its spawn) and killed too. For a way out that skips destructors and the runtime's end (a second
 /// Ctrl-C before `std::process::exit`), where the servers would otherwise be left to init.
 ///
 /// ```no_run
@@ -77,6 +86,8 @@ pub async fn wait_servers_closed(within: Duration) -> bool {
 /// std::process::exit(130);
 /// ```
 pub fn kill_servers_now() {
+    // Waits for the servers being started right now to be registered.
+    let _started = SPAWNING.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     let all: Vec<Sweep> = lock().iter().filter_map(Live::sweep).collect();
     all.iter().for_each(Sweep::run);
 }

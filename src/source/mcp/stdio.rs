@@ -62,6 +62,8 @@ pub(crate) fn spawn(
         .map_err(|e| source_error(server, format!("cannot confine {program}: {e}")).with_source(e))?;
     cmd.env_remove("LLMFORMAT");
     let marker = Marker::prepare(cmd.as_std_mut());
+    // Until it is registered below: `kill_servers_now` waits for it rather than missing it.
+    let spawning = super::closing::spawning();
     let mut child =
         cmd.spawn().map_err(|e| source_error(server, format!("cannot start {program}: {e}")).with_source(e))?;
     drop(cmd);
@@ -70,7 +72,10 @@ pub(crate) fn spawn(
         group.spare(pid);
     }
     let guard = Descendants::new(child.id(), marker);
+    #[cfg(test)]
+    tests::before_registration();
     let (registered, reaped) = super::closing::Registered::new(guard.sweep());
+    drop(spawning);
     let sweep = guard.sweep();
     let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
         (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -159,5 +164,62 @@ async fn drain(server: String, mut stderr: tokio::process::ChildStderr, leftover
             let excess = l.stderr.len().saturating_sub(STDERR_TAIL);
             l.stderr.drain(..excess);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spawn;
+    use crate::exec::ChildEnv;
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Sender, channel};
+    use std::time::Duration;
+
+    /// When set, the next spawn reports here once its server runs, and waits before registering it.
+    static PAUSE: Mutex<Option<Sender<()>>> = Mutex::new(None);
+
+    pub(super) fn before_registration() {
+        let paused = PAUSE.lock().unwrap().take();
+        if let Some(tx) = paused {
+            let _ = tx.send(());
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// MCPI-17: `kill_servers_now` while a server is between its spawn and its registration waits for it and
+    /// kills it, rather than missing it and leaving it running.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mcpi_17_kill_servers_now_kills_a_server_still_being_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+        let (tx, rx) = channel();
+        *PAUSE.lock().unwrap() = Some(tx);
+        let started = tokio::task::spawn_blocking(move || {
+            let command = ["/bin/sh".to_owned(), "-c".to_owned(), script];
+            spawn("paused", &command, &ChildEnv::new())
+        });
+        tokio::task::spawn_blocking(move || rx.recv().unwrap()).await.unwrap();
+        // Spawned and not registered yet: the kill waits for the registration, then kills it (the server writes its
+        // pid, then becomes `sleep`, which would outlive the test).
+        tokio::task::spawn_blocking(super::super::closing::kill_servers_now).await.unwrap();
+        let held = started.await.unwrap().unwrap();
+        let pid: i32 = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse().ok()) {
+                break pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let gone = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+                .unwrap_or(true)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !gone(pid) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(gone(pid), "the server started during kill_servers_now still runs");
+        drop(held);
     }
 }
