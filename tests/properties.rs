@@ -12,6 +12,8 @@ mod journal;
 mod output;
 #[path = "properties/sanitize.rs"]
 mod sanitize;
+#[path = "properties/schema.rs"]
+mod schema;
 
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -41,6 +43,9 @@ const LONG_SANITIZE: u32 = 300_000;
 const LONG_OUTPUT: u32 = 600_000;
 /// output result: 1M cases would take about 80 minutes.
 const LONG_RESULT: u32 = 60_000;
+/// schema: 1M cases would take about 4 minutes (2.2 s per 10k); 200k add under a minute to CI's long step, which
+/// the other long variants fill already.
+const LONG_SCHEMA: u32 = 200_000;
 
 /// A long variant's case count: `FISK_AI_PROPERTY_CASES` when set (`scripts/long-properties.sh` sets 1M, the
 /// pre-release check), else the count justified above.
@@ -121,4 +126,27 @@ fn exec_13_a_command_result_carries_the_capped_output() {
 #[ignore = "long variant: 60k cases; .ci/run runs it"]
 fn exec_13_a_command_result_carries_the_capped_output_long() {
     output::check_result(long(LONG_RESULT));
+}
+
+/// Runs the schema property on `cases` inputs, and checks the inputs were of both kinds: a run whose inputs were
+/// all refused (or all accepted) would compare the two walks on one side only.
+fn schema_agreement(cases: u32) {
+    use std::sync::atomic::Ordering;
+    run(cases, schema::case(), schema::check);
+    let (accepted, refused) = (schema::ACCEPTED.load(Ordering::Relaxed), schema::REFUSED.load(Ordering::Relaxed));
+    assert!(
+        accepted * 20 > u64::from(cases) && refused * 20 > u64::from(cases),
+        "{accepted} accepted, {refused} refused"
+    );
+}
+
+#[test]
+fn tool_16_the_schema_check_accepts_exactly_what_its_error_walk_finds_nothing_in() {
+    schema_agreement(CASES);
+}
+
+#[test]
+#[ignore = "long variant: 200k cases; .ci/run runs it"]
+fn tool_16_the_schema_check_accepts_exactly_what_its_error_walk_finds_nothing_in_long() {
+    schema_agreement(long(LONG_SCHEMA));
 }
