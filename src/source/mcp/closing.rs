@@ -123,6 +123,19 @@ impl Registered {
     }
 }
 
+#[cfg(test)]
+impl Registered {
+    pub(super) fn id(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Whether the server registered as `id` is still in [`LIVE`].
+#[cfg(test)]
+pub(super) fn is_live(id: u64) -> bool {
+    lock().iter().any(|l| l.id == id)
+}
+
 impl Drop for Registered {
     fn drop(&mut self) {
         lock().retain(|l| l.id != self.0);

@@ -222,4 +222,21 @@ mod tests {
         assert!(gone(pid), "the server started during kill_servers_now still runs");
         drop(held);
     }
+
+    /// MCPI-17: a server's entry in the registry goes once it has ended, whether it exited on the end of its
+    /// input or had exited before, so a host that starts and ends servers keeps no entry per server.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mcpi_17_an_ended_server_leaves_no_entry_in_the_registry() {
+        use super::super::closing::{is_live, wait_servers_closed};
+        for script in ["exec cat", "exit 3"] {
+            let command = ["/bin/sh".to_owned(), "-c".to_owned(), script.to_owned()];
+            let (child, output, input, closed) = spawn("registry", &command, &ChildEnv::new()).unwrap();
+            let id = child.ending.as_ref().unwrap().registered.id();
+            assert!(is_live(id), "{script}: not registered");
+            drop((child, output, input, closed));
+            // Other tests of this binary may be closing servers too; whether all ended in time is theirs.
+            let _ = wait_servers_closed(Duration::from_secs(10)).await;
+            assert!(!is_live(id), "{script}: still registered after it ended");
+        }
+    }
 }
