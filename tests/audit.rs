@@ -150,6 +150,26 @@ async fn aud_4_the_file_is_0600_and_include_input_records_the_input_text() {
     assert_eq!(record(&all, "c", "requested")["input"].as_str(), Some(r#"{"words":["secret"]}"#));
 }
 
+/// AUD-8: without `include_input`, an input the schema refuses leaves no trace of its values in the trail (the
+/// validator's message quotes the offending value; the record keeps the kind of refusal and the property only);
+/// with it, the refusal's whole text is kept.
+#[tokio::test]
+async fn aud_8_a_refused_input_s_values_reach_the_trail_only_with_include_input() {
+    const VALUE: &str = "tok-7f3a9c";
+    let input = format!(r#"{{"words":"{VALUE}"}}"#);
+    for include in [false, true] {
+        let s = Setup::new();
+        let yaml = s.yaml(&format!("    file: {}\n    include_input: {include}\n", s.trail().display()));
+        let config = fisk_ai::Config::from_yaml_str(&yaml).unwrap();
+        let results = s.run(Agent::builder().config(config), &[("bad", "echo", &input)], &[]).await;
+        assert!(results[0].1 && results[0].0.contains(VALUE), "the model reads the full error: {results:?}");
+        let text = std::fs::read_to_string(s.trail()).unwrap();
+        let reason = record(&records(&s.trail()), "bad", "refused")["reason"].as_str().unwrap_or_default().to_owned();
+        assert!(reason.contains("property \"words\""), "{reason}");
+        assert_eq!(text.contains(VALUE), include, "include_input: {include}\n{text}");
+    }
+}
+
 /// A hook that rewrites every `echo` to say `redacted`, and replaces results that mention `hi`.
 struct Rewriter;
 

@@ -194,6 +194,30 @@ async fn work_9_a_request_whose_session_completed_is_answered_from_the_journal()
     assert_eq!((results["once"].0["outcome"].as_str(), results["once"].1), (Some("completed"), 1));
 }
 
+/// WORK-11: a second delivery of a session already running on this worker is released with a pause (never run
+/// beside the first), and once the first has ended the journal answers it: no step or model turn runs twice, and
+/// the id has one result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs nats-server 2.11+"]
+async fn work_11_a_second_delivery_of_a_running_session_waits_and_its_journal_answers_it() {
+    let fleet = Fleet::start(Queue { max_concurrent_runs: 2, ..Queue::default() }).await;
+    let worker = fleet.worker();
+    worker.ready().await;
+    fleet.submit(&job("slow-twice")).await;
+    fleet.wait_slow_step(&worker, Duration::from_secs(30)).await;
+    // The same request again while its run is in a step: a worker with a free slot takes it at once.
+    fleet.submit(&job("slow-twice")).await;
+    let running = |l: &str| l.contains("released request slow-twice") && l.contains("already running on this worker");
+    worker.wait_line("the release of the second delivery", Duration::from_secs(30), running).await;
+    worker.wait_line("the journal's answer", Duration::from_secs(60), |l| l.contains("not run again")).await;
+    assert_eq!(fleet.repeated_steps(), 0, "a step ran twice:\n{}", worker.said());
+    assert_eq!(repeated_turns(&fleet), Vec::<(String, usize)>::new());
+    let results = fleet.results().await;
+    assert_eq!(results["slow-twice"].0["outcome"], "completed", "{}", results["slow-twice"].0);
+    assert_eq!(results["slow-twice"].1, 1, "one result for the id");
+    assert_eq!(fleet.queued().await, 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs nats-server 2.11+"]
 async fn work_2_a_misconfigured_stream_consumer_or_results_stream_is_refused_with_its_fix() {

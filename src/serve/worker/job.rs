@@ -130,7 +130,9 @@ impl<'a> Running<'a> {
     fn claim(shared: &'a Shared, request: &Request) -> Option<Running<'a>> {
         let session = request.session.as_str().to_owned();
         let mut running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
-        running.insert(session.clone()).then_some(Running { shared, session })
+        // Made only when the session was not running: a `Running` made and dropped here would take the lock again
+        // (a deadlock while it is held) and end the claim of the run that holds it.
+        running.insert(session.clone()).then(|| Running { shared, session })
     }
 }
 
