@@ -97,3 +97,78 @@ fn auth_4_only_one_well_formed_bearer_header_is_a_token() {
         assert!(matches!(bearer(&headers(bad)), Err(Rejection::Invalid(_))), "{bad:?}");
     }
 }
+
+/// AUTH-6: verified tokens are remembered within [`VERIFIED_MAX`] however many distinct ones arrive, the newest
+/// among them; and no token, valid or refused, reaches the logs.
+#[tokio::test]
+async fn auth_6_verified_tokens_stay_within_their_bound_and_no_token_is_logged() {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jwt");
+    let key = EncodingKey::from_ed_pem(&std::fs::read(fixtures.join("ed.pem")).unwrap()).unwrap();
+    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::EdDSA).unwrap();
+    jwk.common.key_id = Some("ed-1".to_owned());
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, serde_json::json!({"keys": [jwk]}).to_string()).unwrap();
+    let config = crate::config::McpAuth {
+        issuer: Some("https://issuer.example".to_owned()),
+        audience: Some("https://mcp.example/".to_owned()),
+        jwks_file: Some(jwks),
+        ..Default::default()
+    };
+    let auth = Auth::new(&config, "t", &ToolScopes::default(), Duration::from_secs(3600)).await.unwrap();
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some("ed-1".to_owned());
+    let exp = now() as u64 + 3600;
+    let token = |sub: String| {
+        let claims = serde_json::json!({"iss": "https://issuer.example", "aud": "https://mcp.example/",
+            "sub": sub, "exp": exp});
+        jsonwebtoken::encode(&header, &claims, &key).unwrap()
+    };
+
+    let logs = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let writer = {
+        let logs = logs.clone();
+        move || Capture(logs.clone())
+    };
+    let subscriber = tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(writer).finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    tracing::debug!("the capture works");
+    let mut sent = Vec::new();
+    for n in 0..VERIFIED_MAX + 100 {
+        let t = token(format!("user-{n}"));
+        auth.verify(&t).await.unwrap();
+        assert!(auth.lock().len() <= VERIFIED_MAX, "{} remembered after {n}", auth.lock().len());
+        if n % 97 == 0 {
+            sent.push(t);
+        }
+    }
+    let last = token(format!("user-{}", VERIFIED_MAX + 99));
+    let digest: [u8; 32] = Sha256::digest(last.as_bytes()).into();
+    assert!(auth.lock().contains_key(&digest), "the newest verified token is remembered");
+    // Refused ones too: a tampered signature, and a token for another audience.
+    let tampered = format!("{}x", &sent[0][..sent[0].len() - 1]);
+    assert!(auth.verify(&tampered).await.is_err());
+    sent.push(tampered);
+    drop(_logging);
+    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert!(logged.contains("the capture works"), "{logged}");
+    for t in &sent {
+        let signature = t.rsplit('.').next().unwrap();
+        assert!(!logged.contains(signature), "a token's signature was logged:\n{logged}");
+    }
+}
+
+/// A log writer into shared memory.
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
