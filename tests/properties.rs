@@ -14,6 +14,9 @@ mod output;
 mod sanitize;
 #[path = "properties/schema.rs"]
 mod schema;
+#[cfg(feature = "nats")]
+#[path = "properties/wire.rs"]
+mod wire;
 
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -46,6 +49,10 @@ const LONG_RESULT: u32 = 60_000;
 /// schema: 1M cases would take about 4 minutes (2.2 s per 10k); 200k add under a minute to CI's long step, which
 /// the other long variants fill already.
 const LONG_SCHEMA: u32 = 200_000;
+
+/// a2a intake: 1M cases would take about 3 minutes (1.7 s per 10k, two decodings of a small request each); 200k
+/// take about 35 s.
+const LONG_WIRE: u32 = 200_000;
 
 /// A long variant's case count: `FISK_AI_PROPERTY_CASES` when set (`scripts/long-properties.sh` sets 1M, the
 /// pre-release check), else the count justified above.
@@ -149,4 +156,17 @@ fn tool_16_the_schema_check_accepts_exactly_what_its_error_walk_finds_nothing_in
 #[ignore = "long variant: 200k cases; .ci/run runs it"]
 fn tool_16_the_schema_check_accepts_exactly_what_its_error_walk_finds_nothing_in_long() {
     schema_agreement(long(LONG_SCHEMA));
+}
+
+#[test]
+#[cfg(feature = "nats")]
+fn a2a_10_the_intake_s_hand_check_admits_only_what_the_schema_admits_and_decodes_alike() {
+    wire::check(CASES);
+}
+
+#[test]
+#[cfg(feature = "nats")]
+#[ignore = "long variant: 200k cases; .ci/run runs it"]
+fn a2a_10_the_intake_s_hand_check_admits_only_what_the_schema_admits_and_decodes_alike_long() {
+    wire::check(long(LONG_WIRE));
 }

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod approvals;
+mod conforming;
 mod context;
 mod shared;
 pub mod wire;

@@ -73,9 +73,7 @@ impl Shared {
         if !self.answerable(request, "tool") {
             return None;
         }
-        let decoded =
-            MessageKind::ToolRequest.decode(&request.message.payload).and_then(wire::typed::<wire::ToolRequest>);
-        let message = match decoded {
+        let message = match wire::tool_request(&request.message.payload) {
             Ok(message) => message,
             Err(rejection) => {
                 self.reject(request, "tool", &rejection).await;

@@ -1,0 +1,109 @@
+//! A2A-10: the hand check an a2a server runs on each tool request admits only what the request's JSON Schema
+//! admits, and takes it apart as serde does. Generated requests are valid ones with a few mutations each (a key
+//! dropped, added, retyped, nulled; an identity or sequence bent), so most land just either side of the schema.
+
+use fisk_ai::nats::wire::tool_request_both_ways;
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+const KEYS: [&str; 12] = [
+    "protocol",
+    "id",
+    "request",
+    "conversation",
+    "parent",
+    "sequence",
+    "time",
+    "sender",
+    "recipient",
+    "must_understand",
+    "name",
+    "input",
+];
+
+/// A value of any of the shapes a property might wrongly hold.
+fn odd_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        Just(json!(1.0)),
+        Just(json!(u64::MAX)),
+        "[a-zA-Z0-9_-]{0,6}".prop_map(Value::from),
+        "\\PC{0,6}".prop_map(Value::from),
+        Just(json!({})),
+        Just(json!([])),
+        Just(json!({"name": "ok"})),
+        Just(json!({"name": "ok", "instance": "i-1"})),
+        Just(json!({"name": "ok", "extra": 1})),
+        Just(json!({"name": ""})),
+        Just(json!({"name": "a b"})),
+        Just(json!({"name": "ok\n"})),
+        Just(json!({"instance": "x"})),
+        Just(json!(["name"])),
+        Just(Value::from("io.choria.fisk-ai.v1.tool.request")),
+        Just(Value::from("io.choria.fisk-ai.v1.tool.reply")),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Drop(usize),
+    Set(usize, Value),
+    Add(String, Value),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (0..KEYS.len()).prop_map(Mutation::Drop),
+        (0..KEYS.len(), odd_value()).prop_map(|(k, v)| Mutation::Set(k, v)),
+        ("[a-z_]{1,8}", odd_value()).prop_map(|(k, v)| Mutation::Add(k, v)),
+    ]
+}
+
+fn valid() -> impl Strategy<Value = Map<String, Value>> {
+    ("[a-zA-Z0-9]{1,27}", any::<u32>(), "[a-zA-Z0-9_-]{1,12}", any::<bool>(), any::<bool>()).prop_map(
+        |(id, sequence, peer, optional, input)| {
+            let mut m = json!({
+                "protocol": "io.choria.fisk-ai.v1.tool.request", "id": id, "request": id, "conversation": id,
+                "sequence": sequence, "time": "2026-12-01T10:00:00Z", "sender": {"name": peer}, "name": "echo",
+            });
+            if optional {
+                m["parent"] = json!("p");
+                m["recipient"] = json!({"name": "bench", "instance": "n1"});
+                m["must_understand"] = json!(false);
+            }
+            if input {
+                m["input"] = json!({"words": ["hello"]});
+            }
+            let Value::Object(map) = m else { unreachable!() };
+            map
+        },
+    )
+}
+
+/// Runs the property over `cases` generated requests.
+pub fn check(cases: u32) {
+    let request = (valid(), prop::collection::vec(mutation(), 0..3));
+    super::run(cases, request, |(mut map, mutations)| {
+        let untouched = mutations.is_empty();
+        for m in mutations {
+            match m {
+                Mutation::Drop(k) => drop(map.remove(KEYS[k])),
+                Mutation::Set(k, v) => drop(map.insert(KEYS[k].to_owned(), v)),
+                Mutation::Add(k, v) => drop(map.insert(k, v)),
+            }
+        }
+        let body = serde_json::to_vec(&Value::Object(map)).unwrap();
+        let (fast, slow) = tool_request_both_ways(&body);
+        if let Some(fast) = &fast {
+            let text = String::from_utf8_lossy(&body);
+            prop_assert!(slow.is_ok(), "the hand check admitted what the schema refuses ({slow:?}): {text}");
+            prop_assert_eq!(slow.as_ref().ok(), Some(fast), "the two decodings differ for {}", text);
+        }
+        // A request as peers send it is never left to the schema.
+        prop_assert!(!untouched || fast.is_some(), "a valid request missed the hand check");
+        Ok(())
+    });
+}
