@@ -2,7 +2,9 @@
 //! in the same run (target: at least 0.8x of that ceiling at concurrency 8), and discovery latency. At concurrency
 //! 1 the target is a ratio to the transport's own ceiling, spawn + a bare NATS round trip, measured in the same
 //! run and printed first (issue 34 part 5: at least 0.95x).
-//! `nats_round_trip` is the transport's floor: the same requests answered at once by a bare responder.
+//! `nats_round_trip` is the transport's floor: the same requests answered at once by a bare responder. Two more
+//! responders split the gap: a bare subscriber that runs the command with a bare spawn (the least any server can
+//! do), and one that runs it through the hardened runner (the least a server using this crate's runner can do).
 //!
 //! The traffic is what a peer sends: one connection per caller process, plain NATS requests carrying a v1 tool
 //! request to `choria.fisk-ai.tool.<identity>`, answered through the queue group. It needs `nats-server` on PATH
@@ -63,6 +65,61 @@ fn echo_responder(rt: &tokio::runtime::Runtime, url: &str) -> tokio::task::JoinH
     })
 }
 
+/// How a floor responder runs the command.
+#[derive(Clone, Copy)]
+enum Floor {
+    /// A bare `tokio::process` spawn.
+    Spawn,
+    /// The tool call through the hardened runner, with no serving around it.
+    Runner,
+}
+
+impl Floor {
+    fn subject(self) -> &'static str {
+        match self {
+            Floor::Spawn => "bench.floor.spawn",
+            Floor::Runner => "bench.floor.runner",
+        }
+    }
+}
+
+/// A plain subscriber on the floor's subject that runs the served command the floor's way and replies with its
+/// output: what a server costs on this transport and runtime with no intake, dispatch or wire format at all.
+fn floor_responder(rt: &tokio::runtime::Runtime, url: &str, app: &std::path::Path, floor: Floor) {
+    let (client, mut sub, tool) = rt.block_on(async {
+        let client = async_nats::connect(url).await.unwrap();
+        let sub = client.subscribe(floor.subject()).await.unwrap();
+        client.flush().await.unwrap();
+        let tool = std::sync::Arc::new(FiskApp::new(app).load().await.unwrap().tools.remove(0));
+        (client, sub, tool)
+    });
+    let app = app.to_owned();
+    rt.spawn(async move {
+        use futures::StreamExt;
+        while let Some(msg) = sub.next().await {
+            let (client, app, tool) = (client.clone(), app.clone(), tool.clone());
+            tokio::spawn(async move {
+                let out = match floor {
+                    Floor::Spawn => echo_app::spawn_directly(&app, 1).await.remove(0).unwrap().stdout,
+                    Floor::Runner => {
+                        let input = ToolInput::from_json(r#"{"words":["hello"]}"#).unwrap();
+                        tool.call(&input, &CallContext::new()).await.into_content().into_bytes()
+                    }
+                };
+                if let Some(reply) = msg.reply {
+                    let _ = client.publish(reply, out.into()).await;
+                }
+            });
+        }
+    });
+}
+
+async fn floor_call(client: &async_nats::Client, floor: Floor) {
+    let body = request("io.choria.fisk-ai.v1.tool.request", r#","name":"echo","input":{"words":["hello"]}"#);
+    let reply = client.request(floor.subject(), body.into()).await.unwrap();
+    assert!(reply.payload.windows(5).any(|w| w == b"hello"), "{:?}", reply.payload);
+}
+
 async fn echo(client: &async_nats::Client) {
     let body = request("io.choria.fisk-ai.v1.tool.request", r#","name":"echo","input":{"words":["hello"]}"#);
     black_box(client.request("bench.echo", body.into()).await.unwrap());
@@ -87,54 +144,54 @@ fn discovery_report(rt: &tokio::runtime::Runtime, client: &async_nats::Client) {
 }
 
 /// Issue 34 part 5: at concurrency 1 a served call costs a spawn plus a NATS round trip at best, so the ceiling is
-/// `1 / (spawn + round trip)` calls a second. The three are measured here in interleaved rounds (each round one
-/// spawn, one a2a call and one bare round trip, so drift hits all three alike); the medians give the ceiling and
-/// a2a's ratio to it (target 0.95x).
+/// `1 / (spawn + round trip)` calls a second. Measured here in interleaved rounds (each round one of each, so drift
+/// hits all alike, in an order rotated round by round, so none always follows the same idle spell); the medians
+/// give the ceiling and a2a's ratio to it (target 0.95x), and the floors' ratios split a2a's gap.
 fn ceiling_report(rt: &tokio::runtime::Runtime, app: &std::path::Path, client: &async_nats::Client) {
     const ROUNDS: usize = 400;
-    let (mut spawn, mut served, mut trip, mut local) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    const KINDS: usize = 6;
+    let mut took: [Vec<Duration>; KINDS] = Default::default();
     // The same command as an in-process tool call (the hardened runner, no NATS): what of the gap is the runner's.
     let tool = rt.block_on(async { FiskApp::new(app).load().await.unwrap() }).tools.remove(0);
     let input = ToolInput::from_json(r#"{"words":["hello"]}"#).unwrap();
     rt.block_on(async {
         for i in 0..ROUNDS + 20 {
-            let t = Instant::now();
-            black_box(tool.call(&input, &CallContext::new()).await);
-            let l = t.elapsed();
-            let t = Instant::now();
-            black_box(echo_app::spawn_directly(app, 1).await);
-            let s = t.elapsed();
-            let t = Instant::now();
-            call(client).await;
-            let a = t.elapsed();
-            let t = Instant::now();
-            echo(client).await;
-            let r = t.elapsed();
-            if i >= 20 {
-                local.push(l);
-                spawn.push(s);
-                served.push(a);
-                trip.push(r);
+            for j in 0..KINDS {
+                let kind = (i + j) % KINDS;
+                let t = Instant::now();
+                match kind {
+                    0 => drop(black_box(echo_app::spawn_directly(app, 1).await)),
+                    1 => call(client).await,
+                    2 => echo(client).await,
+                    3 => drop(black_box(tool.call(&input, &CallContext::new()).await)),
+                    4 => floor_call(client, Floor::Spawn).await,
+                    _ => floor_call(client, Floor::Runner).await,
+                }
+                if i >= 20 {
+                    took[kind].push(t.elapsed());
+                }
             }
         }
     });
-    for v in [&mut spawn, &mut served, &mut trip, &mut local] {
+    let [s, a, r, l, fs, fr] = took.map(|mut v| {
         v.sort();
-    }
-    let (s, a, r) = (stats::percentile(&spawn, 0.5), stats::percentile(&served, 0.5), stats::percentile(&trip, 0.5));
+        stats::percentile(&v, 0.5)
+    });
     let ceiling = s + r;
+    let ratio = |d: Duration| ceiling.as_secs_f64() / d.as_secs_f64();
     eprintln!(
         "a2a at concurrency 1 ({ROUNDS} interleaved rounds, medians): spawn {s:?} + NATS round trip {r:?} = ceiling \
          {ceiling:?} ({:.0} calls/s); a2a call {a:?} ({:.0} calls/s): {:.3}x of the ceiling",
         1.0 / ceiling.as_secs_f64(),
         1.0 / a.as_secs_f64(),
-        ceiling.as_secs_f64() / a.as_secs_f64()
+        ratio(a)
     );
-    let l = stats::percentile(&local, 0.5);
     eprintln!(
         "  the same call in process through the hardened runner: {l:?} ({:.2}x the bare spawn)",
         l.as_secs_f64() / s.as_secs_f64()
     );
+    eprintln!("  floor, a bare subscriber spawning the command: {fs:?} ({:.3}x of the ceiling)", ratio(fs));
+    eprintln!("  floor, a bare subscriber calling the hardened runner: {fr:?} ({:.3}x of the ceiling)", ratio(fr));
 }
 
 fn benches(c: &mut Criterion) {
@@ -157,6 +214,8 @@ fn benches(c: &mut Criterion) {
     let connect = || rt.block_on(async_nats::connect(&url)).unwrap();
     discovery_report(&rt, &connect());
     let _echo = echo_responder(&server_rt, &url);
+    floor_responder(&server_rt, &url, &app, Floor::Spawn);
+    floor_responder(&server_rt, &url, &app, Floor::Runner);
     ceiling_report(&rt, &app, &connect());
 
     let mut g = c.benchmark_group("a2a");
