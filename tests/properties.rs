@@ -52,6 +52,7 @@ const LONG_SCHEMA: u32 = 200_000;
 
 /// a2a intake: 1M cases would take about 3 minutes (1.7 s per 10k, two decodings of a small request each); 200k
 /// take about 35 s.
+#[cfg(feature = "nats")]
 const LONG_WIRE: u32 = 200_000;
 
 /// A long variant's case count: `FISK_AI_PROPERTY_CASES` when set (`scripts/long-properties.sh` sets 1M, the
