@@ -196,11 +196,13 @@ pub(crate) async fn run(
     let mut linger = far;
     let mut head_tail = HeadTail::new();
     let mut all = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    // Read into spare capacity: never zeroed, so a call's 64 KiB are only touched as far as output arrives.
+    let mut buf = Vec::with_capacity(64 * 1024);
     let mut status = None;
     let mut eof = false;
 
     while !(eof && status.is_some()) {
+        buf.clear();
         tokio::select! {
             biased;
             _ = cancel.cancelled() => {
@@ -224,7 +226,7 @@ pub(crate) async fn run(
                     Ok(Ok(())) | Err(_) => eof = true,
                 }
             }
-            r = rx.read(&mut buf), if !eof => match r {
+            r = rx.read_buf(&mut buf), if !eof => match r {
                 Ok(0) => eof = true,
                 Ok(n) => {
                     if let Some(tail) = tail {
@@ -283,13 +285,14 @@ fn keep(capture: Capture, head_tail: &mut HeadTail, all: &mut Vec<u8>, data: &[u
 
 async fn drain_into(
     rx: &mut tokio::net::unix::pipe::Receiver,
-    buf: &mut [u8],
+    buf: &mut Vec<u8>,
     capture: Capture,
     head_tail: &mut HeadTail,
     all: &mut Vec<u8>,
 ) -> Result<(), RunError> {
     loop {
-        match rx.read(buf).await {
+        buf.clear();
+        match rx.read_buf(buf).await {
             Ok(0) => return Ok(()),
             Ok(n) => keep(capture, head_tail, all, &buf[..n])?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

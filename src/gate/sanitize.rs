@@ -21,15 +21,25 @@ pub const PROMPT_LIMIT: usize = 2000;
 /// assert_eq!(sanitize("a\tb", usize::MAX), "a b");
 /// ```
 pub fn sanitize(text: &str, max_chars: usize) -> String {
-    // Printable ASCII without spaces (peer names, request ids, most command lines' words) has nothing to remove,
-    // collapse or escape: it is only cut. Spares the escape parser on every served call.
-    if text.bytes().all(|b| b.is_ascii_graphic()) {
+    // Printable ASCII whose spaces are single and inside (peer names, request ids, most command lines) has nothing
+    // to remove, collapse or escape: it is only cut. Spares the escape parser on every served call.
+    if is_plain(text) {
         return match text.get(..max_chars) {
             Some(kept) if kept.len() < text.len() => format!("{kept}…"),
             _ => text.to_owned(),
         };
     }
     sanitize_any(text, max_chars)
+}
+
+/// Printable ASCII, with no space leading, trailing or beside another: what [`sanitize`] leaves as it is.
+fn is_plain(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let edges = |b: Option<&u8>| b.is_none_or(|b| *b != b' ');
+    edges(bytes.first())
+        && edges(bytes.last())
+        && bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ')
+        && !bytes.windows(2).any(|w| w == b"  ")
 }
 
 /// [`sanitize`] for any text: escape sequences parsed out, then every character judged.
@@ -219,7 +229,7 @@ fn separate_controls(text: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
 
-    /// GATE-8: the shortcut for printable ASCII gives what the full path gives, cuts included.
+    /// GATE-8: the shortcut for printable ASCII gives what the full path gives, cuts included, whatever the spaces.
     #[test]
     fn gate_8_printable_ascii_takes_the_shortcut_to_the_same_text() {
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
@@ -231,12 +241,16 @@ mod tests {
         };
         for _ in 0..2000 {
             let len = (next() % 40) as usize;
-            let text: String = (0..len).map(|_| char::from(b'!' + (next() % 94) as u8)).collect();
+            // One in eight a space, so single, double, leading and trailing spaces all occur.
+            let text: String =
+                (0..len).map(|_| if next() % 8 == 0 { ' ' } else { char::from(b'!' + (next() % 94) as u8) }).collect();
             for limit in 0..len + 3 {
                 assert_eq!(super::sanitize(&text, limit), super::sanitize_any(&text, limit), "{text:?} at {limit}");
             }
         }
         assert_eq!(super::sanitize("abc", 2), "ab…");
+        assert_eq!(super::sanitize("ab  c ", 9), "ab c");
+        assert!(is_plain("a b") && !is_plain(" a") && !is_plain("a ") && !is_plain("a  b") && !is_plain("a\tb"));
     }
 
     #[test]
