@@ -170,6 +170,43 @@ async fn aud_8_a_refused_input_s_values_reach_the_trail_only_with_include_input(
     }
 }
 
+/// AUD-2: what a caller or a tool chose is cut to the record's bounds (a tool name to 256 bytes, texts such as the
+/// command line to 4 KiB, the input to 256 KiB), while the digest still covers the whole input, so one call cannot
+/// make a record the reader or a NATS message refuses.
+#[tokio::test]
+async fn aud_2_a_huge_tool_name_command_line_and_input_are_cut_to_the_record_s_bounds() {
+    use sha2::{Digest, Sha256};
+    let s = Setup::new();
+    let yaml = s.yaml(&format!("    file: {}\n    include_input: true\n", s.trail().display()));
+    let config = fisk_ai::Config::from_yaml_str(&yaml).unwrap();
+    let name = "t".repeat(10_000);
+    // Three words of 100 KB: each within the kernel's 128 KiB per argument, 300 KB in all.
+    let words: Vec<String> = ["a", "b", "c"].iter().map(|w| w.repeat(100_000)).collect();
+    let input = serde_json::json!({ "words": words }).to_string();
+    let results = s.run(Agent::builder().config(config), &[("long", &name, "{}"), ("big", "echo", &input)], &[]).await;
+    assert!(results[0].1, "an unknown tool is refused: {:?}", &results[0].0[..200.min(results[0].0.len())]);
+    assert!(!results[1].1, "the big call runs");
+    let all = records(&s.trail());
+    for r in all.iter().filter(|r| r["request"] == "long") {
+        let tool = r["tool"].as_str().unwrap();
+        assert!(tool.len() <= 256 + 3 && tool.starts_with("ttt") && tool.ends_with("..."), "{} bytes", tool.len());
+    }
+    let requested = record(&all, "big", "requested");
+    let kept = requested["input"].as_str().unwrap();
+    assert!(kept.len() <= (256 << 10) + 3 && kept.ends_with("..."), "input kept: {} bytes", kept.len());
+    assert!(input.starts_with(kept.trim_end_matches("...")));
+    let digest: String = Sha256::digest(input.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    assert!(requested["input_digest"].as_str().unwrap().contains(&digest), "the digest covers the whole input");
+    let run = record(&all, "big", "run");
+    let command = run["command"].as_str().unwrap();
+    assert!(command.len() <= 4096 + 3 && command.ends_with("..."), "command line kept: {} bytes", command.len());
+    // Beyond the argv, which is what ran and is kept whole, every record stays within the bounds.
+    for mut r in all {
+        r.as_object_mut().unwrap().remove("argv");
+        assert!(r.to_string().len() < (256 << 10) + (16 << 10), "{} bytes", r.to_string().len());
+    }
+}
+
 /// A hook that rewrites every `echo` to say `redacted`, and replaces results that mention `hi`.
 struct Rewriter;
 

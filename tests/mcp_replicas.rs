@@ -283,3 +283,39 @@ async fn repl_2_an_approval_that_expired_on_one_replica_is_refused_on_the_other(
     assert!(fleet.ran().is_empty());
     stop.cancel();
 }
+
+#[tokio::test]
+#[ignore = "needs nats-server"]
+async fn repl_5_a_record_nobody_answered_is_purged_from_the_bucket_when_its_replica_next_opens_one() {
+    let fleet = fleet("APPROVALS").await;
+    let (ports, stop) = in_process(&fleet, Duration::from_millis(400)).await;
+    let (proxy, url) = Proxy::start(ports).await;
+    let client = connect(&url, TestClient::new(true, Answer::Approve), Era::Modern).await;
+    let kv = async_nats::jetstream::new(async_nats::connect(fleet.server.url()).await.unwrap());
+    let kv = kv.get_key_value("APPROVALS").await.unwrap();
+    let stale = first_round(&client, json!({"target": "x"})).await;
+    let opener = proxy.last_call();
+    assert!(kv.get(format!("mcp.{stale}")).await.unwrap().is_some(), "the record is in the bucket");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Nobody answered it and it expired; it stays until the replica that opened it opens another.
+    assert!(kv.get(format!("mcp.{stale}")).await.unwrap().is_some());
+    let mut fresh = Vec::new();
+    loop {
+        fresh.push(first_round(&client, json!({"target": "y"})).await);
+        if proxy.last_call() == opener {
+            break;
+        }
+        assert!(fresh.len() < 4, "round-robin never came back to the replica that opened the record");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while kv.get(format!("mcp.{stale}")).await.unwrap().is_some() {
+        assert!(std::time::Instant::now() < deadline, "the expired record was never purged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Only what expired goes: the round just opened is still there to be answered.
+    let newest = fresh.last().unwrap();
+    assert!(kv.get(format!("mcp.{newest}")).await.unwrap().is_some(), "a live record was purged");
+    assert!(fleet.ran().is_empty());
+    client.cancel().await.unwrap();
+    stop.cancel();
+}

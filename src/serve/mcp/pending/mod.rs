@@ -281,6 +281,30 @@ mod tests {
         assert!(p.open("purge", None, Some(&who("alice", "another-app"))).await.is_err());
     }
 
+    /// REPL-5: 1,024 rounds awaited at once, whoever asks; an answered or expired one makes room again.
+    #[tokio::test]
+    async fn repl_5_a_replica_awaits_at_most_1024_rounds_and_room_returns_when_one_ends() {
+        let p = PendingApprovals::new(Duration::from_secs(60));
+        let mut held = Vec::new();
+        for _ in 0..MAX_PENDING {
+            held.push(p.open("purge", None, None).await.unwrap());
+        }
+        assert_eq!(p.open("purge", None, None).await, Err("too many approvals are already pending"));
+        assert!(p.open("purge", None, Some(&who("carol", "app"))).await.is_err(), "a caller's quarter is no way past");
+        assert_eq!(p.close(&held[7], "purge", None, None).await.map_err(|e| e.0), Ok(()));
+        assert!(p.open("purge", None, None).await.is_ok(), "an answered round makes room");
+        assert!(p.open("purge", None, None).await.is_err());
+
+        let p = PendingApprovals::new(Duration::from_millis(200));
+        for _ in 0..MAX_PENDING {
+            p.open("purge", None, None).await.unwrap();
+        }
+        assert!(p.open("purge", None, None).await.is_err());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(p.open("purge", None, None).await.is_ok(), "expired rounds make room");
+        assert_eq!(p.map.lock().unwrap().len(), 1, "and are pruned, not kept");
+    }
+
     #[tokio::test]
     async fn pending_approvals_expire() {
         let p = PendingApprovals::new(Duration::ZERO);
