@@ -149,11 +149,15 @@ pub(super) fn sweep_after_exit(batch: &[super::Sweep]) {
         Ok(procs) => procs,
         Err(_) => return batch.iter().for_each(super::Sweep::run),
     };
-    let mine = procs.children(me);
+    // Every child of a batch's call has exited, so what is left of its lineage was adopted (see `Procs::adopted`).
+    let mine = procs.adopted(me).unwrap_or_else(|| procs.children(me));
+    // Only a child started no earlier than one of the batch's can descend from it (`attribute_among` asks about
+    // no other): the host's long-lived children (a NATS server, stdio MCP servers) are not read batch after batch.
+    let earliest = batch.iter().map(|s| s.lineage.child.map_or(0, |c| c.start)).min().unwrap_or(0);
     // pid -> which lineages of the batch its marker names; `None`: unreadable now.
     let holds: HashMap<i32, Option<Vec<bool>>> = mine
         .iter()
-        .filter(|e| !e.zombie)
+        .filter(|e| !e.zombie && e.start >= earliest)
         .map(|e| {
             let named = table::marker_of(e.pid).ok().map(|value| {
                 let value = value.unwrap_or_default();

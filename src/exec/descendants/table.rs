@@ -123,6 +123,30 @@ impl Procs {
         Ok(Procs { scanned: Some(scan()?) })
     }
 
+    /// The children this process (`me`) adopted, read from the main thread's `children` file alone. The kernel
+    /// hands a subreaper's orphans to the first live thread of its group, which is the main thread while it
+    /// lives; so once a call's child has exited, everything left of its lineage that is this process's child is
+    /// here, and the files of the other threads (the children of calls still running) need not be read. `None`
+    /// where that cannot be relied on: no `children` files, or a main thread that has exited (orphans then go to
+    /// another thread); the caller reads every thread's then.
+    pub(super) fn adopted(&self, me: i32) -> Option<Vec<Entry>> {
+        if self.scanned.is_some() {
+            return None;
+        }
+        let task = format!("/proc/{me}/task/{me}");
+        let main = std::fs::read_to_string(format!("{task}/stat")).ok()?;
+        // The state follows the command's closing parenthesis: `Z` or `X` once the thread has exited.
+        let state = main.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())?;
+        if matches!(state, 'Z' | 'X' | 'x') {
+            return None;
+        }
+        let text = std::fs::read_to_string(format!("{task}/children")).ok()?;
+        let mut pids: Vec<i32> = text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        Some(pids.into_iter().filter_map(stat).filter(|e| e.ppid == me).collect())
+    }
+
     /// The processes whose parent is `pid` now; a process that vanishes while it is read is left out.
     pub(super) fn children(&self, pid: i32) -> Vec<Entry> {
         if let Some(scanned) = &self.scanned {
@@ -269,6 +293,31 @@ mod tests {
             assert!(found.iter().any(|e| e.same(&started)), "{found:?}");
             assert!(procs.children(pid).is_empty());
         }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// `adopted` reads the main thread's list alone: a child another live thread forked is not in it (the
+    /// integration tests show orphans are: a setsid grandchild of a call that ended normally is found and killed).
+    #[test]
+    fn exec_17_adopted_leaves_out_what_another_thread_forked() {
+        let me = i32::try_from(std::process::id()).unwrap();
+        // The forking thread must outlive the check: a thread's children go to the main thread when it exits.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let forker = std::thread::spawn(move || {
+            tx.send(std::process::Command::new("sleep").arg("30").spawn().unwrap()).unwrap();
+            let _ = wait.recv();
+        });
+        let mut child = rx.recv().unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let procs = Procs::read().unwrap();
+        assert!(procs.children(me).iter().any(|e| e.pid == pid), "every thread's list has it");
+        let adopted = procs.adopted(me).expect("this kernel has children files and the main thread lives");
+        assert!(!adopted.iter().any(|e| e.pid == pid), "{adopted:?}");
+        assert!(Procs { scanned: Some(scan().unwrap()) }.adopted(me).is_none(), "no files, no shortcut");
+        drop(done);
+        forker.join().unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
     }
