@@ -267,13 +267,19 @@ async fn in_process(fleet: &Fleet, timeout: Duration) -> (Vec<u16>, tokio_util::
     (ports, stop)
 }
 
+/// Two in-process replicas whose approvals expire after 400 ms, behind the round-robin proxy, and a client of it.
+async fn expiring_pair(fleet: &Fleet) -> (Arc<Proxy>, Client, tokio_util::sync::CancellationToken) {
+    let (ports, stop) = in_process(fleet, Duration::from_millis(400)).await;
+    let (proxy, url) = Proxy::start(ports).await;
+    let client = connect(&url, TestClient::new(true, Answer::Approve), Era::Modern).await;
+    (proxy, client, stop)
+}
+
 #[tokio::test]
 #[ignore = "needs nats-server"]
 async fn repl_2_an_approval_that_expired_on_one_replica_is_refused_on_the_other() {
     let fleet = fleet("APPROVALS").await;
-    let (ports, stop) = in_process(&fleet, Duration::from_millis(400)).await;
-    let (proxy, url) = Proxy::start(ports).await;
-    let client = connect(&url, TestClient::new(true, Answer::Approve), Era::Modern).await;
+    let (proxy, client, stop) = expiring_pair(&fleet).await;
     let state = first_round(&client, json!({"target": "x"})).await;
     let asked = proxy.last_call();
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -288,9 +294,7 @@ async fn repl_2_an_approval_that_expired_on_one_replica_is_refused_on_the_other(
 #[ignore = "needs nats-server"]
 async fn repl_5_a_record_nobody_answered_is_purged_from_the_bucket_when_its_replica_next_opens_one() {
     let fleet = fleet("APPROVALS").await;
-    let (ports, stop) = in_process(&fleet, Duration::from_millis(400)).await;
-    let (proxy, url) = Proxy::start(ports).await;
-    let client = connect(&url, TestClient::new(true, Answer::Approve), Era::Modern).await;
+    let (proxy, client, stop) = expiring_pair(&fleet).await;
     let kv = async_nats::jetstream::new(async_nats::connect(fleet.server.url()).await.unwrap());
     let kv = kv.get_key_value("APPROVALS").await.unwrap();
     let stale = first_round(&client, json!({"target": "x"})).await;

@@ -6,6 +6,8 @@ use fisk_ai::nats::wire::tool_request_both_ways;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
+/// Every property the schema names, written out here rather than taken from `nats::conforming`, so a key the hand
+/// check forgets or invents is still generated and caught.
 const KEYS: [&str; 12] = [
     "protocol",
     "id",
