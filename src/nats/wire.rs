@@ -120,23 +120,26 @@ fn parse(body: &[u8]) -> Result<Value, Rejection> {
     serde_json::from_slice(body).map_err(|e| Rejection::invalid(&e.to_string()))
 }
 
-/// A tool request a server received, decoded and checked (A2A-9, A2A-10): one that plainly conforms is taken apart
-/// by hand (`super::conforming`), anything else is judged by the schema as [`MessageKind::decode`] does.
+/// A tool request a server received, decoded and checked (A2A-9, A2A-10): one that plainly conforms is read
+/// straight into its fields (`super::conforming`), anything else is judged by the schema as [`MessageKind::decode`]
+/// does.
 pub(crate) fn tool_request(body: &[u8]) -> Result<ToolRequest, Rejection> {
-    match super::conforming::tool_request(parse(body)?) {
-        Ok(request) => Ok(request),
-        Err(value) => MessageKind::ToolRequest.check(value).and_then(typed),
+    if body.len() > MAX_MESSAGE_BYTES {
+        return Err(Rejection::Oversize);
+    }
+    match super::conforming::tool_request(body) {
+        Some(request) => Ok(request),
+        None => MessageKind::ToolRequest.decode(body).and_then(typed),
     }
 }
 
-/// Not API: a hook for the property tests. A tool request's body decoded both ways: what the hand check admits
-/// (`None`: it passed the body to the schema) and what the schema and serde make of it, each as the request
+/// Not API: a hook for the property tests. A tool request's body decoded both ways: what the conforming reader
+/// admits (`None`: it left the body to the schema) and what the schema and serde make of it, each as the request
 /// re-encoded or the refusal's text.
 #[doc(hidden)]
 pub fn tool_request_both_ways(body: &[u8]) -> (Option<Vec<u8>>, Result<Vec<u8>, String>) {
-    let Ok(value) = parse(body) else { return (None, Err("unparsable".to_owned())) };
-    let fast = super::conforming::tool_request(value.clone()).ok().map(|r| encode(&r));
-    let slow = MessageKind::ToolRequest.check(value).and_then(typed::<ToolRequest>);
+    let fast = super::conforming::tool_request(body).map(|r| encode(&r));
+    let slow = MessageKind::ToolRequest.decode(body).and_then(typed::<ToolRequest>);
     (fast, slow.map(|r| encode(&r)).map_err(|e| e.to_string()))
 }
 

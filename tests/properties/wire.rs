@@ -1,6 +1,8 @@
-//! A2A-10: the hand check an a2a server runs on each tool request admits only what the request's JSON Schema
-//! admits, and takes it apart as serde does. Generated requests are valid ones with a few mutations each (a key
-//! dropped, added, retyped, nulled; an identity or sequence bent), so most land just either side of the schema.
+//! A2A-10: the conforming reader an a2a server runs on each tool request admits only what the request's JSON
+//! Schema admits, and decodes it as the schema path does. Generated requests are valid ones with a few mutations
+//! each (a key dropped, added, retyped, nulled; an identity or sequence bent), then written with a few textual
+//! twists no `Value` can hold (a key twice, a key spelled with escapes, spaces, the whole wrapped in an array), so
+//! most land just either side of the schema.
 
 use fisk_ai::nats::wire::tool_request_both_ways;
 use proptest::prelude::*;
@@ -56,6 +58,41 @@ enum Mutation {
     Add(String, Value),
 }
 
+/// A twist to the request's text, applied after it is written.
+#[derive(Debug, Clone)]
+enum Twist {
+    /// The key with this value written a second time, first.
+    Twice(usize, Value),
+    /// Every occurrence of the key's first letter in key position written as a `\u` escape.
+    Escaped(usize),
+    /// Spaces and newlines after every comma and colon.
+    Spaced,
+    /// The object as the only item of an array.
+    InArray,
+}
+
+fn twist() -> impl Strategy<Value = Twist> {
+    prop_oneof![
+        (0..KEYS.len(), odd_value()).prop_map(|(k, v)| Twist::Twice(k, v)),
+        (0..KEYS.len()).prop_map(Twist::Escaped),
+        Just(Twist::Spaced),
+        Just(Twist::InArray),
+    ]
+}
+
+fn apply(body: String, twist: &Twist) -> String {
+    match twist {
+        Twist::Twice(k, v) => format!("{{{}:{v},{}", Value::from(KEYS[*k]), &body[1..]),
+        Twist::Escaped(k) => {
+            let key = KEYS[*k];
+            let escaped = format!("\"\\u{:04x}{}\":", u32::from(key.as_bytes()[0]), &key[1..]);
+            body.replace(&format!("\"{key}\":"), &escaped)
+        }
+        Twist::Spaced => body.replace(',', ", \n").replace("\":", "\" :\t"),
+        Twist::InArray => format!("[{body}]"),
+    }
+}
+
 fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         (0..KEYS.len()).prop_map(Mutation::Drop),
@@ -87,9 +124,10 @@ fn valid() -> impl Strategy<Value = Map<String, Value>> {
 
 /// Runs the property over `cases` generated requests.
 pub fn check(cases: u32) {
-    let request = (valid(), prop::collection::vec(mutation(), 0..3));
-    super::run(cases, request, |(mut map, mutations)| {
-        let untouched = mutations.is_empty();
+    let request = (valid(), prop::collection::vec(mutation(), 0..3), prop::collection::vec(twist(), 0..2));
+    super::run(cases, request, |(mut map, mutations, twists)| {
+        // Escapes and spaces leave a request valid; a key twice or an array is the schema path's to judge.
+        let untouched = mutations.is_empty() && twists.iter().all(|t| matches!(t, Twist::Escaped(_) | Twist::Spaced));
         for m in mutations {
             match m {
                 Mutation::Drop(k) => drop(map.remove(KEYS[k])),
@@ -97,15 +135,15 @@ pub fn check(cases: u32) {
                 Mutation::Add(k, v) => drop(map.insert(k, v)),
             }
         }
-        let body = serde_json::to_vec(&Value::Object(map)).unwrap();
+        let body = twists.iter().fold(Value::Object(map).to_string(), apply).into_bytes();
         let (fast, slow) = tool_request_both_ways(&body);
         if let Some(fast) = &fast {
             let text = String::from_utf8_lossy(&body);
-            prop_assert!(slow.is_ok(), "the hand check admitted what the schema refuses ({slow:?}): {text}");
+            prop_assert!(slow.is_ok(), "the conforming reader admitted what the schema refuses ({slow:?}): {text}");
             prop_assert_eq!(slow.as_ref().ok(), Some(fast), "the two decodings differ for {}", text);
         }
         // A request as peers send it is never left to the schema.
-        prop_assert!(!untouched || fast.is_some(), "a valid request missed the hand check");
+        prop_assert!(!untouched || fast.is_some(), "a valid request missed the conforming reader");
         Ok(())
     });
 }

@@ -159,8 +159,8 @@ impl Shared {
     /// The encoded reply; one over the limit peers accept (a huge resolved command line) becomes an error reply
     /// saying so, since the caller would refuse it anyway (A2A-10).
     fn reply(&self, to: &wire::Header, body: ToolReplyBody) -> Vec<u8> {
-        let header = wire::Header::reply(MessageKind::ToolReply, to, &self.identity);
-        let bytes = wire::encode(&ToolReply { header: header.clone(), body });
+        let reply = ToolReply { header: wire::Header::reply(MessageKind::ToolReply, to, &self.identity), body };
+        let bytes = wire::encode(&reply);
         if bytes.len() <= wire::MAX_MESSAGE_BYTES {
             return bytes;
         }
@@ -169,7 +169,7 @@ impl Shared {
             bytes.len(),
             wire::MAX_MESSAGE_BYTES
         );
-        wire::encode(&ToolReply { header, body: error(why) })
+        wire::encode(&ToolReply { header: reply.header, body: error(why) })
     }
 
     /// The services framework's error reply: code 400 and the description (A2A-10).
