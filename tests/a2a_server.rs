@@ -117,6 +117,39 @@ async fn a2a_6_replies_echo_the_request_and_address_its_sender() {
     running.shutdown().await;
 }
 
+/// Milliseconds since the epoch of a `YYYY-MM-DDTHH:MM:SS.mmmZ` time, as the server writes it.
+fn epoch_ms(text: &str) -> i64 {
+    let n = |r: std::ops::Range<usize>| text[r].parse::<i64>().unwrap();
+    let (m, d) = (n(5..7), n(8..10));
+    // Howard Hinnant's days_from_civil.
+    let y = if m <= 2 { n(0..4) - 1 } else { n(0..4) };
+    let (era, yoe) = (y.div_euclid(400), y.rem_euclid(400));
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let days = era * 146_097 + doe - 719_468;
+    (days * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19)) * 1000 + n(20..23)
+}
+
+#[tokio::test]
+#[ignore = "needs nats-server; .ci/run installs it"]
+async fn a2a_6_a_tool_reply_is_stamped_when_it_is_written_not_when_its_command_started() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
+    let client = client(&nats).await;
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let before = i64::try_from(since.as_millis()).unwrap();
+    // `slow` sleeps 0.3 s; the reply's id is minted while it runs, its time only once it has finished.
+    let log = dir.path().join("slow.log");
+    let reply = a2a::call(&client, "farm", "slow", Some(json!({"log": log.display().to_string()}))).await;
+    assert_eq!(reply["output"], "slept\n", "{reply}");
+    // The reader itself, on dates either side of the March shift in days_from_civil.
+    assert_eq!(epoch_ms("2024-02-29T23:59:59.999Z"), 1_709_251_199_999);
+    assert_eq!(epoch_ms("2026-12-01T10:00:00.123Z"), 1_796_119_200_123);
+    let stamped = epoch_ms(reply["time"].as_str().unwrap());
+    assert!(stamped >= before + 300, "reply time {} is before the command ended (sent at {before} ms)", reply["time"]);
+    running.shutdown().await;
+}
+
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_9_tool_replies_carry_output_and_what_ran() {
