@@ -138,7 +138,7 @@ async fn a2a_6_a_tool_reply_is_stamped_when_it_is_written_not_when_its_command_s
     let client = client(&nats).await;
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
     let before = i64::try_from(since.as_millis()).unwrap();
-    // `slow` sleeps 0.3 s; the reply's id is minted while it runs, its time only once it has finished.
+    // `slow` sleeps 0.3 s. A server may prepare a reply while its command runs, but the time says when it was written.
     let log = dir.path().join("slow.log");
     let reply = a2a::call(&client, "farm", "slow", Some(json!({"log": log.display().to_string()}))).await;
     assert_eq!(reply["output"], "slept\n", "{reply}");

@@ -255,13 +255,6 @@ impl Header {
     /// The reply to `to`: a fresh id, its request and conversation echoed, addressed back to its sender.
     #[cfg_attr(not(test), allow(dead_code, reason = "serve::a2a writes replies; remote import only reads them"))]
     pub(crate) fn reply(kind: MessageKind, to: &Header, sender: &str) -> Header {
-        Header::reply_unstamped(kind, to, sender).stamped()
-    }
-
-    /// As [`reply`](Header::reply), but with no `time` until [`stamped`](Header::stamped): a server mints a tool
-    /// reply's header (its KSUID takes a system call) while the command runs, and stamps it as it writes the reply.
-    #[cfg_attr(not(test), allow(dead_code, reason = "serve::a2a writes replies; remote import only reads them"))]
-    pub(crate) fn reply_unstamped(kind: MessageKind, to: &Header, sender: &str) -> Header {
         Header {
             protocol: kind.protocol().to_owned(),
             id: ksuid(),
@@ -269,18 +262,11 @@ impl Header {
             conversation: to.conversation.clone(),
             parent: None,
             sequence: 0,
-            time: String::new(),
+            time: now(),
             sender: Peer::named(sender),
             recipient: (!to.sender.name.is_empty()).then(|| Peer::named(&to.sender.name)),
             must_understand: None,
         }
-    }
-
-    /// This header, its `time` now.
-    #[cfg_attr(not(test), allow(dead_code, reason = "serve::a2a writes replies; remote import only reads them"))]
-    pub(crate) fn stamped(mut self) -> Header {
-        self.time = now();
-        self
     }
 }
 

@@ -95,14 +95,9 @@ impl Shared {
     pub(crate) async fn call(&self, request: &Request, call: Call, permit: OwnedSemaphorePermit) {
         // The schema holds the name to [a-zA-Z0-9_-]; only its length is the peer's choice.
         let caller = sanitize(&call.header.sender.name, 128);
-        let mut surface = A2aSurface { shared: self, caller: &caller, request: &call.header.request };
-        // The command starts at dispatch's first poll (biased: it is polled first); the reply's header is minted
-        // while the command runs, so the caller does not wait for it (issue 34 part 5).
-        let (outcome, header) = tokio::join!(
-            biased;
-            dispatch(&mut surface, &self.tools, &call.name, &call.input),
-            async { wire::Header::reply_unstamped(MessageKind::ToolReply, &call.header, &self.identity) },
-        );
+        let request_id = sanitize(&call.header.request, 128);
+        let mut surface = A2aSurface { shared: self, caller: &caller, request: &request_id };
+        let outcome = dispatch(&mut surface, &self.tools, &call.name, &call.input).await;
         drop(permit);
         let body = match outcome {
             Outcome::Ran(out) => body(out),
@@ -114,7 +109,7 @@ impl Shared {
                 error(format!("the call of {:?} was stopped: the server is shutting down", call.name))
             }
         };
-        respond(request, self.write(header.stamped(), body)).await;
+        respond(request, self.reply(&call.header, body)).await;
     }
 
     /// A2A-15: whether `request` may be answered, and so run. A plain publish (no reply subject) is dropped; a reply
@@ -164,12 +159,7 @@ impl Shared {
     /// The encoded reply; one over the limit peers accept (a huge resolved command line) becomes an error reply
     /// saying so, since the caller would refuse it anyway (A2A-10).
     fn reply(&self, to: &wire::Header, body: ToolReplyBody) -> Vec<u8> {
-        self.write(wire::Header::reply(MessageKind::ToolReply, to, &self.identity), body)
-    }
-
-    /// [`reply`](Shared::reply) with its header made already.
-    fn write(&self, header: wire::Header, body: ToolReplyBody) -> Vec<u8> {
-        let reply = ToolReply { header, body };
+        let reply = ToolReply { header: wire::Header::reply(MessageKind::ToolReply, to, &self.identity), body };
         let bytes = wire::encode(&reply);
         if bytes.len() <= wire::MAX_MESSAGE_BYTES {
             return bytes;
@@ -224,7 +214,6 @@ fn body(out: ToolOutput) -> ToolReplyBody {
 struct A2aSurface<'a> {
     shared: &'a Shared,
     caller: &'a str,
-    /// The peer's request id as sent: sanitized only when a trail records it.
     request: &'a str,
 }
 
@@ -242,7 +231,7 @@ impl Surface for A2aSurface<'_> {
     fn audit(&self) -> Option<AuditScope> {
         let trail = self.shared.audit.clone()?;
         let scope = AuditScope::new(trail, SurfaceKind::A2a).caller(Some(self.caller.to_owned()));
-        Some(scope.request(Some(sanitize(self.request, 128))))
+        Some(scope.request(Some(self.request.to_owned())))
     }
 
     async fn approve(&mut self, call: &Gated<'_>) -> Approval<Self::Halt> {

@@ -15,13 +15,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Answer discovery requests until `stop`.
 pub(crate) async fn discovery(shared: Arc<Shared>, mut endpoint: Endpoint, stop: CancellationToken) {
-    // Registered once, not on every request.
-    let stopped = stop.cancelled();
-    tokio::pin!(stopped);
     loop {
         let request = tokio::select! {
             biased;
-            () = &mut stopped => break,
+            () = stop.cancelled() => break,
             r = endpoint.next() => match r { Some(r) => r, None => break },
         };
         shared.discovery(&request).await;
@@ -34,13 +31,10 @@ pub(crate) async fn discovery(shared: Arc<Shared>, mut endpoint: Endpoint, stop:
 /// (`503`) at once. Reading on keeps the client library's buffer from filling, which would drop requests unseen.
 pub(crate) async fn tools(shared: Arc<Shared>, mut endpoint: Endpoint, stop: CancellationToken) {
     let mut calls = JoinSet::new();
-    // Registered once, not on every request.
-    let stopped = stop.cancelled();
-    tokio::pin!(stopped);
     loop {
         let request = tokio::select! {
             biased;
-            () = &mut stopped => break,
+            () = stop.cancelled() => break,
             r = endpoint.next() => match r { Some(r) => r, None => break },
         };
         while calls.try_join_next().is_some() {}
