@@ -60,6 +60,26 @@ async fn start(nats: &NatsServer, config: Config, log: &Log) -> Running {
     server.start().await.unwrap()
 }
 
+/// One test's world: a `nats-server`, a directory holding the fake application, a server started on it with
+/// `extra` under `expose.agent`, the server's event log, and a client. Bind `nats` and `dir` (as `_nats`, `_dir`
+/// when unused): dropping them stops the server and removes the application.
+struct Served {
+    nats: NatsServer,
+    dir: tempfile::TempDir,
+    log: Log,
+    running: Running,
+    client: async_nats::Client,
+}
+
+async fn served(extra: &str) -> Served {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let running = start(&nats, config(dir.path(), extra), &log).await;
+    let client = client(&nats).await;
+    Served { nats, dir, log, running, client }
+}
+
 fn names(card: &Value) -> Vec<&str> {
     card["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect()
 }
@@ -98,10 +118,7 @@ async fn a2a_2_4_8_the_card_lists_served_commands_only() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_6_replies_echo_the_request_and_address_its_sender() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, running, client, .. } = served("").await;
     let request = a2a::tool_request("farm", "echo", Some(json!({"words": ["a", "-b c"]})));
     let reply = a2a::send_json(&client, "choria.fisk-ai.tool.farm", &request).await.body;
     assert!(MessageKind::ToolReply.validate(&reply).is_ok(), "{reply}");
@@ -132,10 +149,7 @@ fn epoch_ms(text: &str) -> i64 {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_6_a_tool_reply_is_stamped_when_it_is_written_not_when_its_command_started() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir, running, client, .. } = served("").await;
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
     let before = i64::try_from(since.as_millis()).unwrap();
     // `slow` sleeps 0.3 s. A server may prepare a reply while its command runs, but the time says when it was written.
@@ -153,11 +167,7 @@ async fn a2a_6_a_tool_reply_is_stamped_when_it_is_written_not_when_its_command_s
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_9_tool_replies_carry_output_and_what_ran() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::default();
-    let running = start(&nats, config(dir.path(), ""), &log).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, log, running, client } = served("").await;
 
     let echo = a2a::call(&client, "farm", "echo", Some(json!({"words": ["a", "-b c"]}))).await;
     assert_eq!(echo["output"], "echo: a -b c\n");
@@ -183,10 +193,7 @@ async fn a2a_9_tool_replies_carry_output_and_what_ran() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_9_unknown_and_gated_tools_get_an_in_band_error() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir, running, client, .. } = served("").await;
     for name in ["nope", "purge", "farm_feed", "wipe"] {
         let reply = a2a::call(&client, "farm", name, Some(json!({"target": "x"}))).await;
         assert_eq!(reply["is_error"], true, "{name}");
@@ -205,11 +212,7 @@ fn rejected(reply: Reply) -> (String, String) {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_10_oversize_invalid_and_wrong_protocol_bodies_get_400() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::default();
-    let running = start(&nats, config(dir.path(), ""), &log).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, log, running, client } = served("").await;
     let tool = "choria.fisk-ai.tool.farm";
     let long = std::time::Duration::from_secs(20);
 
@@ -253,11 +256,7 @@ async fn a2a_10_oversize_invalid_and_wrong_protocol_bodies_get_400() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_10_a_replayed_id_is_answered_again_under_a_fresh_reply_id() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::default();
-    let running = start(&nats, config(dir.path(), ""), &log).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, log, running, client } = served("").await;
     let request = a2a::tool_request("farm", "echo", Some(json!({"words": ["again"]})));
     let first = a2a::send_json(&client, "choria.fisk-ai.tool.farm", &request).await.body;
     let second = a2a::send_json(&client, "choria.fisk-ai.tool.farm", &request).await.body;
@@ -288,10 +287,7 @@ fn peak_overlap(log: &str) -> usize {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_11_at_most_max_concurrent_tools_run_at_once() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), "    a2a:\n      max_concurrent_tools: 2\n"), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir, running, client, .. } = served("    a2a:\n      max_concurrent_tools: 2\n").await;
     let log = dir.path().join("slow.log");
     let calls = (0..6).map(|_| a2a::call(&client, "farm", "slow", Some(json!({"log": log.display().to_string()}))));
     for reply in futures::future::join_all(calls).await {
@@ -307,10 +303,7 @@ async fn a2a_11_at_most_max_concurrent_tools_run_at_once() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_11_tool_timeout_stops_the_command_and_says_so() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), "    a2a:\n      tool_timeout: 1s\n"), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir, running, client, .. } = served("    a2a:\n      tool_timeout: 1s\n").await;
     let pids = dir.path().join("pids");
     let reply = a2a::call(&client, "farm", "hang", Some(json!({"pidfile": pids.display().to_string()}))).await;
     assert_eq!(reply["is_error"], true, "{reply}");
@@ -333,10 +326,7 @@ async fn a2a_11_tool_timeout_stops_the_command_and_says_so() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_12_shutdown_lets_a_call_in_progress_finish() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir, running, client, .. } = served("").await;
     let log = dir.path().join("slow.log");
     let input = json!({"log": log.display().to_string()});
     let call = tokio::spawn({
@@ -359,10 +349,7 @@ async fn a2a_12_shutdown_lets_a_call_in_progress_finish() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_3_the_services_framework_lists_the_agent() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, running, client, .. } = served("").await;
     let info = client.request("$SRV.INFO.farm", "".into()).await.unwrap();
     let info: Value = serde_json::from_slice(&info.payload).unwrap();
     assert_eq!((info["name"].as_str(), info["version"].as_str()), (Some("farm"), Some("0.0.0")));
@@ -518,11 +505,7 @@ async fn a2a_restart_calls_in_the_gap_are_clear_errors_then_serving_resumes() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_10_a_hostile_key_in_a_rejected_request_leaves_the_endpoint_serving() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::default();
-    let running = start(&nats, config(dir.path(), ""), &log).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, log, running, client } = served("").await;
     for subject in ["choria.fisk-ai.tool.farm", "choria.fisk-ai.discovery.farm"] {
         let mut hostile = if subject.contains("tool") {
             a2a::tool_request("farm", "echo", None)
@@ -548,11 +531,7 @@ async fn a2a_10_a_hostile_key_in_a_rejected_request_leaves_the_endpoint_serving(
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_9_a_request_without_a_reply_subject_runs_nothing() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::default();
-    let running = start(&nats, config(dir.path(), ""), &log).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, log, running, client } = served("").await;
     let published = serde_json::to_vec(&a2a::tool_request("farm", "echo", Some(json!({"words": ["fire"]})))).unwrap();
     client.publish("choria.fisk-ai.tool.farm", published.into()).await.unwrap();
     // A request sent after it is answered after it (one connection, one subscription, in order).
@@ -567,10 +546,7 @@ async fn a2a_9_a_request_without_a_reply_subject_runs_nothing() {
 #[tokio::test]
 #[ignore = "needs nats-server; .ci/run installs it"]
 async fn a2a_10_a_reply_over_the_limit_becomes_an_error_reply() {
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let running = start(&nats, config(dir.path(), ""), &Log::default()).await;
-    let client = client(&nats).await;
+    let Served { nats: _nats, dir: _dir, running, client, .. } = served("").await;
     // Ten words of 74,000 bytes (one argument may not pass 128 KiB): a 740 KB command line, then its output.
     let words: Vec<String> = (0..10).map(|_| "x".repeat(74_000)).collect();
     let reply = a2a::call(&client, "farm", "echo", Some(json!({"words": words}))).await;
