@@ -186,6 +186,17 @@ async fn a2a_9_tool_replies_carry_output_and_what_ran() {
     assert!(bad["output"].as_str().unwrap().contains("words"), "{bad}");
     assert!(bad.get("exec").is_none());
 
+    // A key twice inside input is refused, naming it, as on every other surface; not merged, last wins.
+    let once = serde_json::to_string(&a2a::tool_request("farm", "echo", Some(json!({"words": ["a"]})))).unwrap();
+    let twice = once.replace(r#"{"words":["a"]}"#, r#"{"words":["a"],"words":["rm"]}"#);
+    let wait = std::time::Duration::from_secs(20);
+    let reply = a2a::send(&client, "choria.fisk-ai.tool.farm", twice.into_bytes(), wait).await.body;
+    assert_eq!(reply["is_error"], true, "{reply}");
+    assert!(reply["output"].as_str().unwrap().contains(r#"duplicate property "words""#), "{reply}");
+    assert!(reply.get("exec").is_none(), "{reply}");
+
+    let lines = log.lines();
+    assert_eq!(lines.iter().filter(|l| l.starts_with("call ")).count(), 2, "only echo and fail ran: {lines:?}");
     assert!(log.lines().contains(&"call echo -- a '-b c' for tester".to_owned()), "{:?}", log.lines());
     running.shutdown().await;
 }

@@ -4,62 +4,119 @@
 //! Parsing a tool request to a `serde_json::Value`, checking that value against the JSON Schema and deserializing
 //! it again into the typed request (its flattened header buffered by serde) cost about a third of the CPU an a2a
 //! server spends on a trivial call outside the command itself. Every request a real peer sends has the same simple
-//! shape, so it is read here in one pass into its typed fields, each checked as it is read. What this reader
-//! admits, the schema admits, and it decodes alike (the property test `a2a_10_...` compares the two on generated
-//! near-misses). Whatever it does not admit (a duplicate key, say) goes through the schema, so a refusal is
-//! worded exactly as before.
+//! shape, so it is read here in one pass, each field checked as it is read, borrowing from the body:
+//! - the fields only the schema needs (`id`, `time`, `recipient`, ...) are checked and dropped, never copied;
+//! - `input` is kept as the peer's own text instead of being built into a `Value` and written out again. It is
+//!   parsed here as dispatch parses it, so text the schema path would refuse (a lone `\u` surrogate, a number out
+//!   of range) is left to the schema, and so is a duplicate key inside it, whose text then reaches dispatch, which
+//!   refuses it as on every other surface.
+//!
+//! What this reader admits, the schema admits, and it decodes alike (the property test `a2a_10_...` compares the
+//! two on generated near-misses). Whatever it does not admit (a duplicate key, say) goes through the schema, so a
+//! refusal is worded exactly as before.
 
-use super::wire::{Header, MessageKind, Peer, ToolRequest};
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::Value;
+use super::wire::{Inbound, MessageKind, ToolRequest};
+use crate::tool::ToolInput;
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::fmt;
 
 /// `body` as a tool request when it plainly conforms to the schema; `None` leaves it to the schema to judge.
-pub(crate) fn tool_request(body: &[u8]) -> Option<ToolRequest> {
+pub(crate) fn tool_request(body: &[u8]) -> Option<Inbound> {
     let mut de = serde_json::Deserializer::from_slice(body);
     // `deserialize_map` reaches only `visit_map`: an array, whose items a derived struct would take by position,
     // is refused here.
     let fields = de.deserialize_map(RequestVisitor).ok()?;
     de.end().ok()?;
-    fields.into_request(MessageKind::ToolRequest)
+    fields.into_inbound(MessageKind::ToolRequest)
 }
 
-/// A tool request's fields as read; `None` until seen.
+/// `request`, which the schema admitted from `body`, as a server takes it in. Its input is the peer's text of the
+/// last `input` key, the one the schema judged, so dispatch sees any duplicate key inside it, as on the
+/// conforming path.
+pub(crate) fn admitted(request: ToolRequest, body: &[u8]) -> Inbound {
+    let raw = serde_json::Deserializer::from_slice(body).deserialize_map(LastInput).ok().flatten();
+    let input = match (raw, &request.input) {
+        (Some(raw), _) => ToolInput::from(raw.to_owned()),
+        // Unreachable for a body the schema admitted; the decoded value keeps the call well-formed regardless.
+        (None, Some(value)) => ToolInput::from_value(value),
+        (None, None) => ToolInput::empty(),
+    };
+    let header = request.header;
+    Inbound {
+        request: header.request,
+        conversation: header.conversation,
+        sender: header.sender.name,
+        name: request.name,
+        input,
+    }
+}
+
+/// A JSON string as the body has it: borrowed unless it was written with escapes.
+struct Text<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Text<'de>, D::Error> {
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = Text<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'de>, E> {
+        Ok(Text(Cow::Borrowed(text)))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'de>, E> {
+        Ok(Text(Cow::Owned(text.to_owned())))
+    }
+}
+
+/// A tool request's fields as read; `None` until seen. The schema requires `id` and `time` to be strings but
+/// nothing reads them past this check, as with `parent`, `recipient` and `must_understand`.
 #[derive(Default)]
-struct Fields {
-    protocol: Option<String>,
-    id: Option<String>,
-    request: Option<String>,
-    conversation: Option<String>,
-    parent: Option<String>,
+struct Fields<'de> {
+    protocol: Option<Text<'de>>,
+    id: Option<Text<'de>>,
+    request: Option<Text<'de>>,
+    conversation: Option<Text<'de>>,
+    parent: Option<Text<'de>>,
     sequence: Option<u64>,
-    time: Option<String>,
-    sender: Option<Peer>,
-    recipient: Option<Peer>,
+    time: Option<Text<'de>>,
+    sender: Option<Text<'de>>,
+    recipient: Option<Text<'de>>,
     must_understand: Option<bool>,
-    name: Option<String>,
-    input: Option<Value>,
+    name: Option<Text<'de>>,
+    input: Option<&'de RawValue>,
 }
 
-impl Fields {
+impl Fields<'_> {
     /// The request, when the protocol is `kind`'s and every required field was there.
-    fn into_request(self, kind: MessageKind) -> Option<ToolRequest> {
-        if self.protocol.as_deref() != Some(kind.protocol()) {
+    fn into_inbound(self, kind: MessageKind) -> Option<Inbound> {
+        if self.protocol.as_ref().map(|p| &*p.0) != Some(kind.protocol()) {
             return None;
         }
-        let header = Header {
-            protocol: self.protocol?,
-            id: self.id?,
-            request: self.request?,
-            conversation: self.conversation?,
-            parent: self.parent,
-            sequence: self.sequence?,
-            time: self.time?,
-            sender: self.sender?,
-            recipient: self.recipient,
-            must_understand: self.must_understand,
+        let _required = (self.id?, self.sequence?, self.time?);
+        // Skipping the value checked its syntax only; this parse checks its escapes, numbers and keys too.
+        let input = match self.input {
+            Some(raw) => crate::dispatch::parse_unique(raw.get()).ok().map(|_| ToolInput::from(raw.to_owned()))?,
+            None => ToolInput::empty(),
         };
-        Some(ToolRequest { header, name: self.name?, input: self.input })
+        Some(Inbound {
+            request: self.request?.0.into_owned(),
+            conversation: self.conversation?.0.into_owned(),
+            sender: self.sender?.0.into_owned(),
+            name: self.name?.0.into_owned(),
+            input,
+        })
     }
 }
 
@@ -132,15 +189,16 @@ fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
 struct RequestVisitor;
 
 impl<'de> Visitor<'de> for RequestVisitor {
-    type Value = Fields;
+    type Value = Fields<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a tool request object")
     }
 
-    // Each value is read as the schema's type for its key: `String` refuses `null` and every non-string, `u64`
-    // every negative, fractional or out-of-range number, `bool` all but booleans.
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+    // Each value is read as the schema's type for its key: `Text` refuses `null` and every non-string, `u64`
+    // every negative, fractional or out-of-range number, `bool` all but booleans, and `input` all but an object
+    // (its text is checked as JSON by the reader, its keys by dispatch).
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
         let mut f = Fields::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
@@ -151,14 +209,17 @@ impl<'de> Visitor<'de> for RequestVisitor {
                 Key::Parent => once(&mut f.parent, map.next_value()?)?,
                 Key::Sequence => once(&mut f.sequence, map.next_value()?)?,
                 Key::Time => once(&mut f.time, map.next_value()?)?,
-                Key::Sender => once(&mut f.sender, map.next_value::<Identity>()?.0)?,
-                Key::Recipient => once(&mut f.recipient, map.next_value::<Identity>()?.0)?,
+                Key::Sender => once(&mut f.sender, map.next_value::<Identity<'de>>()?.0)?,
+                Key::Recipient => once(&mut f.recipient, map.next_value::<Identity<'de>>()?.0)?,
                 Key::MustUnderstand => once(&mut f.must_understand, map.next_value()?)?,
                 Key::Name => once(&mut f.name, map.next_value()?)?,
-                Key::Input => match map.next_value::<Value>()? {
-                    object @ Value::Object(_) => once(&mut f.input, object)?,
-                    _ => return Err(de::Error::custom("input is not an object")),
-                },
+                Key::Input => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    if !raw.get().trim_start().starts_with('{') {
+                        return Err(de::Error::custom("input is not an object"));
+                    }
+                    once(&mut f.input, raw)?;
+                }
                 Key::Instance | Key::Other => return Err(de::Error::custom("a key outside the schema")),
             }
         }
@@ -166,11 +227,11 @@ impl<'de> Visitor<'de> for RequestVisitor {
     }
 }
 
-/// `{name, instance?}`, each matching `^[a-zA-Z0-9_-]+$`, nothing else (the schema's `identity`).
-struct Identity(Peer);
+/// `{name, instance?}`, each matching `^[a-zA-Z0-9_-]+$`, nothing else (the schema's `identity`); its name.
+struct Identity<'de>(Text<'de>);
 
-impl<'de> Deserialize<'de> for Identity {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Identity, D::Error> {
+impl<'de> Deserialize<'de> for Identity<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Identity<'de>, D::Error> {
         deserializer.deserialize_map(IdentityVisitor)
     }
 }
@@ -178,13 +239,13 @@ impl<'de> Deserialize<'de> for Identity {
 struct IdentityVisitor;
 
 impl<'de> Visitor<'de> for IdentityVisitor {
-    type Value = Identity;
+    type Value = Identity<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an identity")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Identity, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Identity<'de>, A::Error> {
         let (mut name, mut instance) = (None, None);
         while let Some(key) = map.next_key::<Key>()? {
             let slot = match key {
@@ -192,14 +253,13 @@ impl<'de> Visitor<'de> for IdentityVisitor {
                 Key::Instance => &mut instance,
                 _ => return Err(de::Error::custom("a key outside the identity")),
             };
-            let word: String = map.next_value()?;
-            if word.is_empty() || !word.bytes().all(is_word_byte) {
+            let word: Text<'de> = map.next_value()?;
+            if word.0.is_empty() || !word.0.bytes().all(is_word_byte) {
                 return Err(de::Error::custom("not an identity word"));
             }
             once(slot, word)?;
         }
-        let name = name.ok_or_else(|| de::Error::custom("an identity without a name"))?;
-        Ok(Identity(Peer { name, instance }))
+        name.map(Identity).ok_or_else(|| de::Error::custom("an identity without a name"))
     }
 }
 
@@ -207,16 +267,71 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
 
+/// The text of a request's last `input` key, the one a parse to `Value` keeps; every other value skipped.
+struct LastInput;
+
+impl<'de> Visitor<'de> for LastInput {
+    type Value = Option<&'de RawValue>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tool request object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<&'de RawValue>, A::Error> {
+        let mut input = None;
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Input => input = Some(map.next_value()?),
+                _ => drop(map.next_value::<IgnoredAny>()?),
+            }
+        }
+        Ok(input)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// What a peer sends (the bench's and the Go reference's shape) is read without the schema.
+    const PEER: &[u8] = br#"{"protocol":"io.choria.fisk-ai.v1.tool.request","id":"1","request":"r1","conversation":"c1","sequence":0,"time":"2026-12-01T10:00:00Z","sender":{"name":"bench-caller"},"recipient":{"name":"bench"},"name":"echo","input":{"words":["hello"]}}"#;
+
+    /// What a peer sends (the bench's and the Go reference's shape) is read without the schema, its input as sent.
     #[test]
     fn a2a_10_a_peer_s_request_is_read_without_the_schema() {
-        let body = br#"{"protocol":"io.choria.fisk-ai.v1.tool.request","id":"1","request":"1","conversation":"1","sequence":0,"time":"2026-12-01T10:00:00Z","sender":{"name":"bench-caller"},"recipient":{"name":"bench"},"name":"echo","input":{"words":["hello"]}}"#;
-        let request = tool_request(body).expect("conforms");
-        assert_eq!((request.name.as_str(), request.header.sender.name.as_str()), ("echo", "bench-caller"));
-        assert_eq!(request.input, Some(serde_json::json!({"words": ["hello"]})));
+        let request = tool_request(PEER).expect("conforms");
+        assert_eq!(
+            (request.name.as_str(), request.sender.as_str(), request.request.as_str(), request.conversation.as_str()),
+            ("echo", "bench-caller", "r1", "c1")
+        );
+        assert_eq!(request.input.as_str(), r#"{"words":["hello"]}"#);
+    }
+
+    /// A duplicate key inside `input` is the schema's path to judge; that path keeps the text of the last
+    /// `input` (the one a parse to `Value` keeps), so the duplicate reaches dispatch, which refuses it, instead of
+    /// being merged away. Here `name` is twice as well, last wins.
+    #[test]
+    fn a2a_10_an_input_with_a_duplicate_key_reaches_dispatch_whole() {
+        let peer = std::str::from_utf8(PEER).unwrap();
+        let twice = peer.replace(r#"{"words":["hello"]}"#, r#"{"words":["a"],"words":["b"]}"#);
+        assert!(tool_request(twice.as_bytes()).is_none(), "a key twice in input is the schema's to judge");
+        let request = crate::nats::wire::tool_request(twice.as_bytes()).expect("the schema admits it");
+        assert_eq!(request.input.as_str(), r#"{"words":["a"],"words":["b"]}"#);
+        let body = br#"{"protocol":"io.choria.fisk-ai.v1.tool.request","id":"1","request":"1","conversation":"1","sequence":0,"time":"t","sender":{"name":"a"},"name":"x","name":"echo","input":{"w":1},"input":{"w":2,"w":3}}"#;
+        assert!(tool_request(body).is_none(), "a key twice is the schema's to judge");
+        let request = crate::nats::wire::tool_request(body).expect("the schema admits it");
+        assert_eq!((request.name.as_str(), request.input.as_str()), ("echo", r#"{"w":2,"w":3}"#));
+        let refused = crate::dispatch::parse_unique(request.input.as_str()).expect_err("dispatch refuses it");
+        assert!(refused.to_string().contains("duplicate property \"w\""), "{refused}");
+    }
+
+    /// Text a skip checks only for syntax, but a parse refuses, is the schema's to judge: it refuses it too.
+    #[test]
+    fn a2a_10_an_input_only_a_parse_refuses_is_left_to_the_schema() {
+        let peer = std::str::from_utf8(PEER).unwrap();
+        for input in [r#"{"words":["\ud800"]}"#, r#"{"n":1e999}"#] {
+            let body = peer.replace(r#"{"words":["hello"]}"#, input);
+            assert!(tool_request(body.as_bytes()).is_none(), "{input}");
+            assert!(crate::nats::wire::tool_request(body.as_bytes()).is_err(), "{input}");
+        }
     }
 }

@@ -123,24 +123,34 @@ fn parse(body: &[u8]) -> Result<Value, Rejection> {
 /// A tool request a server received, decoded and checked (A2A-9, A2A-10): one that plainly conforms is read
 /// straight into its fields (`super::conforming`), anything else is judged by the schema as [`MessageKind::decode`]
 /// does.
-pub(crate) fn tool_request(body: &[u8]) -> Result<ToolRequest, Rejection> {
+pub(crate) fn tool_request(body: &[u8]) -> Result<Inbound, Rejection> {
     if body.len() > MAX_MESSAGE_BYTES {
         return Err(Rejection::Oversize);
     }
     match super::conforming::tool_request(body) {
         Some(request) => Ok(request),
-        None => MessageKind::ToolRequest.decode(body).and_then(typed),
+        None => slow(body),
     }
 }
 
+/// The schema's path: parse, check, then read the typed request.
+fn slow(body: &[u8]) -> Result<Inbound, Rejection> {
+    let request = MessageKind::ToolRequest.decode(body).and_then(typed::<ToolRequest>)?;
+    Ok(super::conforming::admitted(request, body))
+}
+
 /// Not API: a hook for the property tests. A tool request's body decoded both ways: what the conforming reader
-/// admits (`None`: it left the body to the schema) and what the schema and serde make of it, each as the request
-/// re-encoded or the refusal's text.
+/// admits (`None`: it left the body to the schema) and what the schema and serde make of it, each as what a server
+/// keeps of it (request, conversation, sender, tool, input) encoded, or the refusal's text.
 #[doc(hidden)]
 pub fn tool_request_both_ways(body: &[u8]) -> (Option<Vec<u8>>, Result<Vec<u8>, String>) {
-    let fast = super::conforming::tool_request(body).map(|r| encode(&r));
-    let slow = MessageKind::ToolRequest.decode(body).and_then(typed::<ToolRequest>);
-    (fast, slow.map(|r| encode(&r)).map_err(|e| e.to_string()))
+    // What a server keeps of a request; its input parsed, so texts that mean the same compare equal.
+    let kept = |r: Inbound| {
+        let input = r.input.to_value().unwrap_or(Value::Null);
+        encode(&(r.request, r.conversation, r.sender, r.name, input))
+    };
+    let fast = super::conforming::tool_request(body).map(kept);
+    (fast, slow(body).map(kept).map_err(|e| e.to_string()))
 }
 
 type Compiled = [(Value, Result<jsonschema::Validator, String>); 4];
@@ -255,16 +265,22 @@ impl Header {
     /// The reply to `to`: a fresh id, its request and conversation echoed, addressed back to its sender.
     #[cfg_attr(not(test), allow(dead_code, reason = "serve::a2a writes replies; remote import only reads them"))]
     pub(crate) fn reply(kind: MessageKind, to: &Header, sender: &str) -> Header {
+        let origin = Origin { request: &to.request, conversation: &to.conversation, sender: &to.sender.name };
+        Header::reply_to(kind, origin, sender)
+    }
+
+    /// The reply to the request `to` came from.
+    pub(crate) fn reply_to(kind: MessageKind, to: Origin<'_>, sender: &str) -> Header {
         Header {
             protocol: kind.protocol().to_owned(),
             id: ksuid(),
-            request: to.request.clone(),
-            conversation: to.conversation.clone(),
+            request: to.request.to_owned(),
+            conversation: to.conversation.to_owned(),
             parent: None,
             sequence: 0,
             time: now(),
             sender: Peer::named(sender),
-            recipient: (!to.sender.name.is_empty()).then(|| Peer::named(&to.sender.name)),
+            recipient: (!to.sender.is_empty()).then(|| Peer::named(to.sender)),
             must_understand: None,
         }
     }
@@ -310,6 +326,32 @@ pub(crate) struct Descriptor {
     pub(crate) description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) input_schema: Option<Value>,
+}
+
+/// What a reply echoes of its request (A2A-9): the request and conversation ids, and the sender it goes back to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Origin<'a> {
+    pub(crate) request: &'a str,
+    pub(crate) conversation: &'a str,
+    pub(crate) sender: &'a str,
+}
+
+/// A tool request as a server takes it in (A2A-9, A2A-10): what its reply echoes, the tool, and the input as the
+/// peer wrote it (`{}` when absent), for dispatch to parse once. The header's other fields are checked, not kept.
+#[derive(Debug)]
+pub(crate) struct Inbound {
+    pub(crate) request: String,
+    pub(crate) conversation: String,
+    pub(crate) sender: String,
+    pub(crate) name: String,
+    pub(crate) input: crate::tool::ToolInput,
+}
+
+impl Inbound {
+    /// What the reply echoes.
+    pub(crate) fn origin(&self) -> Origin<'_> {
+        Origin { request: &self.request, conversation: &self.conversation, sender: &self.sender }
+    }
 }
 
 /// A tool request (A2A-9); `input` absent means `{}`.

@@ -9,7 +9,7 @@ use crate::gate::sanitize;
 use crate::nats::wire::{self, ExecResult, MessageKind, Rejection, ToolReply, ToolReplyBody};
 use crate::policy::SurfaceKind;
 use crate::select::Toolset;
-use crate::tool::{CallContext, ToolInput, ToolOutput};
+use crate::tool::{CallContext, ToolOutput};
 use async_nats::service::Request;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -46,11 +46,7 @@ pub(crate) struct Shared {
 }
 
 /// A tool request that passed intake.
-pub(crate) struct Call {
-    header: wire::Header,
-    name: String,
-    input: ToolInput,
-}
+pub(crate) type Call = wire::Inbound;
 
 impl Shared {
     /// Answer a discovery request (or refuse it, A2A-10). A publish without a reply subject is dropped.
@@ -73,19 +69,17 @@ impl Shared {
         if !self.answerable(request, "tool") {
             return None;
         }
-        let message = match wire::tool_request(&request.message.payload) {
-            Ok(message) => message,
+        let call = match wire::tool_request(&request.message.payload) {
+            Ok(call) => call,
             Err(rejection) => {
                 self.reject(request, "tool", &rejection).await;
                 return None;
             }
         };
-        let input = message.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
-        let call = Call { header: message.header, name: message.name, input };
         if self.tools.get(&call.name).is_none() {
             let output = format!("tool {:?} is not available", call.name);
             self.record_refusal(&call, &output);
-            respond(request, self.reply(&call.header, ToolReplyBody { is_error: true, output, exec: None })).await;
+            respond(request, self.reply(&call, ToolReplyBody { is_error: true, output, exec: None })).await;
             return None;
         }
         Some(call)
@@ -94,8 +88,8 @@ impl Shared {
     /// Run an admitted call holding `permit`, and answer it.
     pub(crate) async fn call(&self, request: &Request, call: Call, permit: OwnedSemaphorePermit) {
         // The schema holds the name to [a-zA-Z0-9_-]; only its length is the peer's choice.
-        let caller = sanitize(&call.header.sender.name, 128);
-        let request_id = sanitize(&call.header.request, 128);
+        let caller = sanitize(&call.sender, 128);
+        let request_id = sanitize(&call.request, 128);
         let mut surface = A2aSurface { shared: self, caller: &caller, request: &request_id };
         let outcome = dispatch(&mut surface, &self.tools, &call.name, &call.input).await;
         drop(permit);
@@ -109,7 +103,7 @@ impl Shared {
                 error(format!("the call of {:?} was stopped: the server is shutting down", call.name))
             }
         };
-        respond(request, self.reply(&call.header, body)).await;
+        respond(request, self.reply(&call, body)).await;
     }
 
     /// A2A-15: whether `request` may be answered, and so run. A plain publish (no reply subject) is dropped; a reply
@@ -130,9 +124,9 @@ impl Shared {
     /// `reason`) off the intake loop, so a flood of refusals never stalls other requests on the trail.
     fn record_refusal(&self, call: &Call, reason: &str) {
         let Some(trail) = self.audit.clone() else { return };
-        let caller = sanitize(&call.header.sender.name, 128);
+        let caller = sanitize(&call.sender, 128);
         let scope = AuditScope::new(trail, SurfaceKind::A2a).caller(Some(caller));
-        let scope = scope.request(Some(sanitize(&call.header.request, 128)));
+        let scope = scope.request(Some(sanitize(&call.request, 128)));
         let (name, input, reason) = (call.name.clone(), call.input.clone(), reason.to_owned());
         tokio::spawn(async move { crate::audit::refused(Some(scope), &name, input.as_str(), &reason).await });
     }
@@ -153,13 +147,14 @@ impl Shared {
     pub(crate) async fn refuse_stopping(&self, request: &Request, call: Call) {
         let output = format!("the call of {:?} was not run: the server is shutting down", call.name);
         self.record_refusal(&call, &output);
-        respond(request, self.reply(&call.header, error(output))).await;
+        respond(request, self.reply(&call, error(output))).await;
     }
 
     /// The encoded reply; one over the limit peers accept (a huge resolved command line) becomes an error reply
     /// saying so, since the caller would refuse it anyway (A2A-10).
-    fn reply(&self, to: &wire::Header, body: ToolReplyBody) -> Vec<u8> {
-        let reply = ToolReply { header: wire::Header::reply(MessageKind::ToolReply, to, &self.identity), body };
+    fn reply(&self, to: &Call, body: ToolReplyBody) -> Vec<u8> {
+        let header = wire::Header::reply_to(MessageKind::ToolReply, to.origin(), &self.identity);
+        let reply = ToolReply { header, body };
         let bytes = wire::encode(&reply);
         if bytes.len() <= wire::MAX_MESSAGE_BYTES {
             return bytes;
