@@ -105,7 +105,9 @@ impl Refusal {
     }
 }
 
-struct UniqueValue;
+/// A JSON value read as [`parse_unique`] reads it, for a reader that meets it inside a larger document (the a2a
+/// intake's `input`), so its depth counts against the same limit as the document's.
+pub(crate) struct UniqueValue;
 
 impl<'de> DeserializeSeed<'de> for UniqueValue {
     type Value = Value;

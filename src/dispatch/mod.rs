@@ -69,7 +69,9 @@ mod check;
 
 pub use crate::audit::{Answer, AuditScope};
 pub use check::Refusal;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "nats")]
+pub(crate) use check::UniqueValue;
+#[cfg(any(feature = "mcp", feature = "nats"))]
 pub(crate) use check::parse_unique;
 
 use crate::audit::{Event, Recorder};

@@ -6,10 +6,12 @@
 //! server spends on a trivial call outside the command itself. Every request a real peer sends has the same simple
 //! shape, so it is read here in one pass, each field checked as it is read, borrowing from the body:
 //! - the fields only the schema needs (`id`, `time`, `recipient`, ...) are checked and dropped, never copied;
-//! - `input` is kept as the peer's own text instead of being built into a `Value` and written out again. It is
-//!   parsed here as dispatch parses it, so text the schema path would refuse (a lone `\u` surrogate, a number out
-//!   of range) is left to the schema, and so is a duplicate key inside it, whose text then reaches dispatch, which
-//!   refuses it as on every other surface.
+//! - `input` is read as dispatch reads every call's input, refusing a duplicate key at any depth, within the same
+//!   nesting limit as the whole body. A duplicate key leaves the request to the schema path, which passes the
+//!   text of that `input` on to dispatch, so it is refused there as on every other surface, never merged.
+//!
+//! Input that is kept is written out compact, as on MCP: the audit trail, the event log and a command's argv see
+//! one canonical text, never padding, escapes or number spellings a peer chose.
 //!
 //! What this reader admits, the schema admits, and it decodes alike (the property test `a2a_10_...` compares the
 //! two on generated near-misses). Whatever it does not admit (a duplicate key, say) goes through the schema, so a
@@ -18,6 +20,7 @@
 use super::wire::{Inbound, MessageKind, ToolRequest};
 use crate::tool::ToolInput;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
@@ -32,25 +35,27 @@ pub(crate) fn tool_request(body: &[u8]) -> Option<Inbound> {
     fields.into_inbound(MessageKind::ToolRequest)
 }
 
-/// `request`, which the schema admitted from `body`, as a server takes it in. Its input is the peer's text of the
-/// last `input` key, the one the schema judged, so dispatch sees any duplicate key inside it, as on the
-/// conforming path.
-pub(crate) fn admitted(request: ToolRequest, body: &[u8]) -> Inbound {
-    let raw = serde_json::Deserializer::from_slice(body).deserialize_map(LastInput).ok().flatten();
-    let input = match (raw, &request.input) {
-        (Some(raw), _) => ToolInput::from(raw.to_owned()),
-        // Unreachable for a body the schema admitted; the decoded value keeps the call well-formed regardless.
-        (None, Some(value)) => ToolInput::from_value(value),
-        (None, None) => ToolInput::empty(),
+/// `request`, which the schema admitted from `body`, as a server takes it in; `None` if its `input` cannot be
+/// found again (which a body the schema parsed never gives). The `Value` the schema judged kept only the last of
+/// two keys, so the input is read again from the text of the last `input` key: one with a duplicate key inside
+/// is passed on as that text, for dispatch to refuse naming the key; any other is written out compact.
+pub(crate) fn admitted(request: ToolRequest, body: &[u8]) -> Option<Inbound> {
+    let input = match serde_json::Deserializer::from_slice(body).deserialize_map(LastInput).ok()? {
+        Some(raw) => match crate::dispatch::parse_unique(raw.get()) {
+            Ok(value) => ToolInput::from_value(&value),
+            Err(_) => ToolInput::from(raw.to_owned()),
+        },
+        None if request.input.is_none() => ToolInput::empty(),
+        None => return None,
     };
     let header = request.header;
-    Inbound {
+    Some(Inbound {
         request: header.request,
         conversation: header.conversation,
         sender: header.sender.name,
         name: request.name,
         input,
-    }
+    })
 }
 
 /// A JSON string as the body has it: borrowed unless it was written with escapes.
@@ -95,7 +100,7 @@ struct Fields<'de> {
     recipient: Option<Text<'de>>,
     must_understand: Option<bool>,
     name: Option<Text<'de>>,
-    input: Option<&'de RawValue>,
+    input: Option<Value>,
 }
 
 impl Fields<'_> {
@@ -105,11 +110,7 @@ impl Fields<'_> {
             return None;
         }
         let _required = (self.id?, self.sequence?, self.time?);
-        // Skipping the value checked its syntax only; this parse checks its escapes, numbers and keys too.
-        let input = match self.input {
-            Some(raw) => crate::dispatch::parse_unique(raw.get()).ok().map(|_| ToolInput::from(raw.to_owned()))?,
-            None => ToolInput::empty(),
-        };
+        let input = self.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value);
         Some(Inbound {
             request: self.request?.0.into_owned(),
             conversation: self.conversation?.0.into_owned(),
@@ -197,7 +198,7 @@ impl<'de> Visitor<'de> for RequestVisitor {
 
     // Each value is read as the schema's type for its key: `Text` refuses `null` and every non-string, `u64`
     // every negative, fractional or out-of-range number, `bool` all but booleans, and `input` all but an object
-    // (its text is checked as JSON by the reader, its keys by dispatch).
+    // (with a key twice at any depth, it is the schema path's).
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
         let mut f = Fields::default();
         while let Some(key) = map.next_key::<Key>()? {
@@ -213,13 +214,10 @@ impl<'de> Visitor<'de> for RequestVisitor {
                 Key::Recipient => once(&mut f.recipient, map.next_value::<Identity<'de>>()?.0)?,
                 Key::MustUnderstand => once(&mut f.must_understand, map.next_value()?)?,
                 Key::Name => once(&mut f.name, map.next_value()?)?,
-                Key::Input => {
-                    let raw: &'de RawValue = map.next_value()?;
-                    if !raw.get().trim_start().starts_with('{') {
-                        return Err(de::Error::custom("input is not an object"));
-                    }
-                    once(&mut f.input, raw)?;
-                }
+                Key::Input => match map.next_value_seed(crate::dispatch::UniqueValue)? {
+                    object @ Value::Object(_) => once(&mut f.input, object)?,
+                    _ => return Err(de::Error::custom("input is not an object")),
+                },
                 Key::Instance | Key::Other => return Err(de::Error::custom("a key outside the schema")),
             }
         }
@@ -322,6 +320,32 @@ mod tests {
         assert_eq!((request.name.as_str(), request.input.as_str()), ("echo", r#"{"w":2,"w":3}"#));
         let refused = crate::dispatch::parse_unique(request.input.as_str()).expect_err("dispatch refuses it");
         assert!(refused.to_string().contains("duplicate property \"w\""), "{refused}");
+    }
+
+    /// Input a peer padded, escaped or spelled oddly is kept compact and canonical, as on MCP: the audit trail,
+    /// the event log and a command's argv see what the schema judged, not the peer's spelling.
+    #[test]
+    fn a2a_10_a_kept_input_is_written_compact() {
+        let peer = std::str::from_utf8(PEER).unwrap();
+        let body = peer.replace(r#"{"words":["hello"]}"#, "{ \"n\" :\t1.0e0 ,\n \"p\": \"\\u002e\" }");
+        let request = tool_request(body.as_bytes()).expect("conforms");
+        assert_eq!(request.input.as_str(), r#"{"n":1.0,"p":"."}"#);
+    }
+
+    /// `input` counts against the body's nesting limit, as on the schema path, which parses the whole body: at
+    /// each depth the two paths admit alike, and the deepest the schema admits is admitted here too.
+    #[test]
+    fn a2a_10_a_deep_input_is_judged_alike_on_both_paths() {
+        let peer = std::str::from_utf8(PEER).unwrap();
+        let mut admitted = Vec::new();
+        for n in 120..130 {
+            let input = format!(r#"{{"a":{}{}}}"#, "[".repeat(n), "]".repeat(n));
+            let body = peer.replace(r#"{"words":["hello"]}"#, &input);
+            let (fast, slow) = (tool_request(body.as_bytes()), crate::nats::wire::tool_request(body.as_bytes()));
+            assert_eq!(fast.is_some(), slow.is_ok(), "{n} levels");
+            admitted.push(slow.is_ok());
+        }
+        assert!(admitted.first() == Some(&true) && admitted.last() == Some(&false), "{admitted:?}");
     }
 
     /// Text a skip checks only for syntax, but a parse refuses, is the schema's to judge: it refuses it too.

@@ -136,7 +136,8 @@ pub(crate) fn tool_request(body: &[u8]) -> Result<Inbound, Rejection> {
 /// The schema's path: parse, check, then read the typed request.
 fn slow(body: &[u8]) -> Result<Inbound, Rejection> {
     let request = MessageKind::ToolRequest.decode(body).and_then(typed::<ToolRequest>)?;
-    Ok(super::conforming::admitted(request, body))
+    // Fails closed: an input it cannot find again is refused, never merged.
+    super::conforming::admitted(request, body).ok_or_else(|| Rejection::invalid("input could not be read"))
 }
 
 /// Not API: a hook for the property tests. A tool request's body decoded both ways: what the conforming reader
@@ -336,8 +337,9 @@ pub(crate) struct Origin<'a> {
     pub(crate) sender: &'a str,
 }
 
-/// A tool request as a server takes it in (A2A-9, A2A-10): what its reply echoes, the tool, and the input as the
-/// peer wrote it (`{}` when absent), for dispatch to parse once. The header's other fields are checked, not kept.
+/// A tool request as a server takes it in (A2A-9, A2A-10): what its reply echoes, the tool, and its input
+/// written compact (`{}` when absent; the peer's text when it holds a key twice, for dispatch to refuse). The
+/// header's other fields are checked, not kept.
 #[derive(Debug)]
 pub(crate) struct Inbound {
     pub(crate) request: String,
