@@ -147,6 +147,7 @@ pub mod error;
 pub mod exec;
 pub mod gate;
 pub mod harness;
+mod json;
 #[cfg(feature = "knowledge")]
 #[cfg_attr(docsrs, doc(cfg(feature = "knowledge")))]
 pub mod knowledge;

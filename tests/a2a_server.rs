@@ -241,6 +241,11 @@ async fn a2a_10_oversize_invalid_and_wrong_protocol_bodies_get_400() {
     let (code, text) = rejected(a2a::send_json(&client, tool, &extra).await);
     assert!(code == "400" && text.starts_with("invalid request: ") && text.contains("priority"), "{text}");
 
+    // serde_json's private key, which its `Value` would read as the JSON in the string: refused, never unwrapped.
+    let wrapped = a2a::tool_request("farm", "echo", Some(json!({"$serde_json::private::RawValue": "{\"words\":[]}"})));
+    let (code, text) = rejected(a2a::send_json(&client, tool, &wrapped).await);
+    assert!(code == "400" && text.contains(r#"reserved property "$serde_json::private::RawValue""#), "{text}");
+
     let mut nulls = a2a::tool_request("farm", "echo", None);
     nulls["input"] = Value::Null;
     let (code, text) = rejected(a2a::send_json(&client, tool, &nulls).await);

@@ -1,9 +1,9 @@
 //! Steps 2-4 of the dispatch path: parse the input once, the required check (TOOL-18..21), then the whole schema
 //! (EXEC-3). Every refusal here happens before any operator is asked and before anything runs.
 
+use crate::json::Twice;
 use crate::tool::schema::{InputError, MissingRequired};
 use crate::tool::{ToolInput, ToolKind, ToolSpec};
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -74,16 +74,12 @@ pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<Value, Refusal
 }
 
 /// Parse JSON text, refusing a duplicate key at any depth: a validator keeps only the last of two keys while other
-/// readers may keep the first, so what was validated and what is used could differ.
+/// readers may keep the first, so what was validated and what is used could differ. A key in serde_json's private
+/// namespace is refused too (see `crate::json`).
 pub(crate) fn parse_unique(text: &str) -> Result<Value, InputError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value = UniqueValue.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
-    value.map_err(|e| {
-        let message = e.to_string();
-        match message.strip_prefix("duplicate property \"").and_then(|rest| rest.split('"').next()) {
-            Some(key) => duplicate(key),
-            None => InputError::new(None, format!("invalid arguments: {message}")),
-        }
+    crate::json::from_str(text, Twice::Refuse).map_err(|e| match crate::json::duplicate_key(&e) {
+        Some(key) => duplicate(&key),
+        None => InputError::new(None, format!("invalid arguments: {e}")),
     })
 }
 
@@ -93,7 +89,7 @@ pub(crate) fn duplicate(key: &str) -> InputError {
     InputError::new(Some(key.to_owned()), format!("invalid arguments: duplicate property \"{key}\""))
 }
 
-#[cfg(feature = "mcp")]
+#[cfg(any(feature = "mcp", feature = "nats"))]
 impl Refusal {
     /// A duplicate `key` in a call of `spec`.
     pub(crate) fn duplicate(spec: &ToolSpec, key: &str) -> Self {
@@ -102,78 +98,6 @@ impl Refusal {
             error: duplicate(key),
             command: spec.kind() == ToolKind::Command,
         }
-    }
-}
-
-/// A JSON value read as [`parse_unique`] reads it, for a reader that meets it inside a larger document (the a2a
-/// intake's `input`), so its depth counts against the same limit as the document's.
-pub(crate) struct UniqueValue;
-
-impl<'de> DeserializeSeed<'de> for UniqueValue {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for UniqueValue {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        while let Some(v) = seq.next_element_seed(UniqueValue)? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(serde::de::Error::custom(format!("duplicate property \"{key}\"")));
-            }
-            let value = map.next_value_seed(UniqueValue)?;
-            out.insert(key, value);
-        }
-        Ok(Value::Object(out))
     }
 }
 
@@ -191,6 +115,25 @@ mod tests {
             assert!(err.to_string().contains(&format!("duplicate property \"{property}\"")), "{err}");
         }
         assert_eq!(parse_unique(r#"{"a":{"a":1},"b":[1,2.5,"x",null,true]}"#).unwrap()["b"][1], 2.5);
+    }
+
+    /// serde_json's `Value` would read the first two as the JSON in their strings (`[1]`, and an object with `x`
+    /// merged): what a checker validated and what a tool parsing with `Value` used would differ. Refused at any
+    /// place and depth, however the key is spelled, and not mistaken for a duplicate.
+    #[test]
+    fn exec_3_serde_json_s_private_keys_are_refused() {
+        for text in [
+            r#"{"$serde_json::private::RawValue":"[1]"}"#,
+            r#"{"o":{"\u0024serde_json::private::RawValue":"{\"x\":1,\"x\":2}"}}"#,
+            r#"[{"a":1,"$serde_json::private::Number":"12"}]"#,
+        ] {
+            let err = parse_unique(text).unwrap_err();
+            assert!(
+                err.to_string().starts_with("invalid arguments: reserved property \"$serde_json::private::"),
+                "{err}"
+            );
+            assert_eq!(err.property(), None, "{text}");
+        }
     }
 
     #[test]

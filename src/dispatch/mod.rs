@@ -69,9 +69,7 @@ mod check;
 
 pub use crate::audit::{Answer, AuditScope};
 pub use check::Refusal;
-#[cfg(feature = "nats")]
-pub(crate) use check::UniqueValue;
-#[cfg(any(feature = "mcp", feature = "nats"))]
+#[cfg(feature = "mcp")]
 pub(crate) use check::parse_unique;
 
 use crate::audit::{Event, Recorder};

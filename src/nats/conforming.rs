@@ -6,9 +6,10 @@
 //! server spends on a trivial call outside the command itself. Every request a real peer sends has the same simple
 //! shape, so it is read here in one pass, each field checked as it is read, borrowing from the body:
 //! - the fields only the schema needs (`id`, `time`, `recipient`, ...) are checked and dropped, never copied;
-//! - `input` is read as dispatch reads every call's input, refusing a duplicate key at any depth, within the same
-//!   nesting limit as the whole body. A duplicate key leaves the request to the schema path, which passes the
-//!   text of that `input` on to dispatch, so it is refused there as on every other surface, never merged.
+//! - `input` is read as dispatch reads every call's input (refusing a key given twice at any depth, and
+//!   serde_json's private keys), within the same nesting limit as the whole body. Either leaves the request to the
+//!   schema path: it refuses the private keys with its `400`, and finds the key given twice, which the server
+//!   then refuses in band as the MCP server does, never merged.
 //!
 //! Input that is kept is written out compact, as on MCP: the audit trail, the event log and a command's argv see
 //! one canonical text, never padding, escapes or number spellings a peer chose.
@@ -18,6 +19,7 @@
 //! refusal is worded exactly as before.
 
 use super::wire::{Inbound, MessageKind, ToolRequest};
+use crate::json::{JsonValue, Twice};
 use crate::tool::ToolInput;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
@@ -35,17 +37,17 @@ pub(crate) fn tool_request(body: &[u8]) -> Option<Inbound> {
     fields.into_inbound(MessageKind::ToolRequest)
 }
 
-/// `request`, which the schema admitted from `body`, as a server takes it in; `None` if its `input` cannot be
-/// found again (which a body the schema parsed never gives). The `Value` the schema judged kept only the last of
-/// two keys, so the input is read again from the text of the last `input` key: one with a duplicate key inside
-/// is passed on as that text, for dispatch to refuse naming the key; any other is written out compact.
+/// `request`, which the schema admitted from `body`, as a server takes it in; `None` when its `input` cannot be
+/// read again as the schema read it (which a body the schema parsed never gives). The `Value` the schema judged
+/// kept only the last of two equal keys, so the text of the last `input` key is read again for a key given twice
+/// inside it, which the server refuses.
 pub(crate) fn admitted(request: ToolRequest, body: &[u8]) -> Option<Inbound> {
-    let input = match serde_json::Deserializer::from_slice(body).deserialize_map(LastInput).ok()? {
-        Some(raw) => match crate::dispatch::parse_unique(raw.get()) {
-            Ok(value) => ToolInput::from_value(&value),
-            Err(_) => ToolInput::from(raw.to_owned()),
+    let duplicate = match serde_json::Deserializer::from_slice(body).deserialize_map(LastInput).ok()? {
+        Some(raw) => match crate::json::from_str(raw.get(), Twice::Refuse) {
+            Ok(_) => None,
+            Err(e) => Some(crate::json::duplicate_key(&e)?),
         },
-        None if request.input.is_none() => ToolInput::empty(),
+        None if request.input.is_none() => None,
         None => return None,
     };
     let header = request.header;
@@ -54,7 +56,8 @@ pub(crate) fn admitted(request: ToolRequest, body: &[u8]) -> Option<Inbound> {
         conversation: header.conversation,
         sender: header.sender.name,
         name: request.name,
-        input,
+        input: request.input.as_ref().map_or_else(ToolInput::empty, ToolInput::from_value),
+        duplicate,
     })
 }
 
@@ -117,6 +120,7 @@ impl Fields<'_> {
             sender: self.sender?.0.into_owned(),
             name: self.name?.0.into_owned(),
             input,
+            duplicate: None,
         })
     }
 }
@@ -214,7 +218,7 @@ impl<'de> Visitor<'de> for RequestVisitor {
                 Key::Recipient => once(&mut f.recipient, map.next_value::<Identity<'de>>()?.0)?,
                 Key::MustUnderstand => once(&mut f.must_understand, map.next_value()?)?,
                 Key::Name => once(&mut f.name, map.next_value()?)?,
-                Key::Input => match map.next_value_seed(crate::dispatch::UniqueValue)? {
+                Key::Input => match map.next_value_seed(JsonValue(Twice::Refuse))? {
                     object @ Value::Object(_) => once(&mut f.input, object)?,
                     _ => return Err(de::Error::custom("input is not an object")),
                 },
@@ -304,22 +308,38 @@ mod tests {
         assert_eq!(request.input.as_str(), r#"{"words":["hello"]}"#);
     }
 
-    /// A duplicate key inside `input` is the schema's path to judge; that path keeps the text of the last
-    /// `input` (the one a parse to `Value` keeps), so the duplicate reaches dispatch, which refuses it, instead of
-    /// being merged away. Here `name` is twice as well, last wins.
+    /// A key given twice inside `input` is the schema path's to judge. That path finds it in the text of the
+    /// last `input` (the one a parse to `Value` keeps), for the server to refuse, and keeps the input compact, as
+    /// the schema read it. Here `name` is twice as well, last wins.
     #[test]
-    fn a2a_10_an_input_with_a_duplicate_key_reaches_dispatch_whole() {
+    fn a2a_10_a_key_twice_in_input_is_found_for_the_server_to_refuse() {
         let peer = std::str::from_utf8(PEER).unwrap();
         let twice = peer.replace(r#"{"words":["hello"]}"#, r#"{"words":["a"],"words":["b"]}"#);
         assert!(tool_request(twice.as_bytes()).is_none(), "a key twice in input is the schema's to judge");
         let request = crate::nats::wire::tool_request(twice.as_bytes()).expect("the schema admits it");
-        assert_eq!(request.input.as_str(), r#"{"words":["a"],"words":["b"]}"#);
-        let body = br#"{"protocol":"io.choria.fisk-ai.v1.tool.request","id":"1","request":"1","conversation":"1","sequence":0,"time":"t","sender":{"name":"a"},"name":"x","name":"echo","input":{"w":1},"input":{"w":2,"w":3}}"#;
+        assert_eq!((request.duplicate.as_deref(), request.input.as_str()), (Some("words"), r#"{"words":["b"]}"#));
+        let body = br#"{"protocol":"io.choria.fisk-ai.v1.tool.request","id":"1","request":"1","conversation":"1","sequence":0,"time":"t","sender":{"name":"a"},"name":"x","name":"echo","input":{"w":1},"input":{"w":[{"v":1,"v":2}]}}"#;
         assert!(tool_request(body).is_none(), "a key twice is the schema's to judge");
         let request = crate::nats::wire::tool_request(body).expect("the schema admits it");
-        assert_eq!((request.name.as_str(), request.input.as_str()), ("echo", r#"{"w":2,"w":3}"#));
-        let refused = crate::dispatch::parse_unique(request.input.as_str()).expect_err("dispatch refuses it");
-        assert!(refused.to_string().contains("duplicate property \"w\""), "{refused}");
+        assert_eq!(request.name, "echo");
+        assert_eq!((request.duplicate.as_deref(), request.input.as_str()), (Some("v"), r#"{"w":[{"v":2}]}"#));
+    }
+
+    /// serde_json's `Value` reads an object whose first key is `$serde_json::private::RawValue` as the JSON in its
+    /// string. Neither path gives it that meaning: both refuse such a key, in `input` or around the whole request.
+    #[test]
+    fn a2a_10_serde_json_s_private_keys_are_refused_on_both_paths() {
+        let peer = std::str::from_utf8(PEER).unwrap();
+        let escaped = serde_json::to_string(peer).unwrap();
+        for body in [
+            peer.replace(r#"{"words":["hello"]}"#, r#"{"$serde_json::private::RawValue":"{\"words\":[\"x\"]}"}"#),
+            peer.replace(r#"{"words":["hello"]}"#, r#"{"o":{"\u0024serde_json::private::RawValue":"1"}}"#),
+            format!(r#"{{"$serde_json::private::RawValue":{escaped}}}"#),
+        ] {
+            assert!(tool_request(body.as_bytes()).is_none(), "{body}");
+            let refused = crate::nats::wire::tool_request(body.as_bytes()).expect_err(&body).to_string();
+            assert!(refused.contains("reserved property"), "{refused}");
+        }
     }
 
     /// Input a peer padded, escaped or spelled oddly is kept compact and canonical, as on MCP: the audit trail,

@@ -24,6 +24,7 @@
 //! assert!(MessageKind::ToolRequest.validate(&extra).is_err());
 //! ```
 
+use crate::json::Twice;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -117,7 +118,9 @@ fn parse(body: &[u8]) -> Result<Value, Rejection> {
     if body.len() > MAX_MESSAGE_BYTES {
         return Err(Rejection::Oversize);
     }
-    serde_json::from_slice(body).map_err(|e| Rejection::invalid(&e.to_string()))
+    // Read as `Value` reads it (a key twice: the last kept), but refusing serde_json's private keys, which `Value`
+    // would read as the JSON in their strings (see `crate::json`).
+    crate::json::from_slice(body, Twice::LastWins).map_err(|e| Rejection::invalid(&e.to_string()))
 }
 
 /// A tool request a server received, decoded and checked (A2A-9, A2A-10): one that plainly conforms is read
@@ -148,7 +151,7 @@ pub fn tool_request_both_ways(body: &[u8]) -> (Option<Vec<u8>>, Result<Vec<u8>, 
     // What a server keeps of a request; its input parsed, so texts that mean the same compare equal.
     let kept = |r: Inbound| {
         let input = r.input.to_value().unwrap_or(Value::Null);
-        encode(&(r.request, r.conversation, r.sender, r.name, input))
+        encode(&(r.request, r.conversation, r.sender, r.name, input, r.duplicate))
     };
     let fast = super::conforming::tool_request(body).map(kept);
     (fast, slow(body).map(kept).map_err(|e| e.to_string()))
@@ -337,9 +340,9 @@ pub(crate) struct Origin<'a> {
     pub(crate) sender: &'a str,
 }
 
-/// A tool request as a server takes it in (A2A-9, A2A-10): what its reply echoes, the tool, and its input
-/// written compact (`{}` when absent; the peer's text when it holds a key twice, for dispatch to refuse). The
-/// header's other fields are checked, not kept.
+/// A tool request as a server takes it in (A2A-9, A2A-10): what its reply echoes, the tool, its input written
+/// compact (`{}` when absent), and a key given twice inside the input, which the server refuses as the MCP server
+/// does. The header's other fields are checked, not kept.
 #[derive(Debug)]
 pub(crate) struct Inbound {
     pub(crate) request: String,
@@ -347,6 +350,8 @@ pub(crate) struct Inbound {
     pub(crate) sender: String,
     pub(crate) name: String,
     pub(crate) input: crate::tool::ToolInput,
+    /// A key the peer gave twice in one object of `input` (the schema's `Value` kept the last).
+    pub(crate) duplicate: Option<String>,
 }
 
 impl Inbound {

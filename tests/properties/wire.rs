@@ -1,8 +1,8 @@
 //! A2A-10: the conforming reader an a2a server runs on each tool request admits only what the request's JSON
 //! Schema admits, and decodes it as the schema path does. Generated requests are valid ones with a few mutations
 //! each (a key dropped, added, retyped, nulled; an identity or sequence bent), then written with a few textual
-//! twists no `Value` can hold (a key twice, a key spelled with escapes, spaces, the whole wrapped in an array), so
-//! most land just either side of the schema.
+//! twists no `Value` can hold (a key twice, in the request or in its input, a key spelled with escapes, spaces, the
+//! whole wrapped in an array or in serde_json's private wrapper key), so most land just either side of the schema.
 
 use fisk_ai::nats::wire::tool_request_both_ways;
 use proptest::prelude::*;
@@ -48,6 +48,9 @@ fn odd_value() -> impl Strategy<Value = Value> {
         Just(json!(["name"])),
         Just(Value::from("io.choria.fisk-ai.v1.tool.request")),
         Just(Value::from("io.choria.fisk-ai.v1.tool.reply")),
+        // serde_json's `Value` would read these as the JSON in their strings.
+        Just(json!({"$serde_json::private::RawValue": "{}"})),
+        Just(json!({"words": {"$serde_json::private::RawValue": "[\"x\"]"}})),
     ]
 }
 
@@ -69,6 +72,10 @@ enum Twist {
     Spaced,
     /// The object as the only item of an array.
     InArray,
+    /// The object as the string of serde_json's private wrapper key, which its `Value` would unwrap.
+    Wrapped,
+    /// A key of `input` given twice (when the request has an `input`).
+    InputTwice,
 }
 
 fn twist() -> impl Strategy<Value = Twist> {
@@ -77,6 +84,8 @@ fn twist() -> impl Strategy<Value = Twist> {
         (0..KEYS.len()).prop_map(Twist::Escaped),
         Just(Twist::Spaced),
         Just(Twist::InArray),
+        Just(Twist::Wrapped),
+        Just(Twist::InputTwice),
     ]
 }
 
@@ -90,6 +99,8 @@ fn apply(body: String, twist: &Twist) -> String {
         }
         Twist::Spaced => body.replace(',', ", \n").replace("\":", "\" :\t"),
         Twist::InArray => format!("[{body}]"),
+        Twist::Wrapped => format!("{{\"$serde_json::private::RawValue\":{}}}", Value::from(body)),
+        Twist::InputTwice => body.replace("\"input\":{\"words\":", "\"input\":{\"words\":[],\"words\":"),
     }
 }
 

@@ -76,10 +76,17 @@ impl Shared {
                 return None;
             }
         };
-        if self.tools.get(&call.name).is_none() {
+        let Some(tool) = self.tools.get(&call.name) else {
             let output = format!("tool {:?} is not available", call.name);
             self.record_refusal(&call, &output);
             respond(request, self.reply(&call, ToolReplyBody { is_error: true, output, exec: None })).await;
+            return None;
+        };
+        // A key given twice in the input: refused in band, naming it, as every surface refuses it (EXEC-3).
+        if let Some(key) = &call.duplicate {
+            let output = Refusal::duplicate(tool.spec(), key).to_string();
+            self.record_refusal(&call, &output);
+            respond(request, self.reply(&call, error(output))).await;
             return None;
         }
         Some(call)
