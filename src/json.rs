@@ -113,8 +113,17 @@ pub(crate) fn from_slice(body: &[u8], twice: Twice) -> Result<Value, serde_json:
 
 /// The key a [`Twice::Refuse`] read failed on for being given twice; `None` when it failed for another reason.
 pub(crate) fn duplicate_key(e: &serde_json::Error) -> Option<String> {
-    let message = e.to_string();
-    message.strip_prefix("duplicate property \"").and_then(|rest| rest.split('"').next()).map(str::to_owned)
+    key_after(e, "duplicate property \"")
+}
+
+/// The key in serde_json's private namespace a read failed on; `None` when it failed for another reason.
+pub(crate) fn reserved_key(e: &serde_json::Error) -> Option<String> {
+    key_after(e, "reserved property \"")
+}
+
+/// The quoted key after `prefix` in `e`'s message (a key with a `"` in it is cut there; it only names the culprit).
+fn key_after(e: &serde_json::Error, prefix: &str) -> Option<String> {
+    e.to_string().strip_prefix(prefix).and_then(|rest| rest.split('"').next()).map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -138,6 +147,7 @@ mod tests {
             let err = from_str(wrapped, twice).unwrap_err();
             assert!(err.to_string().starts_with(r#"reserved property "$serde_json::private::RawValue""#), "{err}");
             assert_eq!(duplicate_key(&err), None);
+            assert_eq!(reserved_key(&err).as_deref(), Some("$serde_json::private::RawValue"));
         }
     }
 }

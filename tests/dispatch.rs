@@ -22,12 +22,18 @@ use std::sync::{Arc, Mutex};
 
 /// Bad inputs for `deploy` (gated, `target` required and `web|db`, `replicas` integer, no other keys), each with
 /// what the refusal must say. Valid JSON text, as a model or client sends it.
-const BAD: [(&str, &str, &str); 5] = [
+const BAD: [(&str, &str, &str); 6] = [
     ("wrong type", r#"{"target": "web", "replicas": "three"}"#, "invalid value for property \"replicas\""),
     ("unknown key", r#"{"target": "web", "colour": "red"}"#, "unknown property \"colour\""),
     ("missing required", r#"{"replicas": 2}"#, "without required parameter(s): target"),
     ("enum violation", r#"{"target": "prod"}"#, "invalid value for property \"target\""),
     ("duplicate key", r#"{"target": "web", "target": "db"}"#, "duplicate property \"target\""),
+    // serde_json's `Value` would read a first key like this as the JSON in its string: checked one way, used another.
+    (
+        "serde_json private key",
+        r#"{"target": "web", "$serde_json::private::RawValue": "{}"}"#,
+        "invalid arguments: reserved property \"$serde_json::private::RawValue\"",
+    ),
 ];
 
 fn yaml(dir: &Path, extra: &str) -> String {

@@ -77,9 +77,16 @@ pub(crate) fn check(spec: &ToolSpec, input: &ToolInput) -> Result<Value, Refusal
 /// readers may keep the first, so what was validated and what is used could differ. A key in serde_json's private
 /// namespace is refused too (see `crate::json`).
 pub(crate) fn parse_unique(text: &str) -> Result<Value, InputError> {
-    crate::json::from_str(text, Twice::Refuse).map_err(|e| match crate::json::duplicate_key(&e) {
-        Some(key) => duplicate(&key),
-        None => InputError::new(None, format!("invalid arguments: {e}")),
+    crate::json::from_str(text, Twice::Refuse).map_err(|e| {
+        if let Some(key) = crate::json::duplicate_key(&e) {
+            return duplicate(&key);
+        }
+        // Named without the position, which depends on how the surface wrote the input, so every surface says
+        // the same; and with no property, which marks a key given twice (the MCP transports probe for those).
+        match crate::json::reserved_key(&e) {
+            Some(key) => InputError::new(None, format!("invalid arguments: reserved property \"{key}\"")),
+            None => InputError::new(None, format!("invalid arguments: {e}")),
+        }
     })
 }
 
@@ -133,6 +140,7 @@ mod tests {
                 "{err}"
             );
             assert_eq!(err.property(), None, "{text}");
+            assert!(!err.to_string().contains("column"), "the same text whatever the spelling: {err}");
         }
     }
 
