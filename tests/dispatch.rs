@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 /// Bad inputs for `deploy` (gated, `target` required and `web|db`, `replicas` integer, no other keys), each with
 /// what the refusal must say. Valid JSON text, as a model or client sends it.
-const BAD: [(&str, &str, &str); 6] = [
+const BAD: [(&str, &str, &str); 8] = [
     ("wrong type", r#"{"target": "web", "replicas": "three"}"#, "invalid value for property \"replicas\""),
     ("unknown key", r#"{"target": "web", "colour": "red"}"#, "unknown property \"colour\""),
     ("missing required", r#"{"replicas": 2}"#, "without required parameter(s): target"),
@@ -34,7 +34,25 @@ const BAD: [(&str, &str, &str); 6] = [
         r#"{"target": "web", "$serde_json::private::RawValue": "{}"}"#,
         "invalid arguments: reserved property \"$serde_json::private::RawValue\"",
     ),
+    // Where serde_json's `Value` (which rmcp decodes arguments into) would unwrap it: `target` would read "web".
+    (
+        "serde_json private key, nested",
+        r#"{"target": {"$serde_json::private::RawValue": "\"web\""}, "replicas": 1}"#,
+        "invalid arguments: reserved property \"$serde_json::private::RawValue\"",
+    ),
+    // Before a key given twice: the transports' probe must not stop at the first and miss the second.
+    (
+        "serde_json private key, then a key twice",
+        r#"{"target": {"$serde_json::private::RawValue": "\"web\""}, "replicas": 1, "replicas": 5}"#,
+        "invalid arguments: reserved property \"$serde_json::private::RawValue\"",
+    ),
 ];
+
+/// Whether `input` must go out as raw JSON-RPC: a client library's map cannot hold a key given twice, and its
+/// `Value` would unwrap serde_json's private key before sending.
+fn raw_only(input: &str) -> bool {
+    input.contains("$serde_json::private::") || input.contains(r#""target": "web", "target""#)
+}
 
 fn yaml(dir: &Path, extra: &str) -> String {
     let app = common::fake_app(dir, "dispatch-app");
@@ -70,8 +88,8 @@ async fn agent_results(
     ((0..calls.len()).map(|i| result_of(&outcome.messages, &format!("c{i}"))).collect(), log.asked())
 }
 
-/// MCP: every bad input through rmcp's client on both lifecycles, with raw JSON-RPC for the duplicate key (a
-/// client library's map cannot hold one).
+/// MCP: every bad input through rmcp's client on both lifecycles, with raw JSON-RPC where a client library's
+/// map cannot hold the input (see [`raw_only`]).
 async fn mcp_results(
     dir: tempfile::TempDir,
     config: Config,
@@ -82,8 +100,7 @@ async fn mcp_results(
     for era in ERAS {
         let client = connect(&served.url, TestClient::new(true, Answer::Approve), era).await;
         for (name, input) in calls {
-            // A client library's map cannot hold a repeated key: that row goes out as raw JSON-RPC.
-            if input.contains(r#""target": "web", "target""#) {
+            if raw_only(input) {
                 out.push(raw_call(&served.url, name, input).await);
                 continue;
             }

@@ -237,6 +237,17 @@ async fn stdio_1_a_repeated_argument_key_is_refused_as_over_http() {
         let text = answer["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.contains("duplicate property \"words\""), "{method}: {text}");
     }
+    // serde_json's private key, which rmcp's `Value` would unwrap, before a key given twice: refused as sent, the
+    // probe not stopping short of the second key, and never read as what it wraps.
+    let wrapped = r#"{"words":{"$serde_json::private::RawValue":"[\"a\"]"},"words":["b"]}"#;
+    let call =
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"echo","arguments":{wrapped}}}}}"#);
+    stdin.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(30), answers.next_line()).await.unwrap().unwrap().unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((&answer["id"], &answer["result"]["isError"]), (&json!(7), &json!(true)), "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(r#"reserved property "$serde_json::private::RawValue""#), "{text}");
     assert!(server.ran().is_empty(), "nothing ran: {:?}", server.ran());
     drop(stdin);
     assert!(server.exited().await.success());

@@ -98,13 +98,15 @@ pub(crate) fn duplicate(key: &str) -> InputError {
 
 #[cfg(any(feature = "mcp", feature = "nats"))]
 impl Refusal {
+    /// A call of `spec` whose input, as the caller sent it, fails with `error` (a key given twice, say).
+    pub(crate) fn of_input(spec: &ToolSpec, error: InputError) -> Self {
+        Refusal::Invalid { tool: spec.name().to_owned(), error, command: spec.kind() == ToolKind::Command }
+    }
+
     /// A duplicate `key` in a call of `spec`.
+    #[cfg(feature = "nats")]
     pub(crate) fn duplicate(spec: &ToolSpec, key: &str) -> Self {
-        Refusal::Invalid {
-            tool: spec.name().to_owned(),
-            error: duplicate(key),
-            command: spec.kind() == ToolKind::Command,
-        }
+        Refusal::of_input(spec, duplicate(key))
     }
 }
 

@@ -51,8 +51,8 @@ pub(super) fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     let ObjectOnly(Params { name, arguments, meta }) = line.params;
     let mut params = CallToolRequestParams::new(name);
     if let Some(raw) = arguments {
-        // A repeated key (refused by the handler, which needs the transport's mark) or arguments that are not an
-        // object (an error rmcp words): rmcp's path.
+        // A repeated key or a serde_json private key (refused by the handler, which needs the transport's mark),
+        // or arguments that are not an object (an error rmcp words): rmcp's path.
         let serde_json::Value::Object(arguments) = parse_unique(raw.get()).ok()? else { return None };
         params = params.with_arguments(arguments);
     }

@@ -307,10 +307,10 @@ impl Shared {
             None => ToolInput::empty(),
         };
         // A key the client repeated, found by the transport before JSON-RPC decoding kept only the last.
-        let duplicate = super::duplicate::of(&context);
-        if let (Some(super::duplicate::DuplicateArgument(key)), Some(tool)) = (duplicate, self.tools.get(&request.name))
+        let refused = super::arguments::of(&context);
+        if let (Some(super::arguments::RefusedArguments(error)), Some(tool)) = (refused, self.tools.get(&request.name))
         {
-            let refusal = Refusal::duplicate(tool.spec(), key);
+            let refusal = Refusal::of_input(tool.spec(), error.clone());
             telemetry::tool_refused(span, &refusal);
             let text = refusal.to_string();
             crate::audit::refused(audit_scope(self, &context), &request.name, input.as_str(), &text).await;

@@ -186,7 +186,7 @@ impl Gate {
             Ok(response) => return response,
             Err(req) => req,
         };
-        let req = match mark_duplicate_arguments(req, self.max_body).await {
+        let req = match mark_refused_arguments(req, self.max_body).await {
             Ok(req) => req,
             Err(response) => return response,
         };
@@ -339,14 +339,15 @@ impl Gate {
     }
 }
 
-/// Note a key the client repeated in a `tools/call`'s arguments (see `duplicate`) before rmcp decodes the body.
-async fn mark_duplicate_arguments(req: Request, max_body: usize) -> std::result::Result<Request, Response> {
+/// Note why a `tools/call`'s arguments are refused as sent (a key twice, say; see `arguments`) before rmcp decodes
+/// the body.
+async fn mark_refused_arguments(req: Request, max_body: usize) -> std::result::Result<Request, Response> {
     let (mut parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
         return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"));
     };
-    if let Some(key) = super::duplicate::in_call(&bytes) {
-        parts.extensions.insert(super::duplicate::DuplicateArgument(key));
+    if let Some(error) = super::arguments::in_call(&bytes) {
+        parts.extensions.insert(super::arguments::RefusedArguments(error));
     }
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }

@@ -50,6 +50,7 @@
 //! # }
 //! ```
 
+mod arguments;
 mod auth;
 mod builder;
 mod call_line;
@@ -57,7 +58,6 @@ mod call_line;
 mod caller_trace;
 mod clients;
 mod confirm;
-mod duplicate;
 mod events;
 mod guard;
 mod handler;

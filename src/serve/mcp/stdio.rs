@@ -308,7 +308,7 @@ where
         } else {
             serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(|e| unreadable(line, &e)).map(|mut message| {
                 if let ClientJsonRpcMessage::Request(r) = &mut message {
-                    super::duplicate::mark(&mut r.request, line);
+                    super::arguments::mark(&mut r.request, line);
                 }
                 message
             })
