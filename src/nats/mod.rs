@@ -29,6 +29,7 @@
 pub mod approvals;
 mod conforming;
 mod context;
+mod ksuid;
 mod shared;
 pub mod wire;
 

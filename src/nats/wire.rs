@@ -291,8 +291,7 @@ impl Header {
 }
 
 fn ksuid() -> String {
-    use svix_ksuid::KsuidLike;
-    svix_ksuid::Ksuid::now(None).to_string()
+    super::ksuid::new()
 }
 
 fn now() -> String {

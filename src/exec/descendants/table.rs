@@ -49,8 +49,17 @@ pub(super) fn parse_stat(pid: i32, text: &str) -> Option<Entry> {
 
 /// The process `pid` now, if it exists.
 pub(super) fn stat(pid: i32) -> Option<Entry> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let text = read_small(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(pid, &text)
+}
+
+/// A small `/proc` file (a `stat` line, a `children` list) in one read where it fits: `read_to_string` on a file
+/// that reports no size starts at 32 bytes and doubles, six reads for a `stat` line, and the sweeps read such files
+/// for every child of the process, a few times a second on a busy server.
+fn read_small(path: impl AsRef<std::path::Path>) -> io::Result<String> {
+    let mut text = String::with_capacity(1024);
+    std::fs::File::open(path)?.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// A reading of the boot clock (`CLOCK_BOOTTIME`, in nanoseconds), the clock the kernel dates a process's start
@@ -134,13 +143,13 @@ impl Procs {
             return None;
         }
         let task = format!("/proc/{me}/task/{me}");
-        let main = std::fs::read_to_string(format!("{task}/stat")).ok()?;
+        let main = read_small(format!("{task}/stat")).ok()?;
         // The state follows the command's closing parenthesis: `Z` or `X` once the thread has exited.
         let state = main.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())?;
         if matches!(state, 'Z' | 'X' | 'x') {
             return None;
         }
-        let text = std::fs::read_to_string(format!("{task}/children")).ok()?;
+        let text = read_small(format!("{task}/children")).ok()?;
         let mut pids: Vec<i32> = text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()).collect();
         pids.sort_unstable();
         pids.dedup();
@@ -156,7 +165,7 @@ impl Procs {
         let mut pids: Vec<i32> = Vec::new();
         for task in tasks.flatten() {
             // A child belongs to the thread that forked it (or to whichever thread it was reparented to).
-            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else { continue };
+            let Ok(text) = read_small(task.path().join("children")) else { continue };
             pids.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
         }
         pids.sort_unstable();
