@@ -59,6 +59,19 @@ async fn exec_11_interleaved_stdout_and_stderr_keep_arrival_order() {
     assert_eq!(output, want);
 }
 
+/// EXEC-7: a command's stdin is `/dev/null`, read-only: it reads nothing and refuses a write. Every call gets its own
+/// duplicate of one descriptor the runner opened once, so this holds call after call.
+#[tokio::test]
+async fn exec_7_stdin_is_dev_null_read_only_call_after_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tool(dir.path(), "stdin");
+    for _ in 0..3 {
+        let (output, code, truncated) = exec_output(call(&t, "{}").await.content());
+        assert_eq!((code, truncated), (0, false));
+        assert_eq!(output, "fd0=/dev/null\nread=[]\nwrite=refused\n");
+    }
+}
+
 #[tokio::test]
 async fn exec_12_large_output_keeps_head_and_tail_around_the_marker() {
     let dir = tempfile::tempdir().unwrap();
