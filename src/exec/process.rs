@@ -12,7 +12,6 @@ use crate::tool::CallContext;
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
@@ -158,17 +157,6 @@ fn arm(
     Ok((env.apply(cmd.as_std_mut(), program, kind)?, None))
 }
 
-/// The child's stdin: `/dev/null`, read-only, opened once and given to each child as a duplicate, one `dup` where
-/// `Stdio::null()` resolves the path and opens it again for every spawn. Where it cannot be opened once, each
-/// spawn opens its own as before.
-fn null_stdin() -> Stdio {
-    static NULL: OnceLock<Option<std::fs::File>> = OnceLock::new();
-    NULL.get_or_init(|| std::fs::File::open("/dev/null").ok())
-        .as_ref()
-        .and_then(|null| null.try_clone().ok())
-        .map_or_else(Stdio::null, Stdio::from)
-}
-
 /// Run `program` with `args`, capture merged output, and wait for it to finish.
 pub(crate) async fn run(
     program: &Path,
@@ -182,7 +170,7 @@ pub(crate) async fn run(
     let (reader, writer) = io::pipe().map_err(RunError::Spawn)?;
     let (mut cmd, stepped) = launcher(program, env, kind);
     cmd.args(args)
-        .stdin(null_stdin())
+        .stdin(Stdio::null())
         .stdout(writer.try_clone().map_err(RunError::Spawn)?)
         .stderr(writer)
         .process_group(0)

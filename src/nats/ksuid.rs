@@ -10,6 +10,8 @@
 //!
 //! Profiled under `benches/a2a.rs` (perf, the served call's own work), minting the reply's id was the largest
 //! single part of what a2a serving adds to a command's run.
+//!
+//! These ids must be unique, not secret: nothing here is for a nonce or a token (approvals draw their own bytes).
 
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -25,15 +27,17 @@ const PAYLOAD: usize = 16;
 /// Ids one fill of a thread's pool serves.
 const POOL_IDS: usize = 32;
 
-/// A thread's random bytes not yet given to an id, from `next` on.
+/// A thread's random bytes not yet given to an id, from `next` on, drawn in process `pid`.
 struct Pool {
     bytes: [u8; PAYLOAD * POOL_IDS],
     next: usize,
+    pid: u32,
 }
 
 thread_local! {
     // Starts spent, so the first id fills it.
-    static POOL: RefCell<Pool> = const { RefCell::new(Pool { bytes: [0; PAYLOAD * POOL_IDS], next: PAYLOAD * POOL_IDS }) };
+    static POOL: RefCell<Pool> =
+        const { RefCell::new(Pool { bytes: [0; PAYLOAD * POOL_IDS], next: PAYLOAD * POOL_IDS, pid: 0 }) };
 }
 
 /// A fresh KSUID, dated now.
@@ -52,30 +56,42 @@ fn at(time: SystemTime) -> String {
 
 /// Sixteen bytes from this thread's pool, refilled from the operating system's generator when spent.
 fn random(out: &mut [u8]) {
-    POOL.with_borrow_mut(|pool| {
-        if pool.next + PAYLOAD > pool.bytes.len() {
-            if getrandom::fill(&mut pool.bytes).is_err() {
-                // No generator (it never fails on a supported kernel): the ids need to be unique, not secret, and
-                // std's hasher keys are seeded once per thread from the system and stepped per hasher.
-                fallback(&mut pool.bytes);
-            }
-            pool.next = 0;
-        }
-        out.copy_from_slice(&pool.bytes[pool.next..pool.next + PAYLOAD]);
-        pool.next += PAYLOAD;
-    });
+    POOL.with_borrow_mut(|pool| take(pool, std::process::id(), out));
 }
 
-/// Bytes that differ between every call in the process, for when the operating system's generator fails.
+/// Sixteen bytes of `pool` for an id minted in process `pid`. A pool drawn in another process is refilled first: a
+/// host that forks without exec copies this thread's pool into the child, and the two would issue the same ids.
+fn take(pool: &mut Pool, pid: u32, out: &mut [u8]) {
+    if pool.pid != pid || pool.next + PAYLOAD > pool.bytes.len() {
+        if getrandom::fill(&mut pool.bytes).is_err() {
+            // No generator (it never fails on a supported kernel).
+            fallback(&mut pool.bytes);
+        }
+        pool.next = 0;
+        pool.pid = pid;
+    }
+    out.copy_from_slice(&pool.bytes[pool.next..pool.next + PAYLOAD]);
+    pool.next += PAYLOAD;
+}
+
+/// Bytes that differ between every call in every process, for when the operating system's generator fails: a
+/// digest of the process, the thread, the time and a counter, with no randomness of its own (std's hasher keys
+/// would come from the same generator, and std panics when it fails).
 fn fallback(bytes: &mut [u8]) {
-    use std::hash::{BuildHasher, RandomState};
+    use sha2::{Digest, Sha256};
     use std::sync::atomic::{AtomicU64, Ordering};
     static CALLS: AtomicU64 = AtomicU64::new(0);
     let call = CALLS.fetch_add(1, Ordering::Relaxed);
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        let word = RandomState::new().hash_one((call, nanos, i));
-        chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
+    let thread = format!("{:?}", std::thread::current().id());
+    for (block, chunk) in (0u64..).zip(bytes.chunks_mut(32)) {
+        let mut digest = Sha256::new();
+        digest.update(std::process::id().to_le_bytes());
+        digest.update(thread.as_bytes());
+        digest.update(nanos.to_le_bytes());
+        digest.update(call.to_le_bytes());
+        digest.update(block.to_le_bytes());
+        chunk.copy_from_slice(&digest.finalize()[..chunk.len()]);
     }
 }
 
@@ -154,13 +170,37 @@ mod tests {
         assert_eq!(payloads.len(), ids.len());
     }
 
-    /// The fallback's bytes differ from call to call.
+    /// The fallback's bytes differ from call to call, and from block to block within one.
     #[test]
     fn a2a_id_fallback_bytes_differ() {
-        let (mut a, mut b) = ([0u8; 36], [0u8; 36]);
+        let (mut a, mut b) = ([0u8; 80], [0u8; 80]);
         fallback(&mut a);
         fallback(&mut b);
         assert_ne!(a, b);
-        assert_ne!(a[..8], a[8..16]);
+        assert_ne!(a[..32], a[32..64]);
+        assert_ne!(a[64..], [0; 16]);
+    }
+
+    /// A pool drawn in another process (a fork's copy) is refilled before it gives a byte; in its own process it
+    /// gives each byte once, then refills when spent.
+    #[test]
+    fn a2a_id_pool_is_refilled_in_a_forked_child() {
+        let mut pool = Pool { bytes: [0; PAYLOAD * POOL_IDS], next: PAYLOAD * POOL_IDS, pid: 0 };
+        let (mut first, mut second) = ([0u8; PAYLOAD], [0u8; PAYLOAD]);
+        take(&mut pool, 100, &mut first);
+        let copy = Pool { bytes: pool.bytes, next: pool.next, pid: pool.pid };
+        take(&mut pool, 100, &mut second);
+        assert_eq!((pool.next, pool.pid), (2 * PAYLOAD, 100));
+        assert_ne!(first, second);
+        // The child's copy, in process 101, would give `second` again; it refills instead.
+        let mut child = copy;
+        let mut in_child = [0u8; PAYLOAD];
+        take(&mut child, 101, &mut in_child);
+        assert_eq!((child.next, child.pid), (PAYLOAD, 101));
+        assert_ne!(in_child, second);
+        // Spent, in its own process: refilled.
+        pool.next = pool.bytes.len();
+        take(&mut pool, 100, &mut first);
+        assert_eq!(pool.next, PAYLOAD);
     }
 }

@@ -31,11 +31,8 @@ impl Entry {
 }
 
 /// Parse `/proc/<pid>/stat`. `None` when it is not in the expected shape (a process that vanished mid-read).
-pub(super) fn parse_stat(pid: i32, text: &str) -> Option<Entry> {
-    // The command name is parenthesised and may itself hold spaces and parentheses: the fields start after the
-    // last ')'. Then: state, ppid, pgrp, session, tty_nr, tpgid, flags, minflt, cminflt, majflt, cmajflt, utime,
-    // stime, cutime, cstime, priority, nice, num_threads, itrealvalue, starttime (proc(5) fields 3..22).
-    let (_, rest) = text.rsplit_once(')')?;
+pub(super) fn parse_stat(pid: i32, text: &[u8]) -> Option<Entry> {
+    let rest = after_comm(text)?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let state = fields.first()?;
     Some(Entry {
@@ -47,19 +44,33 @@ pub(super) fn parse_stat(pid: i32, text: &str) -> Option<Entry> {
     })
 }
 
+/// The fields of a `stat` line after the command name. The name is parenthesised and may itself hold spaces and
+/// parentheses, so the fields start after the last `)`. It is whatever bytes the process chose, UTF-8 or not (the
+/// name of the file it ran, or `prctl(PR_SET_NAME)`): reading the line as text would fail on such a name and hide
+/// the process, and everything below it, from the sweeps. The fields themselves are ASCII.
+fn after_comm(stat: &[u8]) -> Option<&str> {
+    let at = stat.iter().rposition(|&b| b == b')')?;
+    std::str::from_utf8(&stat[at + 1..]).ok()
+}
+
 /// The process `pid` now, if it exists.
 pub(super) fn stat(pid: i32) -> Option<Entry> {
     let text = read_small(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(pid, &text)
 }
 
-/// A small `/proc` file (a `stat` line, a `children` list) in one read where it fits: `read_to_string` on a file
-/// that reports no size starts at 32 bytes and doubles, six reads for a `stat` line, and the sweeps read such files
-/// for every child of the process, a few times a second on a busy server.
-fn read_small(path: impl AsRef<std::path::Path>) -> io::Result<String> {
-    let mut text = String::with_capacity(1024);
-    std::fs::File::open(path)?.read_to_string(&mut text)?;
-    Ok(text)
+/// A small `/proc` file (a `stat` line, a `children` list), as bytes, in one read where it fits: `read_to_string`
+/// on a file that reports no size starts at 32 bytes and doubles, six reads for a `stat` line, and the sweeps read
+/// such files for every child of the process, a few times a second on a busy server.
+fn read_small(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(1024);
+    std::fs::File::open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The pids in a `children` file (decimal numbers separated by spaces).
+fn pids_in(children: &[u8]) -> impl Iterator<Item = i32> + '_ {
+    children.split(u8::is_ascii_whitespace).filter_map(|p| std::str::from_utf8(p).ok()?.parse::<i32>().ok())
 }
 
 /// A reading of the boot clock (`CLOCK_BOOTTIME`, in nanoseconds), the clock the kernel dates a process's start
@@ -145,12 +156,12 @@ impl Procs {
         let task = format!("/proc/{me}/task/{me}");
         let main = read_small(format!("{task}/stat")).ok()?;
         // The state follows the command's closing parenthesis: `Z` or `X` once the thread has exited.
-        let state = main.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())?;
+        let state = after_comm(&main).and_then(|rest| rest.trim_start().chars().next())?;
         if matches!(state, 'Z' | 'X' | 'x') {
             return None;
         }
         let text = read_small(format!("{task}/children")).ok()?;
-        let mut pids: Vec<i32> = text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()).collect();
+        let mut pids: Vec<i32> = pids_in(&text).collect();
         pids.sort_unstable();
         pids.dedup();
         Some(pids.into_iter().filter_map(stat).filter(|e| e.ppid == me).collect())
@@ -166,7 +177,7 @@ impl Procs {
         for task in tasks.flatten() {
             // A child belongs to the thread that forked it (or to whichever thread it was reparented to).
             let Ok(text) = read_small(task.path().join("children")) else { continue };
-            pids.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            pids.extend(pids_in(&text));
         }
         pids.sort_unstable();
         pids.dedup();
@@ -238,12 +249,44 @@ mod tests {
     #[test]
     fn exec_17_stat_fields_are_read_after_the_last_parenthesis() {
         let line = "4242 (a) (b c) S 17 4240 4240 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3\n";
-        let e = parse_stat(4242, line).unwrap();
+        let e = parse_stat(4242, line.as_bytes()).unwrap();
         assert_eq!((e.pid, e.ppid, e.pgrp, e.zombie, e.start), (4242, 17, 4240, false, 987_654));
         let zombie = line.replace(") S ", ") Z ");
-        assert!(parse_stat(4242, &zombie).unwrap().zombie);
-        assert_eq!(parse_stat(1, "1 (cut short) S 0"), None);
-        assert_eq!(parse_stat(1, "no parenthesis"), None);
+        assert!(parse_stat(4242, zombie.as_bytes()).unwrap().zombie);
+        assert_eq!(parse_stat(1, b"1 (cut short) S 0"), None);
+        assert_eq!(parse_stat(1, b"no parenthesis"), None);
+        // A name that is not UTF-8 (a process names itself with any bytes it likes) still reads.
+        let odd = b"4242 (sl\xffe\xc3) S 17 4240 4240 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3\n";
+        assert_eq!(parse_stat(4242, odd).map(|e| (e.ppid, e.start)), Some((17, 987_654)));
+    }
+
+    /// EXEC-17: a child that runs a file whose name is not UTF-8 has that name in `stat`; it is still found as this
+    /// process's child, so the sweeps reach it and what it spawns.
+    #[test]
+    fn exec_17_a_child_named_in_bytes_that_are_not_utf8_is_still_found() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join(std::ffi::OsStr::from_bytes(b"sl\xffeep"));
+        std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
+        let mut child = std::process::Command::new(&link).arg("30").spawn().unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let me = i32::try_from(std::process::id()).unwrap();
+        // Until the exec has happened, /proc shows the parent's name; wait for the child's own.
+        let named = (0..200).any(|_| {
+            let raw = std::fs::read(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let done = raw.windows(3).any(|w| w == b"\xffee");
+            if !done {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            done
+        });
+        let found = stat(pid);
+        let listed = Procs { scanned: None }.children(me).iter().any(|e| e.pid == pid);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(named, "the child never showed its own name");
+        assert_eq!(found.map(|e| e.ppid), Some(me));
+        assert!(listed, "not among this process's children");
     }
 
     #[test]
