@@ -265,10 +265,12 @@ mod tests {
     #[test]
     fn exec_17_a_child_named_in_bytes_that_are_not_utf8_is_still_found() {
         use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::process::CommandExt;
         let dir = tempfile::tempdir().unwrap();
         let link = dir.path().join(std::ffi::OsStr::from_bytes(b"sl\xffeep"));
         std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
-        let mut child = std::process::Command::new(&link).arg("30").spawn().unwrap();
+        // argv[0] stays `sleep`, so a multi-call binary still sleeps; the kernel names the process by the file.
+        let mut child = std::process::Command::new(&link).arg0("sleep").arg("30").spawn().unwrap();
         let pid = i32::try_from(child.id()).unwrap();
         let me = i32::try_from(std::process::id()).unwrap();
         // Until the exec has happened, /proc shows the parent's name; wait for the child's own.
@@ -281,7 +283,7 @@ mod tests {
             done
         });
         let found = stat(pid);
-        let listed = Procs { scanned: None }.children(me).iter().any(|e| e.pid == pid);
+        let listed = Procs::read().unwrap().children(me).iter().any(|e| e.pid == pid);
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(named, "the child never showed its own name");
